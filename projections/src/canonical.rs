@@ -1,0 +1,217 @@
+//! Canonical JSON: the RFC 8785 (JSON Canonicalization Scheme) subset memlog writes.
+//!
+//! Object keys are sorted by their UTF-16 code units, there is no insignificant whitespace,
+//! strings escape only what JSON requires (with the short escapes where they exist and lowercase
+//! `\u00xx` otherwise), and numbers use the ECMAScript shortest round-trip form. Integers must be
+//! exactly representable as IEEE 754 doubles (|n| ≤ 2^53), and only finite numbers exist.
+//! Because the scheme is a published standard, a verifier in another language can reuse an
+//! existing JCS library.
+
+use serde_json::{Map, Number, Value};
+use std::fmt::Write as _;
+
+/// Largest integer magnitude that every JSON reader can hold exactly.
+pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
+
+/// Why a value has no canonical encoding.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CanonicalError {
+    /// A number is NaN or infinite (serde_json cannot produce these, but a typed value can).
+    NonFinite,
+    /// An integer is larger in magnitude than 2^53 - 1.
+    UnsafeInteger(String),
+}
+
+impl std::fmt::Display for CanonicalError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::NonFinite => f.write_str("number is not finite"),
+            Self::UnsafeInteger(n) => write!(f, "integer {n} is outside ±(2^53 - 1)"),
+        }
+    }
+}
+
+/// Encodes `value` canonically.
+///
+/// # Errors
+/// When a number has no canonical form (see [`CanonicalError`]).
+pub fn to_canonical_string(value: &Value) -> Result<String, CanonicalError> {
+    let mut out = String::with_capacity(256);
+    write_value(&mut out, value)?;
+    Ok(out)
+}
+
+fn write_value(out: &mut String, value: &Value) -> Result<(), CanonicalError> {
+    match value {
+        Value::Null => out.push_str("null"),
+        Value::Bool(true) => out.push_str("true"),
+        Value::Bool(false) => out.push_str("false"),
+        Value::Number(n) => write_number(out, n)?,
+        Value::String(s) => write_string(out, s),
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_value(out, item)?;
+            }
+            out.push(']');
+        }
+        Value::Object(map) => write_object(out, map)?,
+    }
+    Ok(())
+}
+
+fn write_object(out: &mut String, map: &Map<String, Value>) -> Result<(), CanonicalError> {
+    let mut keys: Vec<&String> = map.keys().collect();
+    // serde_json's map is ordered by UTF-8 bytes; JCS orders by UTF-16 code units. The two agree
+    // except for characters above U+FFFF against U+E000..U+FFFF, so sort explicitly.
+    keys.sort_by(|a, b| a.encode_utf16().cmp(b.encode_utf16()));
+    out.push('{');
+    for (i, key) in keys.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        write_string(out, key);
+        out.push(':');
+        if let Some(v) = map.get(key.as_str()) {
+            write_value(out, v)?;
+        }
+    }
+    out.push('}');
+    Ok(())
+}
+
+/// Writes a JSON string literal with the minimal JCS escaping.
+pub fn write_string(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\u{08}' => out.push_str("\\b"),
+            '\u{0c}' => out.push_str("\\f"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+fn write_number(out: &mut String, n: &Number) -> Result<(), CanonicalError> {
+    if let Some(u) = n.as_u64() {
+        if u > MAX_SAFE_INTEGER {
+            return Err(CanonicalError::UnsafeInteger(u.to_string()));
+        }
+        let _ = write!(out, "{u}");
+        return Ok(());
+    }
+    if let Some(i) = n.as_i64() {
+        if i.unsigned_abs() > MAX_SAFE_INTEGER {
+            return Err(CanonicalError::UnsafeInteger(i.to_string()));
+        }
+        let _ = write!(out, "{i}");
+        return Ok(());
+    }
+    let f = n.as_f64().ok_or(CanonicalError::NonFinite)?;
+    write_f64(out, f)
+}
+
+/// Writes `f` in the ECMAScript `Number.prototype.toString` form that RFC 8785 requires.
+///
+/// # Errors
+/// When `f` is NaN or infinite.
+pub fn write_f64(out: &mut String, f: f64) -> Result<(), CanonicalError> {
+    if !f.is_finite() {
+        return Err(CanonicalError::NonFinite);
+    }
+    if f == 0.0 {
+        out.push('0');
+        return Ok(());
+    }
+    if f < 0.0 {
+        out.push('-');
+    }
+    // Rust's `{:e}` prints the shortest digits that round-trip, e.g. "1.2345e-7".
+    let sci = format!("{:e}", f.abs());
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((sci.as_str(), "0"));
+    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let k = i32::try_from(digits.len()).unwrap_or(i32::MAX);
+    let n = exp + 1; // position of the decimal point relative to the digits
+    if k <= n && n <= 21 {
+        out.push_str(&digits);
+        out.extend(std::iter::repeat_n('0', usize::try_from(n - k).unwrap_or(0)));
+    } else if 0 < n && n <= 21 {
+        let (int, frac) = digits.split_at(usize::try_from(n).unwrap_or(0));
+        out.push_str(int);
+        out.push('.');
+        out.push_str(frac);
+    } else if -6 < n && n <= 0 {
+        out.push_str("0.");
+        out.extend(std::iter::repeat_n('0', usize::try_from(-n).unwrap_or(0)));
+        out.push_str(&digits);
+    } else {
+        let (first, rest) = digits.split_at(1);
+        out.push_str(first);
+        if !rest.is_empty() {
+            out.push('.');
+            out.push_str(rest);
+        }
+        out.push('e');
+        out.push(if n - 1 >= 0 { '+' } else { '-' });
+        let _ = write!(out, "{}", (n - 1).abs());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn num(f: f64) -> String {
+        let mut s = String::new();
+        write_f64(&mut s, f).unwrap_or_default();
+        s
+    }
+
+    #[test]
+    fn numbers_follow_ecmascript() {
+        // Vectors from RFC 8785 appendix B and ECMAScript.
+        assert_eq!(num(0.0), "0");
+        assert_eq!(num(-0.0), "0");
+        assert_eq!(num(1.0), "1");
+        assert_eq!(num(0.8), "0.8");
+        assert_eq!(num(0.000001), "0.000001");
+        assert_eq!(num(1e-7), "1e-7");
+        assert_eq!(num(1e21), "1e+21");
+        assert_eq!(num(1e20), "100000000000000000000");
+        assert_eq!(num(123.456), "123.456");
+        assert_eq!(num(-1.5), "-1.5");
+        assert_eq!(num(9007199254740992.0), "9007199254740992");
+        assert_eq!(num(5e-324), "5e-324");
+        assert_eq!(num(1.7976931348623157e308), "1.7976931348623157e+308");
+        assert_eq!(num(333333333.3333333), "333333333.3333333");
+    }
+
+    #[test]
+    fn objects_sort_by_utf16_and_strings_escape_minimally() {
+        let v = json!({"b": 1, "a": [true, null, "x\n\u{1}\"\\é"], "\u{10000}": 1, "\u{e000}": 2});
+        let s = to_canonical_string(&v).unwrap_or_default();
+        assert_eq!(s, "{\"a\":[true,null,\"x\\n\\u0001\\\"\\\\é\"],\"b\":1,\"\u{10000}\":1,\"\u{e000}\":2}");
+    }
+
+    #[test]
+    fn unsafe_integers_are_refused() {
+        let v: Value = serde_json::from_str("9007199254740993").unwrap_or(Value::Null);
+        assert!(matches!(to_canonical_string(&v), Err(CanonicalError::UnsafeInteger(_))));
+    }
+}
+impl std::error::Error for CanonicalError {}

@@ -1,0 +1,584 @@
+//! Events: their JSON shape, canonical line encoding, content address and decoding.
+//!
+//! A line is the canonical encoding (see [`crate::canonical`]) of an object with exactly the keys
+//! `actor`, `at`, `data`, `entry`, `id`, `parents`, `type`, `v`. The `id` is the lowercase hex
+//! blake3 hash of [`EVENT_DOMAIN`] followed by the canonical encoding of the same object without
+//! `id`. A create event's `entry` is derived from its own content: `m-` followed by the first ten
+//! Crockford base32 characters of blake3([`ENTRY_DOMAIN`] + canonical object without `id` and
+//! `entry`).
+
+use crate::canonical::{CanonicalError, to_canonical_string};
+use crate::model::{EntryFields, EventType, Lifecycle, PATCHABLE_FIELDS, Status};
+use crate::time::is_event_timestamp;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// The event format version this build reads and writes.
+pub const EVENT_VERSION: u64 = 1;
+/// Domain prefix of the event id hash.
+pub const EVENT_DOMAIN: &[u8] = b"memlog/event/v1\n";
+/// Domain prefix of the entry id hash.
+pub const ENTRY_DOMAIN: &[u8] = b"memlog/entry/v1\n";
+/// Prefix of every entry id.
+pub const ENTRY_PREFIX: &str = "m-";
+/// Number of base32 characters after the prefix.
+pub const ENTRY_ID_CHARS: usize = 10;
+/// Longest actor name.
+pub const MAX_ACTOR_CHARS: usize = 128;
+const CROCKFORD: &[u8; 32] = b"0123456789abcdefghjkmnpqrstvwxyz";
+
+/// The payload of an event, one variant per type.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EventData {
+    /// A new entry with its fields and initial status (`active` or `draft`).
+    Create { fields: EntryFields, status: Status },
+    /// A new version: the named fields take the given values.
+    Update { set: Map<String, Value>, reason: Option<String> },
+    /// The entry is replaced by entry `by`.
+    Supersede { by: String, reason: Option<String> },
+    /// The entry is historically relevant but no longer current.
+    Deprecate { reason: Option<String> },
+    /// The entry is exempt from automatic lifecycle transitions.
+    Pin { reason: Option<String> },
+    /// The entry returns to automatic lifecycle management.
+    Unpin { reason: Option<String> },
+    /// A lifecycle transition decided by the lifecycle engine at a given time.
+    Transition { to: Lifecycle, reason: String },
+    /// The entry's content is removed; its audit trail stays.
+    Purge { reason: String },
+    /// The entry was merged into entry `into`.
+    Consolidate { into: String, reason: Option<String> },
+    /// Evidence was checked; `stale` lists the URIs found unreachable.
+    EvidenceChecked { stale: Vec<String> },
+    /// Clears a conflict: its parents include every head; `set` optionally picks field values.
+    Resolve { set: Map<String, Value>, reason: Option<String> },
+}
+
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SetData {
+    set: Map<String, Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    reason: Option<String>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReasonData {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    reason: Option<String>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SupersedeData {
+    by: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    reason: Option<String>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConsolidateData {
+    into: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    reason: Option<String>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TransitionData {
+    to: Lifecycle,
+    reason: String,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PurgeData {
+    reason: String,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EvidenceCheckedData {
+    stale: Vec<String>,
+}
+
+impl EventData {
+    /// The event type this payload belongs to.
+    pub const fn event_type(&self) -> EventType {
+        match self {
+            Self::Create { .. } => EventType::Create,
+            Self::Update { .. } => EventType::Update,
+            Self::Supersede { .. } => EventType::Supersede,
+            Self::Deprecate { .. } => EventType::Deprecate,
+            Self::Pin { .. } => EventType::Pin,
+            Self::Unpin { .. } => EventType::Unpin,
+            Self::Transition { .. } => EventType::Transition,
+            Self::Purge { .. } => EventType::Purge,
+            Self::Consolidate { .. } => EventType::Consolidate,
+            Self::EvidenceChecked { .. } => EventType::EvidenceChecked,
+            Self::Resolve { .. } => EventType::Resolve,
+        }
+    }
+
+    fn to_value(&self) -> Result<Value, serde_json::Error> {
+        let reason = |reason: &Option<String>| ReasonData { reason: reason.clone() };
+        match self {
+            Self::Create { fields, status } => {
+                let mut value = serde_json::to_value(fields)?;
+                if let Value::Object(map) = &mut value {
+                    map.insert("status".into(), Value::String(status.as_str().into()));
+                }
+                Ok(value)
+            }
+            Self::Update { set, reason } | Self::Resolve { set, reason } => {
+                serde_json::to_value(SetData { set: set.clone(), reason: reason.clone() })
+            }
+            Self::Supersede { by, reason } => serde_json::to_value(SupersedeData {
+                by: by.clone(),
+                reason: reason.clone(),
+            }),
+            Self::Deprecate { reason: r } | Self::Pin { reason: r } | Self::Unpin { reason: r } => {
+                serde_json::to_value(reason(r))
+            }
+            Self::Transition { to, reason } => {
+                serde_json::to_value(TransitionData { to: *to, reason: reason.clone() })
+            }
+            Self::Purge { reason } => serde_json::to_value(PurgeData { reason: reason.clone() }),
+            Self::Consolidate { into, reason } => serde_json::to_value(ConsolidateData {
+                into: into.clone(),
+                reason: reason.clone(),
+            }),
+            Self::EvidenceChecked { stale } => {
+                serde_json::to_value(EvidenceCheckedData { stale: stale.clone() })
+            }
+        }
+    }
+
+    fn from_value(kind: EventType, value: Value) -> Result<Self, serde_json::Error> {
+        Ok(match kind {
+            EventType::Create => {
+                // `serde(flatten)` cannot deny unknown fields, so split `status` off by hand.
+                let mut value = value;
+                let status = match &mut value {
+                    Value::Object(map) => map.remove("status"),
+                    _ => None,
+                };
+                let status = match status {
+                    Some(s) => serde_json::from_value(s)?,
+                    None => return Err(serde::de::Error::missing_field("status")),
+                };
+                Self::Create { fields: serde_json::from_value(value)?, status }
+            }
+            EventType::Update => {
+                let d: SetData = serde_json::from_value(value)?;
+                Self::Update { set: d.set, reason: d.reason }
+            }
+            EventType::Resolve => {
+                let d: SetData = serde_json::from_value(value)?;
+                Self::Resolve { set: d.set, reason: d.reason }
+            }
+            EventType::Supersede => {
+                let d: SupersedeData = serde_json::from_value(value)?;
+                Self::Supersede { by: d.by, reason: d.reason }
+            }
+            EventType::Deprecate => Self::Deprecate { reason: reason_of(value)? },
+            EventType::Pin => Self::Pin { reason: reason_of(value)? },
+            EventType::Unpin => Self::Unpin { reason: reason_of(value)? },
+            EventType::Transition => {
+                let d: TransitionData = serde_json::from_value(value)?;
+                Self::Transition { to: d.to, reason: d.reason }
+            }
+            EventType::Purge => {
+                let d: PurgeData = serde_json::from_value(value)?;
+                Self::Purge { reason: d.reason }
+            }
+            EventType::Consolidate => {
+                let d: ConsolidateData = serde_json::from_value(value)?;
+                Self::Consolidate { into: d.into, reason: d.reason }
+            }
+            EventType::EvidenceChecked => {
+                let d: EvidenceCheckedData = serde_json::from_value(value)?;
+                Self::EvidenceChecked { stale: d.stale }
+            }
+        })
+    }
+}
+
+fn reason_of(value: Value) -> Result<Option<String>, serde_json::Error> {
+    Ok(serde_json::from_value::<ReasonData>(value)?.reason)
+}
+
+/// One immutable event.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    /// Content address: lowercase hex blake3 (64 characters).
+    pub id: String,
+    /// The entry the event is about.
+    pub entry: String,
+    /// Who wrote it.
+    pub actor: String,
+    /// When, in the event timestamp layout.
+    pub at: String,
+    /// Head events of the entry when this one was written, sorted, without duplicates.
+    pub parents: Vec<String>,
+    /// What happened.
+    pub data: EventData,
+}
+
+/// Why an event could not be built or a line could not be read as an event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EventError {
+    /// The line is not JSON at all.
+    NotJson(String),
+    /// The line is JSON but not an object.
+    NotAnObject,
+    /// A required key is missing.
+    MissingKey(&'static str),
+    /// A key is not one of the eight an event has.
+    UnknownKey(String),
+    /// A key holds the wrong JSON type.
+    WrongType { key: &'static str, expected: &'static str },
+    /// The format version is newer (or other) than this build understands.
+    UnsupportedVersion(u64),
+    /// The type is not in the closed set.
+    UnknownType(String),
+    /// The data does not match the type's schema.
+    BadData { event_type: EventType, message: String },
+    /// `update`/`resolve` names a field that cannot be set.
+    UnknownField(String),
+    /// `at` is not in the event timestamp layout.
+    BadTimestamp(String),
+    /// `actor` is empty, too long or has control characters.
+    BadActor,
+    /// `entry` is not an entry id.
+    BadEntryId(String),
+    /// A parent is not an event id, or parents are not sorted and unique.
+    BadParents(String),
+    /// The line is valid JSON but not in canonical form.
+    NotCanonical,
+    /// A number has no canonical form.
+    Canonical(CanonicalError),
+    /// `id` is not the hash of the content.
+    IdMismatch { stated: String, computed: String },
+    /// A create event's `entry` is not derived from its content.
+    EntryIdMismatch { stated: String, computed: String },
+}
+
+impl std::fmt::Display for EventError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::NotJson(m) => write!(f, "not valid JSON: {m}"),
+            Self::NotAnObject => f.write_str("not a JSON object"),
+            Self::MissingKey(k) => write!(f, "missing key `{k}`"),
+            Self::UnknownKey(k) => write!(f, "unknown key `{k}`"),
+            Self::WrongType { key, expected } => write!(f, "key `{key}` must be {expected}"),
+            Self::UnsupportedVersion(v) => write!(
+                f,
+                "event format version {v} is not supported by this memlog (it reads version {EVENT_VERSION}); upgrade memlog"
+            ),
+            Self::UnknownType(t) => write!(
+                f,
+                "unknown event type `{t}` (known: {}); upgrade memlog if a newer version wrote it",
+                EventType::choices()
+            ),
+            Self::BadData { event_type, message } => {
+                write!(f, "data of `{event_type}` event is invalid: {message}")
+            }
+            Self::UnknownField(k) => write!(
+                f,
+                "field `{k}` cannot be set (settable: {})",
+                PATCHABLE_FIELDS.join(", ")
+            ),
+            Self::BadTimestamp(t) => {
+                write!(f, "`at` is `{t}`, not a UTC timestamp like 2026-11-22T10:31:12.123Z")
+            }
+            Self::BadActor => write!(
+                f,
+                "`actor` must be 1 to {MAX_ACTOR_CHARS} characters without control characters"
+            ),
+            Self::BadEntryId(e) => write!(f, "`entry` is `{e}`, not an entry id like m-5kq2x9c4d8"),
+            Self::BadParents(m) => write!(f, "`parents` {m}"),
+            Self::NotCanonical => f.write_str(
+                "not in canonical form (sorted keys, no whitespace, RFC 8785 numbers and escapes)",
+            ),
+            Self::Canonical(e) => write!(f, "{e}"),
+            Self::IdMismatch { stated, computed } => write!(
+                f,
+                "id {stated} does not match the content, whose hash is {computed}: the event was altered"
+            ),
+            Self::EntryIdMismatch { stated, computed } => write!(
+                f,
+                "create event names entry {stated} but its content derives {computed}: the event was altered"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for EventError {}
+
+impl From<CanonicalError> for EventError {
+    fn from(e: CanonicalError) -> Self {
+        Self::Canonical(e)
+    }
+}
+
+/// True when `s` is a 64-character lowercase hex string.
+pub fn is_event_id(s: &str) -> bool {
+    s.len() == 64 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// True when `s` has the shape of an entry id.
+pub fn is_entry_id(s: &str) -> bool {
+    s.strip_prefix(ENTRY_PREFIX).is_some_and(|rest| {
+        rest.len() == ENTRY_ID_CHARS && rest.bytes().all(|b| CROCKFORD.contains(&b))
+    })
+}
+
+fn valid_actor(actor: &str) -> bool {
+    let n = actor.chars().count();
+    (1..=MAX_ACTOR_CHARS).contains(&n) && !actor.chars().any(char::is_control)
+}
+
+fn entry_id_from_hash(hash: &blake3::Hash) -> String {
+    // The first 50 bits of the hash, five bits per character.
+    let bytes = hash.as_bytes();
+    let mut bits: u64 = 0;
+    for b in bytes.iter().take(8) {
+        bits = (bits << 8) | u64::from(*b);
+    }
+    let mut id = String::with_capacity(ENTRY_PREFIX.len() + ENTRY_ID_CHARS);
+    id.push_str(ENTRY_PREFIX);
+    for i in 0..ENTRY_ID_CHARS {
+        let shift = 64 - 5 * (i + 1);
+        let idx = usize::try_from((bits >> shift) & 0x1f).unwrap_or(0);
+        id.push(char::from(CROCKFORD[idx]));
+    }
+    id
+}
+
+fn hash_with(domain: &[u8], canonical: &str) -> blake3::Hash {
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(domain);
+    hasher.update(canonical.as_bytes());
+    hasher.finalize()
+}
+
+impl Event {
+    /// Builds an event and computes its id (and, for a create, its entry id).
+    ///
+    /// `entry` is ignored for create events, whose entry id is derived from their content.
+    ///
+    /// # Errors
+    /// When a field is malformed (actor, timestamp, parents, data) or a number has no canonical form.
+    pub fn build(
+        entry: &str,
+        actor: &str,
+        at: &str,
+        parents: Vec<String>,
+        data: EventData,
+    ) -> Result<Self, EventError> {
+        let mut parents = parents;
+        parents.sort();
+        parents.dedup();
+        let mut event = Self {
+            id: String::new(),
+            entry: entry.to_owned(),
+            actor: actor.to_owned(),
+            at: at.to_owned(),
+            parents,
+            data,
+        };
+        let mut body = event.body_value()?;
+        if matches!(event.data, EventData::Create { .. }) {
+            body.remove("entry");
+            let canonical = to_canonical_string(&Value::Object(body.clone()))?;
+            event.entry = entry_id_from_hash(&hash_with(ENTRY_DOMAIN, &canonical));
+            body.insert("entry".into(), Value::String(event.entry.clone()));
+        }
+        event.check_fields()?;
+        let canonical = to_canonical_string(&Value::Object(body))?;
+        event.id = hash_with(EVENT_DOMAIN, &canonical).to_hex().to_string();
+        Ok(event)
+    }
+
+    /// The event type.
+    pub const fn event_type(&self) -> EventType {
+        self.data.event_type()
+    }
+
+    fn body_value(&self) -> Result<Map<String, Value>, EventError> {
+        let data = self.data.to_value().map_err(|e| EventError::BadData {
+            event_type: self.event_type(),
+            message: e.to_string(),
+        })?;
+        let mut map = Map::new();
+        map.insert("actor".into(), Value::String(self.actor.clone()));
+        map.insert("at".into(), Value::String(self.at.clone()));
+        map.insert("data".into(), data);
+        map.insert("entry".into(), Value::String(self.entry.clone()));
+        map.insert(
+            "parents".into(),
+            Value::Array(self.parents.iter().cloned().map(Value::String).collect()),
+        );
+        map.insert("type".into(), Value::String(self.event_type().as_str().into()));
+        map.insert("v".into(), Value::from(EVENT_VERSION));
+        Ok(map)
+    }
+
+    /// The event as a JSON object, `id` included.
+    ///
+    /// # Errors
+    /// When the data cannot be represented (never for events from [`Event::build`] or [`decode_line`]).
+    pub fn to_value(&self) -> Result<Value, EventError> {
+        let mut map = self.body_value()?;
+        map.insert("id".into(), Value::String(self.id.clone()));
+        Ok(Value::Object(map))
+    }
+
+    /// The canonical log line, without the trailing newline.
+    ///
+    /// # Errors
+    /// As [`Event::to_value`].
+    pub fn to_line(&self) -> Result<String, EventError> {
+        Ok(to_canonical_string(&self.to_value()?)?)
+    }
+
+    fn check_fields(&self) -> Result<(), EventError> {
+        if !valid_actor(&self.actor) {
+            return Err(EventError::BadActor);
+        }
+        if !is_event_timestamp(&self.at) {
+            return Err(EventError::BadTimestamp(self.at.clone()));
+        }
+        if !is_entry_id(&self.entry) {
+            return Err(EventError::BadEntryId(self.entry.clone()));
+        }
+        if let Some(p) = self.parents.iter().find(|p| !is_event_id(p)) {
+            return Err(EventError::BadParents(format!("holds `{p}`, which is not an event id")));
+        }
+        if self.parents.windows(2).any(|w| w[0] >= w[1]) {
+            return Err(EventError::BadParents("must be sorted and without duplicates".into()));
+        }
+        match &self.data {
+            EventData::Create { status, .. } if !matches!(status, Status::Active | Status::Draft) => {
+                return Err(EventError::BadData {
+                    event_type: EventType::Create,
+                    message: format!("a new entry's status must be active or draft, not {status}"),
+                });
+            }
+            EventData::Create { .. } if !self.parents.is_empty() => {
+                return Err(EventError::BadParents("must be empty for a create event".into()));
+            }
+            EventData::Update { set, .. } | EventData::Resolve { set, .. } => {
+                if let Some(k) = set.keys().find(|k| !PATCHABLE_FIELDS.contains(&k.as_str())) {
+                    return Err(EventError::UnknownField(k.clone()));
+                }
+            }
+            EventData::Supersede { by: other, .. } | EventData::Consolidate { into: other, .. }
+                if !is_entry_id(other) =>
+            {
+                return Err(EventError::BadEntryId(other.clone()));
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+fn take_string(map: &mut Map<String, Value>, key: &'static str) -> Result<String, EventError> {
+    match map.remove(key) {
+        Some(Value::String(s)) => Ok(s),
+        Some(_) => Err(EventError::WrongType { key, expected: "a string" }),
+        None => Err(EventError::MissingKey(key)),
+    }
+}
+
+/// Reads one log line (without its newline) as an event, checking everything a single line can
+/// prove: JSON, canonical form, known version and type, schema of the data, id and entry id.
+///
+/// # Errors
+/// The first problem found, as an [`EventError`].
+pub fn decode_line(line: &str) -> Result<Event, EventError> {
+    let value: Value =
+        serde_json::from_str(line).map_err(|e| EventError::NotJson(e.to_string()))?;
+    let Value::Object(mut map) = value else {
+        return Err(EventError::NotAnObject);
+    };
+    // The version decides how to read everything else, so check it first.
+    match map.get("v") {
+        None => return Err(EventError::MissingKey("v")),
+        Some(v) => match v.as_u64() {
+            Some(EVENT_VERSION) => {}
+            Some(other) => return Err(EventError::UnsupportedVersion(other)),
+            None => return Err(EventError::WrongType { key: "v", expected: "a positive integer" }),
+        },
+    }
+    if let Some(k) = map.keys().find(|k| {
+        !matches!(k.as_str(), "actor" | "at" | "data" | "entry" | "id" | "parents" | "type" | "v")
+    }) {
+        return Err(EventError::UnknownKey(k.clone()));
+    }
+    let canonical = to_canonical_string(&Value::Object(map.clone()))?;
+    if canonical != line {
+        return Err(EventError::NotCanonical);
+    }
+    let stated_id = take_string(&mut map, "id")?;
+    let body_canonical = to_canonical_string(&Value::Object(map.clone()))?;
+    let computed = hash_with(EVENT_DOMAIN, &body_canonical).to_hex().to_string();
+
+    let derived_entry = if map.get("type").and_then(Value::as_str) == Some("create") {
+        let mut raw = map.clone();
+        raw.remove("entry");
+        Some(entry_id_from_hash(&hash_with(ENTRY_DOMAIN, &to_canonical_string(&Value::Object(raw))?)))
+    } else {
+        None
+    };
+    let type_name = take_string(&mut map, "type")?;
+    let kind = EventType::parse(&type_name).ok_or(EventError::UnknownType(type_name))?;
+    let entry = take_string(&mut map, "entry")?;
+    let actor = take_string(&mut map, "actor")?;
+    let at = take_string(&mut map, "at")?;
+    let parents = match map.remove("parents") {
+        Some(Value::Array(items)) => items
+            .into_iter()
+            .map(|p| match p {
+                Value::String(s) => Ok(s),
+                _ => Err(EventError::WrongType { key: "parents", expected: "an array of strings" }),
+            })
+            .collect::<Result<Vec<_>, _>>()?,
+        Some(_) => {
+            return Err(EventError::WrongType { key: "parents", expected: "an array of strings" });
+        }
+        None => return Err(EventError::MissingKey("parents")),
+    };
+    let data_value = map.remove("data").ok_or(EventError::MissingKey("data"))?;
+    if !data_value.is_object() {
+        return Err(EventError::WrongType { key: "data", expected: "an object" });
+    }
+    let data = EventData::from_value(kind, data_value).map_err(|e| EventError::BadData {
+        event_type: kind,
+        message: e.to_string(),
+    })?;
+    let event = Event { id: stated_id, entry, actor, at, parents, data };
+    event.check_fields()?;
+    if let EventData::Create { fields, .. } = &event.data
+        && !fields.confidence.is_finite()
+    {
+        return Err(EventError::BadData {
+            event_type: kind,
+            message: "confidence is not a finite number".into(),
+        });
+    }
+    if event.id != computed {
+        return Err(EventError::IdMismatch { stated: event.id, computed });
+    }
+    if let Some(derived) = derived_entry
+        && derived != event.entry
+    {
+        return Err(EventError::EntryIdMismatch { stated: event.entry, computed: derived });
+    }
+    Ok(event)
+}

@@ -1,0 +1,329 @@
+//! The fold from one entry's events to its state, version history and audit records.
+
+use crate::event::{Event, EventData};
+use crate::model::{EntryFields, EntryState, EventType, Lifecycle, Status};
+use crate::order::order_events;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::collections::BTreeSet;
+
+/// One field that an event changed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Change {
+    pub field: String,
+    pub from: Value,
+    pub to: Value,
+}
+
+/// One version of an entry: the state after one event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Version {
+    pub entry: String,
+    pub version: u32,
+    pub event: String,
+    #[serde(rename = "type")]
+    pub event_type: EventType,
+    pub actor: String,
+    pub at: String,
+    pub changes: Vec<Change>,
+    pub state: EntryState,
+}
+
+/// The dimension an audit record is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Dimension {
+    /// active, superseded, deprecated, draft.
+    Status,
+    /// active, decaying, archived, expired, purged.
+    Lifecycle,
+    /// pinned or unpinned.
+    Pin,
+    /// Concurrent writers: none, open, resolved.
+    Conflict,
+}
+
+/// One status, lifecycle, pin or conflict transition.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuditRecord {
+    pub entry: String,
+    pub seq: u32,
+    pub event: String,
+    pub dimension: Dimension,
+    pub from: String,
+    pub to: String,
+    pub reason: Option<String>,
+    pub actor: String,
+    pub at: String,
+}
+
+/// Everything one entry's events project to.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Folded {
+    /// The current state; `None` when the set holds no create event for the entry.
+    pub state: Option<EntryState>,
+    pub versions: Vec<Version>,
+    pub audit: Vec<AuditRecord>,
+    /// Events that could not be applied, with the reason (shown by `verify`).
+    pub anomalies: Vec<(String, String)>,
+}
+
+/// Folds the events of one entry (any order, duplicates allowed) into its projections.
+pub fn fold_entry(events: &[Event]) -> Folded {
+    let ordered = order_events(events);
+    let mut out = Folded::default();
+    let mut heads: BTreeSet<&str> = BTreeSet::new();
+    for event in ordered {
+        let concurrent = event.parents.iter().map(String::as_str).collect::<BTreeSet<_>>() != heads;
+        let was_conflict = heads.len() > 1;
+        for p in &event.parents {
+            heads.remove(p.as_str());
+        }
+        heads.insert(event.id.as_str());
+        let before = out.state.clone();
+        match apply(out.state.take(), event) {
+            Ok(next) => out.state = Some(next),
+            Err((state, problem)) => {
+                out.state = state;
+                out.anomalies.push((event.id.clone(), problem));
+                continue;
+            }
+        }
+        let Some(state) = out.state.as_mut() else { continue };
+        state.version = u32::try_from(out.versions.len() + 1).unwrap_or(u32::MAX);
+        state.heads = heads.iter().map(|h| (*h).to_owned()).collect();
+        let mut audit = transitions(before.as_ref(), state, event);
+        let is_conflict = heads.len() > 1;
+        if is_conflict && (!was_conflict || concurrent) && event.event_type() != EventType::Create {
+            audit.push((Dimension::Conflict, "none".into(), "open".into(), None));
+        } else if was_conflict && !is_conflict {
+            audit.push((Dimension::Conflict, "open".into(), "resolved".into(), reason_of(event)));
+        }
+        for (dimension, from, to, reason) in audit {
+            out.audit.push(AuditRecord {
+                entry: state.id.clone(),
+                seq: u32::try_from(out.audit.len()).unwrap_or(u32::MAX),
+                event: event.id.clone(),
+                dimension,
+                from,
+                to,
+                reason,
+                actor: event.actor.clone(),
+                at: event.at.clone(),
+            });
+        }
+        out.versions.push(Version {
+            entry: state.id.clone(),
+            version: state.version,
+            event: event.id.clone(),
+            event_type: event.event_type(),
+            actor: event.actor.clone(),
+            at: event.at.clone(),
+            changes: diff(before.as_ref(), state),
+            state: state.clone(),
+        });
+    }
+    out
+}
+
+type Applied = Result<EntryState, (Option<EntryState>, String)>;
+
+fn apply(state: Option<EntryState>, event: &Event) -> Applied {
+    let mut state = match (state, &event.data) {
+        (None, EventData::Create { fields, status }) => {
+            return Ok(EntryState {
+                id: event.entry.clone(),
+                fields: fields.clone(),
+                status: *status,
+                superseded_by: None,
+                superseded_at: None,
+                created_by: event.actor.clone(),
+                created_at: event.at.clone(),
+                updated_at: event.at.clone(),
+                updated_by: event.actor.clone(),
+                lifecycle: Lifecycle::Active,
+                pinned: false,
+                pinned_by: None,
+                pinned_at: None,
+                status_reason: None,
+                evidence_stale: false,
+                purged: false,
+                version: 0,
+                heads: Vec::new(),
+            });
+        }
+        (Some(s), EventData::Create { .. }) => {
+            return Err((Some(s), "a second create event for this entry id".into()));
+        }
+        (None, _) => return Err((None, "no create event precedes this event".into())),
+        (Some(s), _) => s,
+    };
+    let touches_content = !matches!(
+        event.data,
+        EventData::Pin { .. }
+            | EventData::Unpin { .. }
+            | EventData::Transition { .. }
+            | EventData::EvidenceChecked { .. }
+    );
+    match &event.data {
+        EventData::Create { .. } => {}
+        EventData::Update { set, reason } | EventData::Resolve { set, reason } => {
+            match patched(&state, set) {
+                Ok((fields, status)) => {
+                    state.fields = fields;
+                    if let Some(status) = status
+                        && status != state.status
+                    {
+                        state.status = status;
+                        state.status_reason.clone_from(reason);
+                    }
+                }
+                Err(problem) => return Err((Some(state), problem)),
+            }
+        }
+        EventData::Supersede { by: other, reason } | EventData::Consolidate { into: other, reason } => {
+            if state.status != Status::Superseded {
+                state.superseded_at = Some(event.at.clone());
+            }
+            state.status = Status::Superseded;
+            state.superseded_by = Some(other.clone());
+            state.status_reason = reason.clone().or_else(|| {
+                (event.event_type() == EventType::Consolidate)
+                    .then(|| format!("consolidated into {other}"))
+            });
+        }
+        EventData::Deprecate { reason } => {
+            state.status = Status::Deprecated;
+            state.status_reason.clone_from(reason);
+        }
+        EventData::Pin { .. } => {
+            state.pinned = true;
+            state.pinned_by = Some(event.actor.clone());
+            state.pinned_at = Some(event.at.clone());
+        }
+        EventData::Unpin { .. } => {
+            state.pinned = false;
+            state.pinned_by = None;
+            state.pinned_at = None;
+        }
+        EventData::Transition { to, reason } => {
+            state.lifecycle = *to;
+            state.status_reason = Some(reason.clone());
+        }
+        EventData::Purge { reason } => {
+            state.purged = true;
+            state.fields.summary = String::new();
+            state.fields.content = String::new();
+            state.fields.evidence.clear();
+            state.status_reason = Some(reason.clone());
+        }
+        EventData::EvidenceChecked { stale } => state.evidence_stale = !stale.is_empty(),
+    }
+    if state.status != Status::Superseded {
+        state.superseded_by = None;
+        state.superseded_at = None;
+    }
+    if touches_content {
+        state.updated_at.clone_from(&event.at);
+        state.updated_by.clone_from(&event.actor);
+    }
+    Ok(state)
+}
+
+/// Applies a `set` map to the fields, returning the new fields and the new status, if set.
+fn patched(
+    state: &EntryState,
+    set: &Map<String, Value>,
+) -> Result<(EntryFields, Option<Status>), String> {
+    let mut fields = serde_json::to_value(&state.fields).map_err(|e| e.to_string())?;
+    let mut status = None;
+    for (key, value) in set {
+        if key == "status" {
+            status = Some(
+                serde_json::from_value::<Status>(value.clone())
+                    .map_err(|e| format!("status: {e}"))?,
+            );
+        } else if let Value::Object(map) = &mut fields {
+            map.insert(key.clone(), value.clone());
+        }
+    }
+    let fields: EntryFields =
+        serde_json::from_value(fields).map_err(|e| format!("cannot set fields: {e}"))?;
+    if !fields.confidence.is_finite() {
+        return Err("confidence is not a finite number".into());
+    }
+    Ok((fields, status))
+}
+
+fn reason_of(event: &Event) -> Option<String> {
+    match &event.data {
+        EventData::Update { reason, .. }
+        | EventData::Resolve { reason, .. }
+        | EventData::Supersede { reason, .. }
+        | EventData::Deprecate { reason }
+        | EventData::Pin { reason }
+        | EventData::Unpin { reason }
+        | EventData::Consolidate { reason, .. } => reason.clone(),
+        EventData::Transition { reason, .. } | EventData::Purge { reason } => Some(reason.clone()),
+        EventData::Create { .. } | EventData::EvidenceChecked { .. } => None,
+    }
+}
+
+type Transition = (Dimension, String, String, Option<String>);
+
+fn transitions(before: Option<&EntryState>, after: &EntryState, event: &Event) -> Vec<Transition> {
+    let reason = || after.status_reason.clone().or_else(|| reason_of(event));
+    let mut out = Vec::new();
+    let Some(before) = before else {
+        out.push((Dimension::Status, "none".into(), after.status.as_str().into(), None));
+        return out;
+    };
+    if before.status != after.status {
+        out.push((
+            Dimension::Status,
+            before.status.as_str().into(),
+            after.status.as_str().into(),
+            reason(),
+        ));
+    }
+    if before.lifecycle != after.lifecycle {
+        out.push((
+            Dimension::Lifecycle,
+            before.lifecycle.as_str().into(),
+            after.lifecycle.as_str().into(),
+            reason(),
+        ));
+    }
+    if !before.purged && after.purged {
+        out.push((Dimension::Lifecycle, after.lifecycle.as_str().into(), "purged".into(), reason()));
+    }
+    if before.pinned != after.pinned {
+        let name = |p: bool| if p { "pinned" } else { "unpinned" };
+        out.push((
+            Dimension::Pin,
+            name(before.pinned).into(),
+            name(after.pinned).into(),
+            reason_of(event),
+        ));
+    }
+    out
+}
+
+/// Fields whose change is not news: bookkeeping that every event moves.
+const BOOKKEEPING: &[&str] = &["version", "heads", "updated_at", "updated_by"];
+
+fn diff(before: Option<&EntryState>, after: &EntryState) -> Vec<Change> {
+    let flat = |s: &EntryState| crate::entry_json::to_flat_map(s);
+    let after_map = flat(after);
+    let before_map = before.map(flat).unwrap_or_default();
+    after_map
+        .iter()
+        .filter(|(k, _)| !BOOKKEEPING.contains(&k.as_str()))
+        .filter(|(k, v)| before_map.get(*k) != Some(*v))
+        .map(|(k, v)| Change {
+            field: k.clone(),
+            from: before_map.get(k).cloned().unwrap_or(Value::Null),
+            to: v.clone(),
+        })
+        .collect()
+}

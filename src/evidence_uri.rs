@@ -1,0 +1,1 @@
+//! Evidence URI checks (in progress).

@@ -1,0 +1,1 @@
+//! Secret detection (in progress).
