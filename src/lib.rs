@@ -1,4 +1,22 @@
 //! memlog: a durable, auditable memory for AI agents, kept as a content-addressed event log.
+//!
+//! The library never prints: it returns values and typed errors. The `cli` module is the only
+//! place that talks to the user.
 
+pub mod cli;
+pub mod clock;
+pub mod durable;
+pub mod error;
+pub mod event_log;
 pub mod evidence_uri;
+pub mod lock;
+pub mod project;
 pub mod secret_scan;
+pub mod session;
+pub mod store;
+pub mod validate;
+pub mod verify;
+pub mod workspace;
+pub mod writer;
+
+pub use error::{Error, Result};

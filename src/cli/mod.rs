@@ -1,0 +1,219 @@
+//! The command line: parse arguments, resolve them into a validated request, run it, print.
+//! This is the only module that reads the environment, prints or decides exit codes.
+
+mod apply;
+mod bench;
+mod entry_args;
+mod init;
+mod lifecycle_ops;
+mod output;
+mod read;
+mod rebuild;
+mod stats;
+mod verify;
+mod write_ops;
+
+use crate::clock::{Clock, FixedClock, SystemClock, parse_time};
+use crate::error::{Error, Result};
+use crate::project::Project;
+use crate::workspace::{GLOBAL_PROJECT, ProjectName, Workspace};
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub use output::{ExitCode, Out};
+
+/// Durable, auditable memory for AI agents, kept as a content-addressed event log in git.
+#[derive(Debug, Parser)]
+#[command(name = "memlog", version, about, max_term_width = 100)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options every command takes.
+#[derive(Debug, clap::Args)]
+pub struct GlobalArgs {
+    /// Workspace root (default: the nearest ancestor holding ai-memory/ or .git)
+    #[arg(long, global = true, env = "MEMLOG_WORKSPACE", value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// Project to use when a command does not name one
+    #[arg(long, short = 'p', global = true, env = "MEMLOG_PROJECT", value_name = "NAME")]
+    pub project: Option<String>,
+    /// Print machine-readable JSON (errors too)
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// Who is writing: recorded as the events' actor and entries' created_by [default: $USER, else "memlog"]
+    #[arg(long, global = true, env = "MEMLOG_ACTOR", value_name = "NAME")]
+    pub actor: Option<String>,
+    /// Use this time instead of the clock (ISO 8601), for reproducible runs and audits
+    #[arg(long, global = true, env = "MEMLOG_NOW", value_name = "TIME")]
+    pub now: Option<String>,
+    /// How long to wait for another memlog process's lock, in milliseconds
+    #[arg(long, global = true, env = "MEMLOG_LOCK_TIMEOUT_MS", value_name = "MS", default_value_t = 10_000)]
+    pub lock_timeout: u64,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Create ai-memory/<project>/ (and ai-memory/global/) in the workspace
+    Init(init::InitArgs),
+    /// Record a new memory entry
+    Add(write_ops::AddArgs),
+    /// Apply Memory_Update objects, an array of them, or an AgentResult with memory_updates
+    Apply(apply::ApplyArgs),
+    /// Replace an entry with a new one; the old one becomes superseded
+    Supersede(write_ops::SupersedeArgs),
+    /// Mark an entry as deprecated: historically relevant, no longer current
+    Deprecate(lifecycle_ops::ReasonArgs),
+    /// Change fields of an entry (a new version), e.g. extend valid_to
+    Update(write_ops::UpdateArgs),
+    /// Pin an entry: exempt it from automatic lifecycle transitions
+    Pin(lifecycle_ops::ReasonArgs),
+    /// Unpin an entry
+    Unpin(lifecycle_ops::ReasonArgs),
+    /// Show every field of an entry (any unique id prefix)
+    Show(read::ShowArgs),
+    /// List entries, most recently updated first
+    List(read::ListArgs),
+    /// Every version of an entry, with what changed
+    History(read::HistoryArgs),
+    /// Status, lifecycle, pin and conflict transitions of one entry or all
+    Audit(read::AuditArgs),
+    /// Statistics of a project
+    Stats(stats::StatsArgs),
+    /// Check every event of the log: canonical form, hash, version, parents
+    Verify(verify::VerifyArgs),
+    /// Throw the projections away and replay the log
+    Rebuild(rebuild::ProjectArg),
+    /// Print the full projection state canonically, to compare two stores
+    Dump(rebuild::ProjectArg),
+    /// Time whole-process operations on a synthetic workspace
+    Bench(bench::BenchArgs),
+}
+
+/// Resolved global context for a command.
+pub struct Ctx {
+    pub global: GlobalArgs,
+    clock: Box<dyn Clock>,
+}
+
+impl Ctx {
+    fn new(global: GlobalArgs) -> Result<Self> {
+        let clock: Box<dyn Clock> = match &global.now {
+            Some(s) => Box::new(FixedClock(parse_time(s).map_err(|m| Error::Usage(format!("--now: {m}")))?)),
+            None => Box::new(SystemClock),
+        };
+        Ok(Self { global, clock })
+    }
+
+    pub fn now(&self) -> String {
+        self.clock.timestamp()
+    }
+
+    pub fn lock_timeout(&self) -> Duration {
+        Duration::from_millis(self.global.lock_timeout)
+    }
+
+    pub fn actor(&self) -> Result<String> {
+        let actor = match &self.global.actor {
+            Some(a) => a.clone(),
+            None => std::env::var("USER").ok().filter(|u| !u.is_empty()).unwrap_or_else(|| "memlog".into()),
+        };
+        let n = actor.chars().count();
+        if n == 0 || n > projections::event::MAX_ACTOR_CHARS || actor.chars().any(char::is_control) {
+            return Err(Error::Usage(format!(
+                "--actor must be 1 to {} characters without control characters",
+                projections::event::MAX_ACTOR_CHARS
+            )));
+        }
+        Ok(actor)
+    }
+
+    pub fn write_context(&self) -> Result<crate::writer::WriteContext> {
+        Ok(crate::writer::WriteContext { actor: self.actor()?, at: self.now(), lock_timeout: self.lock_timeout() })
+    }
+
+    pub fn workspace(&self) -> Result<Workspace> {
+        match &self.global.workspace {
+            Some(dir) => Workspace::at(dir),
+            None => Workspace::discover(&std::env::current_dir()?),
+        }
+    }
+
+    /// The project named by a positional argument, else --project, else the only project
+    /// besides `global`.
+    pub fn project(&self, positional: Option<&str>) -> Result<Project> {
+        let ws = self.workspace()?;
+        let name = match positional.or(self.global.project.as_deref()) {
+            Some(n) => ProjectName::new(n)?,
+            None => {
+                let all = ws.projects()?;
+                let own: Vec<&ProjectName> = all.iter().filter(|p| p.as_str() != GLOBAL_PROJECT).collect();
+                match own.as_slice() {
+                    [one] => (*one).clone(),
+                    [] if !all.is_empty() => ProjectName::new(GLOBAL_PROJECT)?,
+                    [] => return Err(Error::NoWorkspace { start: ws.root().to_path_buf() }),
+                    many => {
+                        return Err(Error::AmbiguousProject {
+                            why: format!(
+                                "the workspace has several projects ({})",
+                                many.iter().map(|p| p.as_str()).collect::<Vec<_>>().join(", ")
+                            ),
+                        });
+                    }
+                }
+            }
+        };
+        Project::open(&ws, name)
+    }
+}
+
+/// Runs the CLI with `args` (program name first) and returns the process exit code.
+pub fn main_with_args(args: Vec<std::ffi::OsString>, bin_name: &str) -> i32 {
+    let json = args.iter().any(|a| a == "--json");
+    let cli = match Cli::command_with_name(bin_name).try_get_matches_from(args) {
+        Ok(m) => match <Cli as clap::FromArgMatches>::from_arg_matches(&m) {
+            Ok(cli) => cli,
+            Err(e) => return output::clap_error(&e, json),
+        },
+        Err(e) => return output::clap_error(&e, json),
+    };
+    let json = cli.global.json;
+    let mut out = Out::new(json);
+    let result = Ctx::new(cli.global).and_then(|ctx| run(&ctx, cli.command, &mut out));
+    match result {
+        Ok(code) => code as i32,
+        Err(e) => output::report_error(&e, json),
+    }
+}
+
+impl Cli {
+    fn command_with_name(name: &str) -> clap::Command {
+        <Self as clap::CommandFactory>::command().bin_name(name.to_owned())
+    }
+}
+
+fn run(ctx: &Ctx, command: Command, out: &mut Out) -> Result<ExitCode> {
+    match command {
+        Command::Init(a) => init::run(ctx, a, out),
+        Command::Add(a) => write_ops::add(ctx, a, out),
+        Command::Apply(a) => apply::run(ctx, a, out),
+        Command::Supersede(a) => write_ops::supersede(ctx, a, out),
+        Command::Update(a) => write_ops::update(ctx, a, out),
+        Command::Deprecate(a) => lifecycle_ops::run(ctx, lifecycle_ops::Op::Deprecate, a, out),
+        Command::Pin(a) => lifecycle_ops::run(ctx, lifecycle_ops::Op::Pin, a, out),
+        Command::Unpin(a) => lifecycle_ops::run(ctx, lifecycle_ops::Op::Unpin, a, out),
+        Command::Show(a) => read::show(ctx, a, out),
+        Command::List(a) => read::list(ctx, a, out),
+        Command::History(a) => read::history(ctx, a, out),
+        Command::Audit(a) => read::audit(ctx, a, out),
+        Command::Stats(a) => stats::run(ctx, a, out),
+        Command::Verify(a) => verify::run(ctx, a, out),
+        Command::Rebuild(a) => rebuild::rebuild(ctx, a, out),
+        Command::Dump(a) => rebuild::dump(ctx, a, out),
+        Command::Bench(a) => bench::run(ctx, a, out),
+    }
+}

@@ -1,0 +1,156 @@
+//! Printing results and errors, and the documented exit codes.
+
+use crate::error::Error;
+use serde::Serialize;
+use serde_json::{Value, json};
+use std::io::Write;
+
+/// Documented exit codes (docs/CLI.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitCode {
+    /// Success.
+    Ok = 0,
+    /// The command ran and found problems (`verify`), or a batch had skipped items (`apply`).
+    Problems = 1,
+    /// Bad usage: unknown flag, bad argument value.
+    Usage = 2,
+    /// Input rejected: validation or a refused change; nothing was written.
+    Rejected = 3,
+    /// Not found: workspace, project or entry.
+    NotFound = 4,
+    /// A lock could not be taken in time.
+    Locked = 5,
+    /// The log or the store is damaged.
+    Corrupt = 6,
+    /// An I/O error.
+    Io = 7,
+}
+
+/// Standard output that knows whether JSON was asked for. A closed pipe ends the program quietly.
+pub struct Out {
+    pub json: bool,
+    stdout: std::io::Stdout,
+}
+
+impl Out {
+    pub fn new(json: bool) -> Self {
+        Self { json, stdout: std::io::stdout() }
+    }
+
+    /// Prints one line of text.
+    pub fn line(&mut self, text: impl AsRef<str>) {
+        let mut lock = self.stdout.lock();
+        if writeln!(lock, "{}", text.as_ref()).is_err() {
+            // Broken pipe (e.g. `memlog list | head`): not an error.
+            std::process::exit(0);
+        }
+    }
+
+    /// Prints a value as pretty JSON.
+    pub fn json(&mut self, value: &impl Serialize) {
+        let text = serde_json::to_string_pretty(value).unwrap_or_else(|_| "null".into());
+        self.line(text);
+    }
+
+    /// Raw writer for large outputs.
+    pub fn raw(&mut self) -> std::io::StdoutLock<'_> {
+        self.stdout.lock()
+    }
+}
+
+/// Strips control characters so stored text can never drive the terminal.
+pub fn safe(text: &str) -> String {
+    text.chars().map(|c| if c.is_control() { ' ' } else { c }).collect()
+}
+
+/// The first `n` characters of `text`, on one line.
+pub fn clip(text: &str, n: usize) -> String {
+    let one_line = safe(text);
+    if one_line.chars().count() <= n {
+        one_line
+    } else {
+        let mut s: String = one_line.chars().take(n.saturating_sub(1)).collect();
+        s.push('…');
+        s
+    }
+}
+
+fn classify(e: &Error) -> (ExitCode, &'static str, Value) {
+    match e {
+        Error::Invalid(inv) => {
+            let first = inv.problems.first();
+            (
+                ExitCode::Rejected,
+                "VALIDATION_ERROR",
+                json!({
+                    "field": first.map(|p| p.field.clone()),
+                    "constraint": first.map(|p| p.constraint),
+                    "problems": inv.problems,
+                }),
+            )
+        }
+        Error::Rejected { .. } => (ExitCode::Rejected, "VALIDATION_ERROR", json!({})),
+        Error::BadProjectName { name, why } => (
+            ExitCode::Rejected,
+            "VALIDATION_ERROR",
+            json!({"field": "project", "constraint": "project_name", "value": name, "reason": why}),
+        ),
+        Error::Usage(_) => (ExitCode::Usage, "USAGE_ERROR", json!({})),
+        Error::NoWorkspace { start } => (ExitCode::NotFound, "NOT_FOUND", json!({"start": start})),
+        Error::NoProject { project, root } => {
+            (ExitCode::NotFound, "NOT_FOUND", json!({"project": project, "workspace": root}))
+        }
+        Error::AmbiguousProject { .. } => (ExitCode::Usage, "USAGE_ERROR", json!({"field": "project"})),
+        Error::NotFound { project, prefix } => {
+            (ExitCode::NotFound, "NOT_FOUND", json!({"project": project, "id": prefix}))
+        }
+        Error::AmbiguousId { project, prefix, candidates } => (
+            ExitCode::Rejected,
+            "QUERY_ERROR",
+            json!({"project": project, "id": prefix, "candidates": candidates}),
+        ),
+        Error::LockTimeout { what, path, waited } => (
+            ExitCode::Locked,
+            "LOCK_TIMEOUT",
+            json!({"lock": what, "path": path, "waited_ms": waited.as_millis()}),
+        ),
+        Error::CorruptLog { path, line, offset, .. } => (
+            ExitCode::Corrupt,
+            "CORRUPT_LOG",
+            json!({"file": path, "line": line, "offset": offset}),
+        ),
+        Error::CorruptFile { path, .. } => (ExitCode::Corrupt, "CORRUPT_LOG", json!({"file": path})),
+        Error::Store { path, .. } => (ExitCode::Corrupt, "STORAGE_ERROR", json!({"store": path})),
+        Error::Event(_) => (ExitCode::Rejected, "VALIDATION_ERROR", json!({})),
+        Error::Io(_) => (ExitCode::Io, "STORAGE_ERROR", json!({})),
+    }
+}
+
+/// Prints an error (JSON on stdout under `--json`, text on stderr otherwise) and returns the exit code.
+pub fn report_error(e: &Error, json_mode: bool) -> i32 {
+    let (code, name, details) = classify(e);
+    let message = e.to_string();
+    if json_mode {
+        let body = json!({"success": false, "error": {"code": name, "message": message, "details": details}});
+        let _ = writeln!(std::io::stdout(), "{}", serde_json::to_string_pretty(&body).unwrap_or_default());
+    } else {
+        let _ = writeln!(std::io::stderr(), "error: {}", safe(&message));
+    }
+    code as i32
+}
+
+/// Prints a usage error from clap (help and version go to stdout with exit 0).
+pub fn clap_error(e: &clap::Error, json_mode: bool) -> i32 {
+    use clap::error::ErrorKind;
+    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand) {
+        let _ = e.print();
+        return if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand { 2 } else { 0 };
+    }
+    if json_mode {
+        let body = json!({"success": false, "error": {"code": "USAGE_ERROR", "message": e.kind().to_string(), "details": {"usage": e.to_string()}}});
+        let _ = writeln!(std::io::stdout(), "{}", serde_json::to_string_pretty(&body).unwrap_or_default());
+    } else {
+        let _ = e.print();
+    }
+    ExitCode::Usage as i32
+}

@@ -1,0 +1,224 @@
+//! `show`, `list`, `history` and `audit`: answers from the projections.
+
+use super::output::{clip, safe};
+use super::{Ctx, ExitCode, Out};
+use crate::error::Result;
+use crate::session::Session;
+use projections::EntryState;
+use projections::entry_json::to_flat_map;
+use serde_json::Value;
+
+#[derive(Debug, clap::Args)]
+pub struct ShowArgs {
+    /// Entry id or unique prefix
+    pub id: String,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ListArgs {
+    /// Project (default: --project, or the workspace's only project)
+    pub project: Option<String>,
+    /// Only this status (active, superseded, deprecated, draft)
+    #[arg(long)]
+    pub status: Option<String>,
+    /// Only this section
+    #[arg(long)]
+    pub section: Option<String>,
+    /// Only this kind
+    #[arg(long)]
+    pub kind: Option<String>,
+    /// At most this many entries
+    #[arg(long, default_value_t = 50)]
+    pub limit: usize,
+    /// Every entry (no limit)
+    #[arg(long)]
+    pub all: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct HistoryArgs {
+    /// Entry id or unique prefix
+    pub id: String,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct AuditArgs {
+    /// Entry id or unique prefix (default: every entry of the project)
+    pub id: Option<String>,
+    /// At most this many records (newest last)
+    #[arg(long)]
+    pub limit: Option<usize>,
+}
+
+fn open(ctx: &Ctx, project: Option<&str>) -> Result<Session> {
+    let p = ctx.project(project)?;
+    Session::open(&p, ctx.lock_timeout())
+}
+
+fn value_text(v: &Value) -> String {
+    match v {
+        Value::Null => "-".into(),
+        Value::String(s) => safe(s),
+        other => safe(&other.to_string()),
+    }
+}
+
+pub fn show(ctx: &Ctx, args: ShowArgs, out: &mut Out) -> Result<ExitCode> {
+    let session = open(ctx, None)?;
+    let id = session.resolve(&normalize_id(&args.id))?;
+    let Some(state) = session.store.entry(&id)? else {
+        return Err(crate::Error::NotFound { project: session.project.name.to_string(), prefix: id });
+    };
+    let map = to_flat_map(&state);
+    if out.json {
+        out.json(&map);
+        return Ok(ExitCode::Ok);
+    }
+    const ORDER: [&str; 31] = [
+        "id", "status", "section", "kind", "subject", "scope", "summary", "content", "tags", "confidence",
+        "evidence", "superseded_by", "superseded_at", "related_entries", "valid_from", "valid_to",
+        "review_interval", "created_by", "created_at", "updated_at", "updated_by", "lifecycle", "pinned",
+        "pinned_by", "pinned_at", "status_reason", "evidence_stale", "purged", "version", "conflict", "heads",
+    ];
+    for key in ORDER {
+        let Some(v) = map.get(key) else { continue };
+        match (key, v) {
+            ("evidence", Value::Array(items)) => {
+                out.line(format!("{key:<16}{}", if items.is_empty() { "-" } else { "" }));
+                for e in items {
+                    out.line(format!(
+                        "  - {}: {} ({})",
+                        value_text(&e["type"]),
+                        value_text(&e["uri"]),
+                        value_text(&e["note"])
+                    ));
+                }
+            }
+            ("content", Value::String(s)) => {
+                out.line(format!("{key:<16}"));
+                for l in s.lines() {
+                    out.line(format!("  {}", safe(l)));
+                }
+            }
+            (_, Value::Array(items)) => out.line(format!(
+                "{key:<16}{}",
+                if items.is_empty() { "-".into() } else { items.iter().map(value_text).collect::<Vec<_>>().join(", ") }
+            )),
+            _ => out.line(format!("{key:<16}{}", value_text(v))),
+        }
+    }
+    if state.fields.confidence < 0.5 {
+        out.line("note            low confidence (below 0.5)");
+    }
+    if state.in_conflict() {
+        out.line(format!("note            concurrent changes left {} heads; see `memlog history {}`", state.heads.len(), state.id));
+    }
+    Ok(ExitCode::Ok)
+}
+
+/// Accepts ids with or without the `m-` prefix.
+pub fn normalize_id(id: &str) -> String {
+    if id.starts_with("m-") { id.to_owned() } else { format!("m-{id}") }
+}
+
+pub fn list(ctx: &Ctx, args: ListArgs, out: &mut Out) -> Result<ExitCode> {
+    let session = open(ctx, args.project.as_deref())?;
+    let limit = if args.all { usize::MAX } else { args.limit };
+    let keep = |s: &EntryState| {
+        args.status.as_deref().is_none_or(|v| s.status.as_str() == v)
+            && args.section.as_deref().is_none_or(|v| s.fields.section.as_str() == v)
+            && args.kind.as_deref().is_none_or(|v| s.fields.kind.as_str() == v)
+    };
+    let entries = session.store.recent(limit, keep)?;
+    if out.json {
+        let items: Vec<Value> = entries.iter().map(|s| Value::Object(to_flat_map(s))).collect();
+        out.json(&items);
+        return Ok(ExitCode::Ok);
+    }
+    if entries.is_empty() {
+        out.line("no entries");
+        return Ok(ExitCode::Ok);
+    }
+    out.line(format!(
+        "{:<12}  {:<24}  {:<12}  {:<12}  {:<11}  {:<24}  {:<16}  {:>4}  {}",
+        "ID", "UPDATED", "SECTION", "KIND", "STATUS", "SUBJECT", "SCOPE", "CONF", "SUMMARY"
+    ));
+    for s in &entries {
+        let low = if s.fields.confidence < 0.5 { "!" } else { " " };
+        out.line(format!(
+            "{:<12}  {:<24}  {:<12}  {:<12}  {:<11}  {:<24}  {:<16}  {:>4.2}{low} {}",
+            s.id,
+            s.updated_at,
+            s.fields.section.as_str(),
+            s.fields.kind.as_str(),
+            s.status.as_str(),
+            clip(&s.fields.subject, 24),
+            clip(&s.fields.scope, 16),
+            s.fields.confidence,
+            clip(&s.fields.summary, 80)
+        ));
+    }
+    let total = session.store.hot_count()?;
+    if entries.len() == limit && total > limit {
+        out.line(format!("(showing {limit} of {total} entries; use --limit N or --all)"));
+    }
+    Ok(ExitCode::Ok)
+}
+
+pub fn history(ctx: &Ctx, args: HistoryArgs, out: &mut Out) -> Result<ExitCode> {
+    let session = open(ctx, None)?;
+    let id = session.resolve(&normalize_id(&args.id))?;
+    let versions = session.store.versions(&id)?;
+    if out.json {
+        out.json(&versions);
+        return Ok(ExitCode::Ok);
+    }
+    for v in &versions {
+        out.line(format!(
+            "v{:<3} {}  {:<16} {:<20} event {}",
+            v.version,
+            v.at,
+            v.event_type.as_str(),
+            clip(&v.actor, 20),
+            &v.event[..12.min(v.event.len())]
+        ));
+        for c in &v.changes {
+            if v.version == 1 {
+                continue;
+            }
+            out.line(format!("       {}: {} -> {}", c.field, clip(&value_text(&c.from), 60), clip(&value_text(&c.to), 60)));
+        }
+    }
+    Ok(ExitCode::Ok)
+}
+
+pub fn audit(ctx: &Ctx, args: AuditArgs, out: &mut Out) -> Result<ExitCode> {
+    let session = open(ctx, None)?;
+    let id = args.id.as_deref().map(|i| session.resolve(&normalize_id(i))).transpose()?;
+    let mut records = session.store.audit(id.as_deref())?;
+    if let Some(n) = args.limit {
+        let skip = records.len().saturating_sub(n);
+        records.drain(..skip);
+    }
+    if out.json {
+        out.json(&records);
+        return Ok(ExitCode::Ok);
+    }
+    if records.is_empty() {
+        out.line("no transitions");
+    }
+    for r in &records {
+        out.line(format!(
+            "{}  {}  {:<9} {:>10} -> {:<10} {:<20} event {}{}",
+            r.at,
+            r.entry,
+            format!("{:?}", r.dimension).to_lowercase(),
+            r.from,
+            r.to,
+            clip(&r.actor, 20),
+            &r.event[..12.min(r.event.len())],
+            r.reason.as_deref().map(|x| format!("  ({})", clip(x, 60))).unwrap_or_default()
+        ));
+    }
+    Ok(ExitCode::Ok)
+}

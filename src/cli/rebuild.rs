@@ -1,0 +1,36 @@
+//! `rebuild` and `dump`.
+
+use super::{Ctx, ExitCode, Out};
+use crate::error::Result;
+use crate::session::Session;
+use serde_json::json;
+
+#[derive(Debug, clap::Args)]
+pub struct ProjectArg {
+    /// Project (default: --project, or the workspace's only project)
+    pub project: Option<String>,
+}
+
+pub fn rebuild(ctx: &Ctx, args: ProjectArg, out: &mut Out) -> Result<ExitCode> {
+    let project = ctx.project(args.project.as_deref())?;
+    let started = std::time::Instant::now();
+    let mut session = Session::open(&project, ctx.lock_timeout())?;
+    let events = session.rebuild()?;
+    let elapsed = started.elapsed();
+    if out.json {
+        out.json(&json!({"success": true, "project": project.name.as_str(), "events": events, "millis": elapsed.as_millis()}));
+    } else {
+        out.line(format!("rebuilt {} from {events} events in {:.1?}", project.name, elapsed));
+    }
+    Ok(ExitCode::Ok)
+}
+
+pub fn dump(ctx: &Ctx, args: ProjectArg, out: &mut Out) -> Result<ExitCode> {
+    let project = ctx.project(args.project.as_deref())?;
+    let session = Session::open(&project, ctx.lock_timeout())?;
+    let mut w = std::io::BufWriter::new(out.raw());
+    match session.store.dump(&mut w) {
+        Err(crate::Error::Io(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(ExitCode::Ok),
+        other => other.map(|()| ExitCode::Ok),
+    }
+}

@@ -1,0 +1,39 @@
+//! `verify`: every line of the log, checked without the store.
+
+use super::output::safe;
+use super::{Ctx, ExitCode, Out};
+use crate::error::Result;
+
+#[derive(Debug, clap::Args)]
+pub struct VerifyArgs {
+    /// Project (default: --project, or the workspace's only project)
+    pub project: Option<String>,
+}
+
+pub fn run(ctx: &Ctx, args: VerifyArgs, out: &mut Out) -> Result<ExitCode> {
+    let project = ctx.project(args.project.as_deref())?;
+    let report = crate::verify::verify_log(&project.log_path())?;
+    if out.json {
+        out.json(&report);
+    } else {
+        for f in &report.problems {
+            out.line(format!("{}:{}: (byte offset {}) {}", report.file, f.line, f.offset, safe(&f.problem)));
+        }
+        for f in &report.warnings {
+            out.line(format!("{}:{}: warning: {}", report.file, f.line, safe(&f.problem)));
+        }
+        for c in &report.conflicts {
+            out.line(format!("{c}: unresolved concurrent changes (several heads)"));
+        }
+        out.line(format!(
+            "{}: {} lines, {} events, {} entries, {} duplicate lines: {}",
+            report.file,
+            report.lines,
+            report.events,
+            report.entries,
+            report.duplicate_lines,
+            if report.ok { "ok".to_owned() } else { format!("{} problems", report.problems.len()) }
+        ));
+    }
+    Ok(if report.ok { ExitCode::Ok } else { ExitCode::Problems })
+}

@@ -1,0 +1,139 @@
+//! `add`, `supersede` and `update`.
+
+use super::entry_args::EntryFlags;
+use super::{Ctx, ExitCode, Out};
+use crate::error::Result;
+use crate::validate::{EntryInput, check_create, check_patch, check_reason};
+use crate::writer::{Change, Written, write};
+
+#[derive(Debug, clap::Args)]
+pub struct AddArgs {
+    /// Project (default: --project, or the workspace's only project)
+    pub project: Option<String>,
+    #[command(flatten)]
+    pub entry: EntryFlags,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct SupersedeArgs {
+    /// The entry to replace (any unique prefix)
+    pub id: String,
+    /// Why it is replaced
+    #[arg(long)]
+    pub reason: Option<String>,
+    /// Fields of the replacement; those not given are copied from the replaced entry
+    #[command(flatten)]
+    pub entry: EntryFlags,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct UpdateArgs {
+    /// The entry to change (any unique prefix)
+    pub id: String,
+    /// Why it changes
+    #[arg(long)]
+    pub reason: Option<String>,
+    /// Remove valid_to (the entry no longer expires)
+    #[arg(long, conflicts_with = "valid_to")]
+    pub clear_valid_to: bool,
+    #[command(flatten)]
+    pub entry: EntryFlags,
+}
+
+pub fn print_written(ctx: &Ctx, w: &Written, verb: &str, out: &mut Out) {
+    if ctx.global.json {
+        let mut v = serde_json::to_value(w).unwrap_or_default();
+        if let Some(m) = v.as_object_mut() {
+            m.insert("success".into(), true.into());
+            if let Some(e) = &w.entry {
+                m.insert("entry".into(), serde_json::Value::Object(projections::entry_json::to_flat_map(e)));
+            }
+        }
+        out.json(&v);
+    } else if let Some(old) = &w.superseded {
+        out.line(format!("{} (supersedes {old})", w.id));
+    } else {
+        let _ = verb;
+        out.line(&w.id);
+    }
+}
+
+pub fn add(ctx: &Ctx, args: AddArgs, out: &mut Out) -> Result<ExitCode> {
+    let input = args.entry.to_input()?;
+    let (fields, status) = check_create(&input)?;
+    let project = ctx.project(args.project.as_deref())?;
+    let wctx = ctx.write_context()?;
+    let w = write(&project, &wctx, Change::Create { fields, status }, |_, _| Ok(Change::Create {
+        fields: check_create(&input)?.0,
+        status,
+    }))?;
+    print_written(ctx, &w, "added", out);
+    Ok(ExitCode::Ok)
+}
+
+/// The replacement's input: flags given override the replaced entry's fields.
+pub fn inherit(input: &EntryInput, old: &projections::EntryState) -> EntryInput {
+    let f = &old.fields;
+    EntryInput {
+        section: input.section.clone().or_else(|| Some(f.section.as_str().into())),
+        kind: input.kind.clone().or_else(|| Some(f.kind.as_str().into())),
+        subject: input.subject.clone().or_else(|| Some(f.subject.clone())),
+        scope: input.scope.clone().or_else(|| Some(f.scope.clone())),
+        summary: input.summary.clone().or_else(|| Some(f.summary.clone())),
+        content: input.content.clone().or_else(|| Some(f.content.clone())),
+        tags: input.tags.clone().or_else(|| Some(f.tags.clone())),
+        confidence: input.confidence.or(Some(f.confidence)),
+        evidence: input.evidence.clone().or_else(|| {
+            Some(
+                f.evidence
+                    .iter()
+                    .map(|e| crate::validate::EvidenceInput {
+                        kind: Some(e.kind.as_str().into()),
+                        uri: Some(e.uri.clone()),
+                        note: Some(e.note.clone()),
+                    })
+                    .collect(),
+            )
+        }),
+        status: input.status.clone(),
+        valid_from: input.valid_from.clone().or_else(|| Some(f.valid_from.clone())),
+        valid_to: input.valid_to.clone().or_else(|| Some(f.valid_to.clone())),
+        review_interval: input.review_interval.clone().or_else(|| Some(f.review_interval.clone())),
+        related_entries: input.related_entries.clone().or_else(|| Some(f.related_entries.clone())),
+    }
+}
+
+pub fn supersede(ctx: &Ctx, args: SupersedeArgs, out: &mut Out) -> Result<ExitCode> {
+    let input = args.entry.to_input()?;
+    check_reason(args.reason.as_deref())?;
+    let project = ctx.project(None)?;
+    let wctx = ctx.write_context()?;
+    let template = Change::Deprecate { target: args.id.clone(), reason: None };
+    let reason = args.reason.clone();
+    let w = write(&project, &wctx, template, |_, state| {
+        let old = state.ok_or_else(|| crate::Error::Usage("supersede needs a target".into()))?;
+        let (fields, status) = check_create(&inherit(&input, old))?;
+        Ok(Change::Supersede { target: old.id.clone(), fields, status, reason })
+    })?;
+    print_written(ctx, &w, "superseded", out);
+    Ok(ExitCode::Ok)
+}
+
+pub fn update(ctx: &Ctx, args: UpdateArgs, out: &mut Out) -> Result<ExitCode> {
+    let mut input = args.entry.to_input()?;
+    if args.clear_valid_to {
+        input.valid_to = Some(None);
+    }
+    check_reason(args.reason.as_deref())?;
+    let project = ctx.project(None)?;
+    let wctx = ctx.write_context()?;
+    let template = Change::Deprecate { target: args.id.clone(), reason: None };
+    let reason = args.reason.clone();
+    let w = write(&project, &wctx, template, |_, state| {
+        let old = state.ok_or_else(|| crate::Error::Usage("update needs a target".into()))?;
+        let set = check_patch(&input, &old.fields)?;
+        Ok(Change::Update { target: old.id.clone(), set, reason })
+    })?;
+    print_written(ctx, &w, "updated", out);
+    Ok(ExitCode::Ok)
+}

@@ -1,0 +1,112 @@
+//! The one place that writes files: appending whole lines, replacing files atomically, and
+//! recovering a torn tail. Every write here is followed by an fsync.
+
+use crate::error::Result;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::Path;
+
+/// Appends `bytes` (one or more complete lines) with a single `write` call and fsyncs.
+///
+/// The caller holds the log's write lock, so no other memlog process appends concurrently; the
+/// single write keeps a crash from interleaving partial lines of two events.
+///
+/// # Errors
+/// When the file cannot be opened, written or synced (the error names the path).
+pub fn append(path: &Path, bytes: &[u8]) -> Result<()> {
+    let mut file = fs_err::OpenOptions::new().create(true).append(true).open(path)?;
+    file.write_all(bytes)?;
+    file.sync_data()?;
+    Ok(())
+}
+
+/// Replaces `path` with `bytes` atomically: write a temporary sibling, fsync, rename, fsync the
+/// directory. Readers see the old or the new content, never a mix.
+///
+/// # Errors
+/// When any step fails (the error names the path).
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = path.parent().unwrap_or_else(|| Path::new("."));
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    {
+        let mut file = fs_err::File::create(&tmp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+    }
+    fs_err::rename(&tmp, path)?;
+    sync_dir(dir)
+}
+
+/// Creates `path` with `bytes` only if it does not exist yet; returns whether it was created.
+///
+/// # Errors
+/// When the file cannot be written.
+pub fn create_if_missing(path: &Path, bytes: &[u8]) -> Result<bool> {
+    if path.exists() {
+        return Ok(false);
+    }
+    write_atomic(path, bytes)?;
+    Ok(true)
+}
+
+fn sync_dir(dir: &Path) -> Result<()> {
+    // Directories can be opened read-only and synced on Unix; elsewhere this is best effort.
+    if let Ok(d) = fs_err::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+/// A partial last line removed from a log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TornTail {
+    /// Byte offset where the partial line started.
+    pub offset: u64,
+    /// How many bytes it had.
+    pub len: u64,
+}
+
+/// If `log` ends without a newline, moves the partial last line to `quarantine` (appended, with a
+/// newline) and truncates the log to its last complete line. The caller must hold the write lock:
+/// otherwise the "partial line" may be a write still in progress.
+///
+/// # Errors
+/// When the files cannot be read, written or synced.
+pub fn quarantine_torn_tail(log: &Path, quarantine: &Path) -> Result<Option<TornTail>> {
+    let mut file = match fs_err::OpenOptions::new().read(true).write(true).open(log) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    let len = file.metadata()?.len();
+    if len == 0 {
+        return Ok(None);
+    }
+    let mut last = [0u8; 1];
+    file.seek(SeekFrom::Start(len - 1))?;
+    file.read_exact(&mut last)?;
+    if last[0] == b'\n' {
+        return Ok(None);
+    }
+    // Scan backwards in chunks for the previous newline.
+    let mut start = len;
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut found = None;
+    while start > 0 && found.is_none() {
+        let chunk = u64::try_from(buf.len()).unwrap_or(u64::MAX).min(start);
+        start -= chunk;
+        let n = usize::try_from(chunk).unwrap_or(0);
+        file.seek(SeekFrom::Start(start))?;
+        file.read_exact(&mut buf[..n])?;
+        found = buf[..n].iter().rposition(|b| *b == b'\n').map(|i| start + i as u64 + 1);
+    }
+    let offset = found.unwrap_or(0);
+    let mut torn = Vec::new();
+    file.seek(SeekFrom::Start(offset))?;
+    file.read_to_end(&mut torn)?;
+    torn.push(b'\n');
+    append(quarantine, &torn)?;
+    file.set_len(offset)?;
+    file.sync_all()?;
+    Ok(Some(TornTail { offset, len: len - offset }))
+}

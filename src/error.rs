@@ -1,0 +1,62 @@
+//! Errors of the library, each with the context a user needs: which file, line, entry or lock.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Everything that can go wrong in memlog's library.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+
+    #[error("no memlog workspace found from {start}: run `memlog init <project>` at the root of your repository, or pass --workspace DIR")]
+    NoWorkspace { start: PathBuf },
+
+    #[error("invalid project name `{name}`: {why}")]
+    BadProjectName { name: String, why: &'static str },
+
+    #[error("project `{project}` is not initialized in {root}: run `memlog init {project}`")]
+    NoProject { project: String, root: PathBuf },
+
+    #[error("no project given and {why}: name one with --project NAME (or MEMLOG_PROJECT)")]
+    AmbiguousProject { why: String },
+
+    #[error("{path}: line {line} (byte offset {offset}): {problem}")]
+    CorruptLog { path: PathBuf, line: usize, offset: u64, problem: String },
+
+    #[error("{path}: {problem}")]
+    CorruptFile { path: PathBuf, problem: String },
+
+    #[error("timed out after {waited:?} waiting for the {what} lock {path}: another memlog process is using it; wait for it to finish, or raise --lock-timeout (MEMLOG_LOCK_TIMEOUT_MS)")]
+    LockTimeout { what: &'static str, path: PathBuf, waited: Duration },
+
+    #[error("the projection store at {path} failed: {message}; `memlog rebuild` recreates it from the log")]
+    Store { path: PathBuf, message: String },
+
+    #[error("no entry matches `{prefix}` in project `{project}`")]
+    NotFound { project: String, prefix: String },
+
+    #[error("`{prefix}` is ambiguous in project `{project}`: it matches {}; give more characters", candidates.join(", "))]
+    AmbiguousId { project: String, prefix: String, candidates: Vec<String> },
+
+    #[error("{0}")]
+    Invalid(#[from] crate::validate::Invalid),
+
+    #[error("{0}")]
+    Event(#[from] projections::EventError),
+
+    #[error("{message}")]
+    Rejected { message: String },
+
+    #[error("{0}")]
+    Usage(String),
+}
+
+/// Result with memlog's error.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    pub(crate) fn store(path: &std::path::Path, e: impl std::fmt::Display) -> Self {
+        Self::Store { path: path.to_path_buf(), message: e.to_string() }
+    }
+}

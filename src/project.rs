@@ -1,0 +1,223 @@
+//! A project's files: its config, its log and its local state directory.
+
+use crate::durable;
+use crate::error::{Error, Result};
+use crate::workspace::{GLOBAL_PROJECT, ProjectName, Workspace};
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// Project configuration file name.
+pub const CONFIG_FILE: &str = "memlog.json";
+/// The event log file name.
+pub const LOG_FILE: &str = "events.jsonl";
+/// Local, derived, never committed state.
+pub const STATE_DIR: &str = ".memlog";
+
+const GITATTRIBUTES: &str = "# Event logs are sets of lines: merge them by union.\n*/events.jsonl merge=union\n";
+const GITIGNORE: &str = "# Local projections, locks and logs: rebuilt from events.jsonl.\n*/.memlog/\n";
+
+/// `memlog.json`: the project's name, creation time and policies.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ProjectConfig {
+    pub name: String,
+    pub created_at: String,
+    /// Configuration format version.
+    pub format: u32,
+    pub policies: Policies,
+}
+
+/// Default policies written by `init`; later commands read them.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Policies {
+    pub write: WritePolicy,
+    pub retrieval: RetrievalPolicy,
+    pub lifecycle: LifecyclePolicy,
+}
+
+/// What a write must satisfy.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct WritePolicy {
+    /// Active entries need at least one evidence object; drafts do not.
+    pub require_evidence_for_active: bool,
+    /// Kinds that need code, artifact, ticket or doc evidence.
+    pub strong_evidence_kinds: Vec<String>,
+    /// Warn below this confidence.
+    pub low_confidence_warning: f64,
+    /// Warn (suggesting `compact`) above this many entries.
+    pub max_entries_warning: u64,
+    /// Extra ticket URL patterns (regular expressions) accepted as `ticket` evidence.
+    #[serde(default)]
+    pub ticket_patterns: Vec<String>,
+}
+
+/// Query defaults.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RetrievalPolicy {
+    pub min_confidence: f64,
+    pub max_results: u32,
+    pub expiry_warning_days: u32,
+}
+
+/// Lifecycle defaults.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct LifecyclePolicy {
+    pub default_ttl_days: u32,
+    pub decay_function: String,
+    pub decay_half_life_days: u32,
+    pub decaying_threshold: f64,
+    pub archive_retention_days: u32,
+}
+
+impl Default for Policies {
+    fn default() -> Self {
+        Self {
+            write: WritePolicy {
+                require_evidence_for_active: true,
+                strong_evidence_kinds: vec!["decision".into(), "requirement".into(), "invariant".into()],
+                low_confidence_warning: 0.5,
+                max_entries_warning: 100,
+                ticket_patterns: Vec::new(),
+            },
+            retrieval: RetrievalPolicy { min_confidence: 0.6, max_results: 50, expiry_warning_days: 7 },
+            lifecycle: LifecyclePolicy {
+                default_ttl_days: 90,
+                decay_function: "exponential".into(),
+                decay_half_life_days: 30,
+                decaying_threshold: 0.3,
+                archive_retention_days: 365,
+            },
+        }
+    }
+}
+
+/// One initialized (or to-be-initialized) project of a workspace.
+#[derive(Debug, Clone)]
+pub struct Project {
+    pub workspace: Workspace,
+    pub name: ProjectName,
+    pub dir: PathBuf,
+}
+
+impl Project {
+    /// The project `name` in `workspace` (not necessarily initialized).
+    pub fn new(workspace: &Workspace, name: ProjectName) -> Self {
+        let dir = workspace.project_dir(&name);
+        Self { workspace: workspace.clone(), name, dir }
+    }
+
+    /// Opens an initialized project.
+    ///
+    /// # Errors
+    /// [`Error::NoProject`] when it has no `memlog.json`.
+    pub fn open(workspace: &Workspace, name: ProjectName) -> Result<Self> {
+        let p = Self::new(workspace, name);
+        if !p.config_path().is_file() {
+            return Err(Error::NoProject {
+                project: p.name.to_string(),
+                root: workspace.root().to_path_buf(),
+            });
+        }
+        Ok(p)
+    }
+
+    pub fn config_path(&self) -> PathBuf {
+        self.dir.join(CONFIG_FILE)
+    }
+    pub fn log_path(&self) -> PathBuf {
+        self.dir.join(LOG_FILE)
+    }
+    pub fn state_dir(&self) -> PathBuf {
+        self.dir.join(STATE_DIR)
+    }
+    pub fn store_dir(&self) -> PathBuf {
+        self.state_dir().join("store")
+    }
+    pub fn store_lock_path(&self) -> PathBuf {
+        self.state_dir().join("store.lock")
+    }
+    pub fn write_lock_path(&self) -> PathBuf {
+        self.state_dir().join("write.lock")
+    }
+    pub fn quarantine_path(&self) -> PathBuf {
+        self.state_dir().join("quarantine.jsonl")
+    }
+
+    /// Reads `memlog.json`.
+    ///
+    /// # Errors
+    /// When it is missing or malformed (naming the file).
+    pub fn config(&self) -> Result<ProjectConfig> {
+        let path = self.config_path();
+        let text = fs_err::read_to_string(&path)?;
+        serde_json::from_str(&text).map_err(|e| Error::CorruptFile {
+            path,
+            problem: format!("{e}; fix the JSON or restore it from git"),
+        })
+    }
+
+    /// Creates the local state directory if needed.
+    ///
+    /// # Errors
+    /// When it cannot be created.
+    pub fn ensure_state_dir(&self) -> Result<()> {
+        fs_err::create_dir_all(self.state_dir())?;
+        Ok(())
+    }
+}
+
+/// What `init` did.
+#[derive(Debug, Clone, Serialize)]
+pub struct InitReport {
+    pub project: String,
+    pub path: PathBuf,
+    pub created: bool,
+    pub global_created: bool,
+}
+
+/// Creates `ai-memory/` with its `.gitattributes` and `.gitignore`, the `global` project and
+/// `project`. Existing files are left as they are, so `init` can be run again safely.
+///
+/// # Errors
+/// When a file cannot be written, or `ai-memory/` resolves outside the workspace (a symlink).
+pub fn init(workspace: &Workspace, project: &ProjectName, now: &str) -> Result<InitReport> {
+    let memory = workspace.memory_dir();
+    fs_err::create_dir_all(&memory)?;
+    let resolved = fs_err::canonicalize(&memory)?;
+    if !resolved.starts_with(workspace.root()) {
+        return Err(Error::Rejected {
+            message: format!(
+                "{} resolves to {}, outside the workspace {}; memlog never writes outside the workspace: replace the link with a directory",
+                memory.display(),
+                resolved.display(),
+                workspace.root().display()
+            ),
+        });
+    }
+    durable::create_if_missing(&memory.join(".gitattributes"), GITATTRIBUTES.as_bytes())?;
+    durable::create_if_missing(&memory.join(".gitignore"), GITIGNORE.as_bytes())?;
+    let global = ProjectName::new(GLOBAL_PROJECT)?;
+    let global_created = init_one(workspace, &global, now)?;
+    let created = if *project == global { global_created } else { init_one(workspace, project, now)? };
+    Ok(InitReport {
+        project: project.to_string(),
+        path: workspace.project_dir(project),
+        created,
+        global_created,
+    })
+}
+
+fn init_one(workspace: &Workspace, name: &ProjectName, now: &str) -> Result<bool> {
+    let p = Project::new(workspace, name.clone());
+    fs_err::create_dir_all(&p.dir)?;
+    let config = ProjectConfig {
+        name: name.to_string(),
+        created_at: now.to_owned(),
+        format: 1,
+        policies: Policies::default(),
+    };
+    let mut text = serde_json::to_string_pretty(&config).map_err(|e| Error::Rejected { message: e.to_string() })?;
+    text.push('\n');
+    let created = durable::create_if_missing(&p.config_path(), text.as_bytes())?;
+    durable::create_if_missing(&p.log_path(), b"")?;
+    Ok(created)
+}

@@ -1,0 +1,481 @@
+//! The projections, materialized in fjall.
+//!
+//! Keyspaces (all keys and values are bytes; keys are text so that `dump` is readable):
+//!
+//! | keyspace       | key                                   | value                       |
+//! |----------------|---------------------------------------|-----------------------------|
+//! | `meta`         | `format`, `log`, `stats`              | store format, log fingerprint, statistics |
+//! | `events`       | event id                              | the canonical log line      |
+//! | `entry_events` | entry id + event id                   | empty                       |
+//! | `entries`      | entry id                              | current state (hot)         |
+//! | `cold`         | entry id                              | current state (archived, expired, purged) |
+//! | `index`        | dimension `\0` value `\0` entry id    | empty (hot entries only)    |
+//! | `versions`     | entry id `/` version (8 digits)       | version record              |
+//! | `audit`        | entry id `/` sequence (8 digits)      | audit record                |
+
+use crate::error::{Error, Result};
+use fjall::{Database, Keyspace, KeyspaceCreateOptions};
+use projections::{AuditRecord, EntryState, Event, Folded, Stats, Version, fold_entry};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Bumped whenever the layout or the meaning of a projection changes: a store of another format
+/// is rebuilt from the log, never misread.
+pub const STORE_FORMAT: &str = "memlog-store-3";
+
+const KEYSPACES: [&str; 8] =
+    ["meta", "events", "entry_events", "entries", "cold", "index", "versions", "audit"];
+
+/// How far into the log the store has applied, and how to recognise that prefix cheaply.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fingerprint {
+    /// Bytes of the log applied (always the end of a complete line).
+    pub len: u64,
+    /// Lines in that prefix.
+    pub lines: u64,
+    /// Length of the last applied line, newline included.
+    pub tail_len: u64,
+    /// blake3 of the last applied line, newline included.
+    pub tail_hash: String,
+}
+
+/// The materialized projections of one project.
+pub struct Store {
+    path: PathBuf,
+    db: Database,
+    ks: [Keyspace; 8],
+}
+
+/// Index dimensions maintained for hot entries.
+fn index_keys(s: &EntryState) -> Vec<Vec<u8>> {
+    let key = |dim: &str, value: &str| {
+        let mut k = Vec::with_capacity(dim.len() + value.len() + s.id.len() + 2);
+        k.extend_from_slice(dim.as_bytes());
+        k.push(0);
+        k.extend_from_slice(value.as_bytes());
+        k.push(0);
+        k.extend_from_slice(s.id.as_bytes());
+        k
+    };
+    let mut keys = vec![
+        key("section", s.fields.section.as_str()),
+        key("kind", s.fields.kind.as_str()),
+        key("scope", &s.fields.scope),
+        key("subject", &s.fields.subject),
+        key("status", s.status.as_str()),
+        key("lifecycle", s.lifecycle.as_str()),
+        key("updated", &s.updated_at),
+    ];
+    let tags: BTreeSet<&str> = s.fields.tags.iter().map(String::as_str).collect();
+    keys.extend(tags.into_iter().map(|t| key("tag", t)));
+    if s.pinned {
+        keys.push(key("pinned", "true"));
+    }
+    if s.in_conflict() {
+        keys.push(key("conflict", "true"));
+    }
+    keys
+}
+
+fn seq_key(entry: &str, n: u32) -> Vec<u8> {
+    format!("{entry}/{n:08}").into_bytes()
+}
+
+fn to_json<T: Serialize>(v: &T) -> Vec<u8> {
+    // Serializing our own plain data types cannot fail.
+    serde_json::to_vec(v).unwrap_or_default()
+}
+
+/// Everything one entry contributes to the keyspaces, by keyspace index.
+struct EntryRecords {
+    state: Option<EntryState>,
+    kvs: Vec<(usize, Vec<u8>, Vec<u8>)>,
+}
+
+const K_META: usize = 0;
+const K_EVENTS: usize = 1;
+const K_ENTRY_EVENTS: usize = 2;
+const K_ENTRIES: usize = 3;
+const K_COLD: usize = 4;
+const K_INDEX: usize = 5;
+const K_VERSIONS: usize = 6;
+const K_AUDIT: usize = 7;
+
+fn derive(folded: Folded) -> EntryRecords {
+    let mut kvs = Vec::new();
+    for v in &folded.versions {
+        kvs.push((K_VERSIONS, seq_key(&v.entry, v.version), to_json(v)));
+    }
+    for a in &folded.audit {
+        kvs.push((K_AUDIT, seq_key(&a.entry, a.seq), to_json(a)));
+    }
+    if let Some(s) = &folded.state {
+        let target = if s.is_cold() { K_COLD } else { K_ENTRIES };
+        kvs.push((target, s.id.clone().into_bytes(), to_json(s)));
+        if !s.is_cold() {
+            kvs.extend(index_keys(s).into_iter().map(|k| (K_INDEX, k, Vec::new())));
+        }
+    }
+    EntryRecords { state: folded.state, kvs }
+}
+
+impl Store {
+    /// Opens (creating if needed) the store at `path`. A store of another format is wiped.
+    /// Returns the store and whether it is empty (and so needs a full build).
+    ///
+    /// # Errors
+    /// [`Error::Store`] when fjall cannot open it.
+    pub fn open(path: &Path) -> Result<(Self, bool)> {
+        let mut store = Self::open_raw(path)?;
+        let format = store.ks[K_META].get("format").map_err(|e| Error::store(path, e))?;
+        let fresh = match format.as_deref() {
+            Some(f) if f == STORE_FORMAT.as_bytes() => {
+                store.ks[K_META].get("log").map_err(|e| Error::store(path, e))?.is_none()
+            }
+            None if store.ks[K_META].is_empty().map_err(|e| Error::store(path, e))? => true,
+            _ => {
+                drop(store);
+                fs_err::remove_dir_all(path)?;
+                store = Self::open_raw(path)?;
+                true
+            }
+        };
+        Ok((store, fresh))
+    }
+
+    fn open_raw(path: &Path) -> Result<Self> {
+        fs_err::create_dir_all(path)?;
+        let db = Database::builder(path)
+            .cache_size(8 * 1024 * 1024)
+            .worker_threads(1)
+            .open()
+            .map_err(|e| Error::store(path, e))?;
+        let opts = || KeyspaceCreateOptions::default().max_memtable_size(8 * 1024 * 1024);
+        let mut handles = Vec::with_capacity(KEYSPACES.len());
+        for name in KEYSPACES {
+            handles.push(db.keyspace(name, opts).map_err(|e| Error::store(path, e))?);
+        }
+        let ks: [Keyspace; 8] = handles
+            .try_into()
+            .map_err(|_| Error::store(path, "keyspace count mismatch"))?;
+        Ok(Self { path: path.to_path_buf(), db, ks })
+    }
+
+    fn err(&self, e: impl std::fmt::Display) -> Error {
+        Error::store(&self.path, e)
+    }
+
+    fn get_json<T: for<'de> Deserialize<'de>>(&self, k: usize, key: &[u8]) -> Result<Option<T>> {
+        match self.ks[k].get(key).map_err(|e| self.err(e))? {
+            None => Ok(None),
+            Some(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| self.err(e)),
+        }
+    }
+
+    /// The log prefix this store reflects, if any.
+    ///
+    /// # Errors
+    /// When the store cannot be read.
+    pub fn fingerprint(&self) -> Result<Option<Fingerprint>> {
+        self.get_json(K_META, b"log")
+    }
+
+    /// Number of distinct events applied.
+    ///
+    /// # Errors
+    /// When the store cannot be read.
+    pub fn event_count(&self) -> Result<usize> {
+        self.ks[K_EVENTS].len().map_err(|e| self.err(e))
+    }
+
+    /// True when the event is already applied.
+    ///
+    /// # Errors
+    /// When the store cannot be read.
+    pub fn has_event(&self, id: &str) -> Result<bool> {
+        self.ks[K_EVENTS].contains_key(id).map_err(|e| self.err(e))
+    }
+
+    /// Applies events incrementally: each touched entry is refolded from all its events and its
+    /// old contribution replaced by the new one. Already-applied events are skipped.
+    ///
+    /// # Errors
+    /// When the store cannot be read or written, or a stored event no longer decodes.
+    pub fn apply(&self, events: Vec<(Event, String)>, fingerprint: &Fingerprint) -> Result<usize> {
+        let mut by_entry: BTreeMap<String, Vec<(Event, String)>> = BTreeMap::new();
+        let mut seen = BTreeSet::new();
+        for (event, line) in events {
+            if !seen.insert(event.id.clone()) || self.has_event(&event.id)? {
+                continue;
+            }
+            by_entry.entry(event.entry.clone()).or_default().push((event, line));
+        }
+        let mut stats: Stats = self.get_json(K_META, b"stats")?.unwrap_or_default();
+        let mut batch = self.db.batch().durability(None);
+        let mut applied = 0;
+        for (entry, new) in by_entry {
+            let mut all = self.entry_events(&entry)?;
+            for (event, line) in &new {
+                batch.insert(&self.ks[K_EVENTS], event.id.as_bytes(), line.as_bytes());
+                let mut k = entry.clone().into_bytes();
+                k.extend_from_slice(event.id.as_bytes());
+                batch.insert(&self.ks[K_ENTRY_EVENTS], k, b"".as_slice());
+                all.push(event.clone());
+                applied += 1;
+            }
+            let old = self.entry_records(&entry)?;
+            if let Some(s) = &old.state {
+                stats.apply(s, -1);
+            }
+            let new = derive(fold_entry(&all));
+            if let Some(s) = &new.state {
+                stats.apply(s, 1);
+            }
+            // A key written twice in one batch has no defined winner: remove only what the new
+            // records do not write again.
+            let rewritten: BTreeSet<(usize, Vec<u8>)> =
+                new.kvs.iter().map(|(k, key, _)| (*k, key.clone())).collect();
+            for (k, key, _) in old.kvs {
+                if !rewritten.contains(&(k, key.clone())) {
+                    batch.remove(&self.ks[k], key);
+                }
+            }
+            for (k, key, value) in new.kvs {
+                batch.insert(&self.ks[k], key, value);
+            }
+        }
+        batch.insert(&self.ks[K_META], "stats", to_json(&stats));
+        batch.insert(&self.ks[K_META], "log", to_json(fingerprint));
+        batch.insert(&self.ks[K_META], "format", STORE_FORMAT);
+        batch.commit().map_err(|e| self.err(e))?;
+        Ok(applied)
+    }
+
+    /// The keys an entry currently has in the derived keyspaces.
+    fn entry_records(&self, entry: &str) -> Result<EntryRecords> {
+        let mut kvs = Vec::new();
+        let state: Option<EntryState> = match self.get_json(K_ENTRIES, entry.as_bytes())? {
+            Some(s) => Some(s),
+            None => self.get_json(K_COLD, entry.as_bytes())?,
+        };
+        if let Some(s) = &state {
+            let target = if s.is_cold() { K_COLD } else { K_ENTRIES };
+            kvs.push((target, entry.as_bytes().to_vec(), Vec::new()));
+            if !s.is_cold() {
+                kvs.extend(index_keys(s).into_iter().map(|k| (K_INDEX, k, Vec::new())));
+            }
+        }
+        for k in [K_VERSIONS, K_AUDIT] {
+            for item in self.ks[k].prefix(format!("{entry}/")) {
+                let key = item.key().map_err(|e| self.err(e))?;
+                kvs.push((k, key.to_vec(), Vec::new()));
+            }
+        }
+        Ok(EntryRecords { state, kvs })
+    }
+
+    /// All stored events of one entry.
+    ///
+    /// # Errors
+    /// When the store cannot be read or a stored line no longer decodes.
+    pub fn entry_events(&self, entry: &str) -> Result<Vec<Event>> {
+        let mut out = Vec::new();
+        for item in self.ks[K_ENTRY_EVENTS].prefix(entry.as_bytes()) {
+            let key = item.key().map_err(|e| self.err(e))?;
+            let id = &key[entry.len()..];
+            if let Some(line) = self.ks[K_EVENTS].get(id).map_err(|e| self.err(e))? {
+                let text = std::str::from_utf8(&line).map_err(|e| self.err(e))?;
+                out.push(projections::decode_line(text).map_err(|e| self.err(e))?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Replaces the whole store content with the projections of `events` (a full rebuild), using
+    /// bulk ingestion. Duplicated events are applied once.
+    ///
+    /// # Errors
+    /// When the store cannot be written.
+    pub fn build(&self, events: Vec<(Event, String)>, fingerprint: &Fingerprint) -> Result<usize> {
+        for ks in &self.ks {
+            ks.clear().map_err(|e| self.err(e))?;
+        }
+        let mut maps: [BTreeMap<Vec<u8>, Vec<u8>>; 8] = Default::default();
+        let mut by_entry: BTreeMap<String, Vec<Event>> = BTreeMap::new();
+        for (event, line) in events {
+            if maps[K_EVENTS].contains_key(event.id.as_bytes()) {
+                continue;
+            }
+            let mut k = event.entry.clone().into_bytes();
+            k.extend_from_slice(event.id.as_bytes());
+            maps[K_ENTRY_EVENTS].insert(k, Vec::new());
+            maps[K_EVENTS].insert(event.id.clone().into_bytes(), line.into_bytes());
+            by_entry.entry(event.entry.clone()).or_default().push(event);
+        }
+        let applied = maps[K_EVENTS].len();
+        let mut stats = Stats::default();
+        for (_, events) in by_entry {
+            let records = derive(fold_entry(&events));
+            if let Some(s) = &records.state {
+                stats.apply(s, 1);
+            }
+            for (k, key, value) in records.kvs {
+                maps[k].insert(key, value);
+            }
+        }
+        maps[K_META].insert(b"format".to_vec(), STORE_FORMAT.as_bytes().to_vec());
+        maps[K_META].insert(b"log".to_vec(), to_json(fingerprint));
+        maps[K_META].insert(b"stats".to_vec(), to_json(&stats));
+        for (k, map) in maps.into_iter().enumerate() {
+            if map.is_empty() {
+                continue;
+            }
+            let mut ingestion = self.ks[k].start_ingestion().map_err(|e| self.err(e))?;
+            for (key, value) in map {
+                ingestion.write(key, value).map_err(|e| self.err(e))?;
+            }
+            ingestion.finish().map_err(|e| self.err(e))?;
+        }
+        Ok(applied)
+    }
+
+    /// The state of an entry, hot or cold.
+    ///
+    /// # Errors
+    /// When the store cannot be read.
+    pub fn entry(&self, id: &str) -> Result<Option<EntryState>> {
+        match self.get_json(K_ENTRIES, id.as_bytes())? {
+            Some(s) => Ok(Some(s)),
+            None => self.get_json(K_COLD, id.as_bytes()),
+        }
+    }
+
+    /// Entry ids (hot and cold) starting with `prefix`, at most `limit`.
+    ///
+    /// # Errors
+    /// When the store cannot be read.
+    pub fn ids_with_prefix(&self, prefix: &str, limit: usize) -> Result<Vec<String>> {
+        let mut out = BTreeSet::new();
+        for k in [K_ENTRIES, K_COLD] {
+            for item in self.ks[k].prefix(prefix.as_bytes()).take(limit) {
+                let key = item.key().map_err(|e| self.err(e))?;
+                out.insert(String::from_utf8_lossy(&key).into_owned());
+            }
+        }
+        Ok(out.into_iter().take(limit).collect())
+    }
+
+    /// Hot entries, most recently updated first, that pass `keep`, at most `limit`.
+    ///
+    /// # Errors
+    /// When the store cannot be read.
+    pub fn recent(&self, limit: usize, keep: impl Fn(&EntryState) -> bool) -> Result<Vec<EntryState>> {
+        let mut out = Vec::new();
+        for item in self.ks[K_INDEX].prefix(b"updated\0").rev() {
+            if out.len() >= limit {
+                break;
+            }
+            let key = item.key().map_err(|e| self.err(e))?;
+            let Some(pos) = key.iter().rposition(|b| *b == 0) else { continue };
+            if let Some(s) = self.get_json::<EntryState>(K_ENTRIES, &key[pos + 1..])?
+                && keep(&s)
+            {
+                out.push(s);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Number of hot entries.
+    ///
+    /// # Errors
+    /// When the store cannot be read.
+    pub fn hot_count(&self) -> Result<usize> {
+        self.ks[K_ENTRIES].len().map_err(|e| self.err(e))
+    }
+
+    /// Every version of an entry, oldest first.
+    ///
+    /// # Errors
+    /// When the store cannot be read.
+    pub fn versions(&self, entry: &str) -> Result<Vec<Version>> {
+        self.prefix_json(K_VERSIONS, &format!("{entry}/"))
+    }
+
+    /// Audit records of one entry, or of all entries (ordered by time, then event id).
+    ///
+    /// # Errors
+    /// When the store cannot be read.
+    pub fn audit(&self, entry: Option<&str>) -> Result<Vec<AuditRecord>> {
+        match entry {
+            Some(e) => self.prefix_json(K_AUDIT, &format!("{e}/")),
+            None => {
+                let mut all: Vec<AuditRecord> = self.prefix_json(K_AUDIT, "")?;
+                all.sort_by(|a, b| {
+                    (&a.at, &a.entry, a.seq).cmp(&(&b.at, &b.entry, b.seq))
+                });
+                Ok(all)
+            }
+        }
+    }
+
+    fn prefix_json<T: for<'de> Deserialize<'de>>(&self, k: usize, prefix: &str) -> Result<Vec<T>> {
+        let mut out = Vec::new();
+        for item in self.ks[k].prefix(prefix.as_bytes()) {
+            let value = item.value().map_err(|e| self.err(e))?;
+            out.push(serde_json::from_slice(&value).map_err(|e| self.err(e))?);
+        }
+        Ok(out)
+    }
+
+    /// The statistics counters.
+    ///
+    /// # Errors
+    /// When the store cannot be read.
+    pub fn stats(&self) -> Result<Stats> {
+        Ok(self.get_json(K_META, b"stats")?.unwrap_or_default())
+    }
+
+    /// Writes every projection record canonically, one per line: keyspace, key, value. The log
+    /// fingerprint is left out, so two stores built from the same *set* of events dump the same
+    /// bytes whatever the order of their logs.
+    ///
+    /// # Errors
+    /// When the store cannot be read or `out` written.
+    pub fn dump(&self, out: &mut dyn std::io::Write) -> Result<()> {
+        for (k, name) in KEYSPACES.iter().enumerate() {
+            for item in self.ks[k].iter() {
+                let (key, value) = item.into_inner().map_err(|e| self.err(e))?;
+                if k == K_META && &*key == b"log" {
+                    continue;
+                }
+                writeln!(
+                    out,
+                    "{name}\t{}\t{}",
+                    String::from_utf8_lossy(&key).escape_default(),
+                    String::from_utf8_lossy(&value)
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Forces memtables to disk so the next process opens without replaying a long journal.
+    ///
+    /// # Errors
+    /// When fjall fails.
+    pub fn flush(&self) -> Result<()> {
+        for ks in &self.ks {
+            ks.rotate_memtable_and_wait().map_err(|e| self.err(e))?;
+        }
+        Ok(())
+    }
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("path", &self.path).finish_non_exhaustive()
+    }
+}
+

@@ -1,0 +1,570 @@
+//! Schema checks on what authors submit: required fields, closed vocabularies, lengths, ranges
+//! and formats. Every problem names the field, the rule and the fix.
+
+use crate::clock::normalize_time;
+use projections::{EntryFields, Evidence, EvidenceType, Kind, Section, Status};
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+pub const MAX_SUMMARY_CHARS: usize = 300;
+pub const MAX_CONTENT_CHARS: usize = 2000;
+pub const MAX_SUBJECT_CHARS: usize = 200;
+pub const MAX_TAGS: usize = 32;
+pub const MAX_TAG_CHARS: usize = 64;
+pub const MAX_EVIDENCE: usize = 20;
+pub const MAX_URI_CHARS: usize = 2048;
+pub const MAX_NOTE_CHARS: usize = 500;
+pub const MAX_RELATED: usize = 50;
+pub const MAX_REASON_CHARS: usize = 500;
+
+/// One thing wrong with a submission.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Problem {
+    /// The field, e.g. `summary` or `evidence[1].uri`.
+    pub field: String,
+    /// The rule: `required`, `type`, `enum`, `max_length`, `range`, `pattern`, `format`, `order`, `unknown_field`, `policy`.
+    pub constraint: &'static str,
+    /// What is wrong and how to fix it.
+    pub message: String,
+}
+
+/// A rejected submission: one or more problems.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
+#[error("{}", self.describe())]
+pub struct Invalid {
+    pub problems: Vec<Problem>,
+}
+
+impl Invalid {
+    fn describe(&self) -> String {
+        let parts: Vec<String> =
+            self.problems.iter().map(|p| format!("{}: {}", p.field, p.message)).collect();
+        format!("invalid memory entry: {}", parts.join("; "))
+    }
+
+    /// One problem.
+    pub fn one(field: impl Into<String>, constraint: &'static str, message: impl Into<String>) -> Self {
+        Self { problems: vec![Problem { field: field.into(), constraint, message: message.into() }] }
+    }
+}
+
+#[derive(Default)]
+struct Checker {
+    problems: Vec<Problem>,
+}
+
+impl Checker {
+    fn push(&mut self, field: impl Into<String>, constraint: &'static str, message: impl Into<String>) {
+        self.problems.push(Problem { field: field.into(), constraint, message: message.into() });
+    }
+
+    fn text(&mut self, field: &str, value: &str, max: usize, required: bool) {
+        let n = value.chars().count();
+        if required && value.trim().is_empty() {
+            self.push(field, "required", format!("`{field}` must not be empty"));
+        }
+        if n > max {
+            self.push(
+                field,
+                "max_length",
+                format!("`{field}` has {n} characters; the limit is {max}: shorten it"),
+            );
+        }
+    }
+
+    fn no_control(&mut self, field: &str, value: &str, allow_newlines: bool) {
+        if value.chars().any(|c| c.is_control() && !(allow_newlines && matches!(c, '\n' | '\t' | '\r'))) {
+            self.push(field, "format", format!("`{field}` contains control characters: remove them"));
+        }
+    }
+}
+
+/// True when `scope` is `repo`, `org`, `customer`, `service:<name>` or `environment:<prod|staging>`.
+pub fn is_valid_scope(scope: &str) -> bool {
+    match scope.split_once(':') {
+        None => matches!(scope, "repo" | "org" | "customer"),
+        Some(("service", name)) => {
+            !name.is_empty()
+                && name.len() <= 100
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        }
+        Some(("environment", env)) => matches!(env, "prod" | "staging"),
+        Some(_) => false,
+    }
+}
+
+/// True for an ISO 8601 duration such as `P30D`, `P2W`, `PT12H`, `P1M`, or the short forms
+/// `30d`, `2w`, `12h`.
+pub fn is_valid_interval(s: &str) -> bool {
+    let short = |s: &str| {
+        s.len() >= 2
+            && s[..s.len() - 1].bytes().all(|b| b.is_ascii_digit())
+            && matches!(s.as_bytes().last(), Some(b'd' | b'w' | b'h'))
+    };
+    let iso = |s: &str| {
+        let Some(rest) = s.strip_prefix('P') else { return false };
+        let (date, time) = rest.split_once('T').unwrap_or((rest, ""));
+        let parts_ok = |part: &str, units: &str| {
+            let mut digits = 0;
+            for c in part.chars() {
+                if c.is_ascii_digit() {
+                    digits += 1;
+                } else if units.contains(c) && digits > 0 {
+                    digits = 0;
+                } else {
+                    return false;
+                }
+            }
+            digits == 0
+        };
+        !(date.is_empty() && time.is_empty())
+            && parts_ok(date, "YMWD")
+            && parts_ok(time, "HMS")
+            && (!s.contains('T') || !time.is_empty())
+    };
+    short(s) || iso(s)
+}
+
+/// An entry as submitted: every field optional, checked by [`check_create`] or [`check_patch`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EntryInput {
+    pub section: Option<String>,
+    pub kind: Option<String>,
+    pub subject: Option<String>,
+    pub scope: Option<String>,
+    pub summary: Option<String>,
+    pub content: Option<String>,
+    pub tags: Option<Vec<String>>,
+    pub confidence: Option<f64>,
+    pub evidence: Option<Vec<EvidenceInput>>,
+    pub status: Option<String>,
+    pub valid_from: Option<Option<String>>,
+    pub valid_to: Option<Option<String>>,
+    pub review_interval: Option<Option<String>>,
+    pub related_entries: Option<Vec<String>>,
+}
+
+/// Evidence as submitted.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EvidenceInput {
+    pub kind: Option<String>,
+    pub uri: Option<String>,
+    pub note: Option<String>,
+}
+
+const ENTRY_KEYS: &[&str] = &[
+    "section", "kind", "subject", "scope", "summary", "content", "tags", "confidence", "evidence",
+    "status", "valid_from", "valid_to", "review_interval", "related_entries",
+];
+
+/// Keys of a Memory_Entry that are bookkeeping: accepted in input (so an exported entry can be
+/// fed back) but never taken from it.
+const IGNORED_KEYS: &[&str] = &["id", "superseded_by", "created_by", "created_at", "updated_at"];
+
+/// Reads an `entry` object of a Memory_Update, checking JSON types field by field.
+///
+/// # Errors
+/// [`Invalid`] naming every field of the wrong type and every unknown field.
+pub fn entry_input_from_json(value: &Value, field_prefix: &str) -> Result<EntryInput, Invalid> {
+    let mut c = Checker::default();
+    let name = |k: &str| format!("{field_prefix}{k}");
+    let Value::Object(map) = value else {
+        return Err(Invalid::one(field_prefix.trim_end_matches('.'), "type", "must be a JSON object"));
+    };
+    let mut input = EntryInput::default();
+    for (key, v) in map {
+        let field = name(key);
+        let string = |c: &mut Checker| match v {
+            Value::String(s) => Some(s.clone()),
+            _ => {
+                c.push(&field, "type", format!("`{field}` must be a string"));
+                None
+            }
+        };
+        let nullable = |c: &mut Checker| match v {
+            Value::Null => Some(None),
+            Value::String(s) => Some(Some(s.clone())),
+            _ => {
+                c.push(&field, "type", format!("`{field}` must be a string or null"));
+                None
+            }
+        };
+        let strings = |c: &mut Checker| match v {
+            Value::Array(items) if items.iter().all(Value::is_string) => {
+                Some(items.iter().filter_map(|i| i.as_str().map(str::to_owned)).collect())
+            }
+            _ => {
+                c.push(&field, "type", format!("`{field}` must be an array of strings"));
+                None
+            }
+        };
+        match key.as_str() {
+            "section" => input.section = string(&mut c),
+            "kind" => input.kind = string(&mut c),
+            "subject" => input.subject = string(&mut c),
+            "scope" => input.scope = string(&mut c),
+            "summary" => input.summary = string(&mut c),
+            "content" => input.content = string(&mut c),
+            "status" => input.status = string(&mut c),
+            "tags" => input.tags = strings(&mut c),
+            "related_entries" => input.related_entries = strings(&mut c),
+            "valid_from" => input.valid_from = nullable(&mut c),
+            "valid_to" => input.valid_to = nullable(&mut c),
+            "review_interval" => input.review_interval = nullable(&mut c),
+            "confidence" => match v.as_f64() {
+                Some(f) => input.confidence = Some(f),
+                None => c.push(&field, "type", format!("`{field}` must be a number from 0.0 to 1.0")),
+            },
+            "evidence" => input.evidence = evidence_from_json(v, &field, &mut c),
+            k if IGNORED_KEYS.contains(&k) => {}
+            _ => c.push(
+                &field,
+                "unknown_field",
+                format!("unknown field `{key}`; known fields: {}", ENTRY_KEYS.join(", ")),
+            ),
+        }
+    }
+    if c.problems.is_empty() { Ok(input) } else { Err(Invalid { problems: c.problems }) }
+}
+
+fn evidence_from_json(v: &Value, field: &str, c: &mut Checker) -> Option<Vec<EvidenceInput>> {
+    let Value::Array(items) = v else {
+        c.push(field, "type", format!("`{field}` must be an array of {{type, uri, note}} objects"));
+        return None;
+    };
+    let mut out = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let f = format!("{field}[{i}]");
+        let Value::Object(map) = item else {
+            c.push(&f, "type", format!("`{f}` must be an object with type, uri and note"));
+            continue;
+        };
+        let mut e = EvidenceInput::default();
+        for (k, v) in map {
+            let slot = match k.as_str() {
+                "type" => &mut e.kind,
+                "uri" => &mut e.uri,
+                "note" => &mut e.note,
+                _ => {
+                    c.push(format!("{f}.{k}"), "unknown_field", format!("unknown evidence field `{k}`; use type, uri and note"));
+                    continue;
+                }
+            };
+            match v {
+                Value::String(s) => *slot = Some(s.clone()),
+                _ => c.push(format!("{f}.{k}"), "type", format!("`{f}.{k}` must be a string")),
+            }
+        }
+        out.push(e);
+    }
+    Some(out)
+}
+
+fn check_evidence(c: &mut Checker, items: &[EvidenceInput]) -> Vec<Evidence> {
+    if items.len() > MAX_EVIDENCE {
+        c.push("evidence", "max_length", format!("at most {MAX_EVIDENCE} evidence objects"));
+    }
+    let mut out = Vec::new();
+    for (i, e) in items.iter().enumerate() {
+        let f = format!("evidence[{i}]");
+        let kind = match e.kind.as_deref() {
+            None => {
+                c.push(format!("{f}.type"), "required", format!("`{f}.type` is required ({})", EvidenceType::choices()));
+                None
+            }
+            Some(k) => {
+                let parsed = EvidenceType::parse(k);
+                if parsed.is_none() {
+                    c.push(format!("{f}.type"), "enum", format!("`{f}.type` is `{}`; use one of {}", k.escape_debug(), EvidenceType::choices()));
+                }
+                parsed
+            }
+        };
+        for (name, value, max) in [("uri", &e.uri, MAX_URI_CHARS), ("note", &e.note, MAX_NOTE_CHARS)] {
+            let field = format!("{f}.{name}");
+            match value {
+                None => c.push(&field, "required", format!("`{field}` is required")),
+                Some(v) => {
+                    c.text(&field, v, max, true);
+                    c.no_control(&field, v, false);
+                }
+            }
+        }
+        if let (Some(kind), Some(uri), Some(note)) = (kind, &e.uri, &e.note) {
+            out.push(Evidence { kind, uri: uri.clone(), note: note.clone() });
+        }
+    }
+    out
+}
+
+fn check_time(c: &mut Checker, field: &str, value: Option<&String>) -> Option<String> {
+    let v = value?;
+    match normalize_time(v) {
+        Ok(t) => Some(t),
+        Err(m) => {
+            c.push(field, "format", m);
+            None
+        }
+    }
+}
+
+fn check_common(c: &mut Checker, input: &EntryInput) {
+    if let Some(s) = &input.subject {
+        c.text("subject", s, MAX_SUBJECT_CHARS, true);
+        c.no_control("subject", s, false);
+    }
+    if let Some(s) = &input.summary {
+        c.text("summary", s, MAX_SUMMARY_CHARS, true);
+        c.no_control("summary", s, false);
+    }
+    if let Some(s) = &input.content {
+        c.text("content", s, MAX_CONTENT_CHARS, true);
+        c.no_control("content", s, true);
+    }
+    if let Some(s) = &input.scope
+        && !is_valid_scope(s)
+    {
+        c.push("scope", "pattern", format!(
+            "`scope` is `{}`; use repo, org, customer, service:<name> or environment:<prod|staging>",
+            s.escape_debug()
+        ));
+    }
+    if let Some(tags) = &input.tags {
+        if tags.len() > MAX_TAGS {
+            c.push("tags", "max_length", format!("at most {MAX_TAGS} tags"));
+        }
+        for (i, t) in tags.iter().enumerate() {
+            let f = format!("tags[{i}]");
+            c.text(&f, t, MAX_TAG_CHARS, true);
+            c.no_control(&f, t, false);
+        }
+    }
+    if let Some(conf) = input.confidence
+        && !(conf.is_finite() && (0.0..=1.0).contains(&conf))
+    {
+        c.push("confidence", "range", format!("`confidence` is {conf}; use a number from 0.0 to 1.0"));
+    }
+    if let Some(related) = &input.related_entries {
+        if related.len() > MAX_RELATED {
+            c.push("related_entries", "max_length", format!("at most {MAX_RELATED} related entries"));
+        }
+        for (i, r) in related.iter().enumerate() {
+            if !projections::event::is_entry_id(r) {
+                c.push(format!("related_entries[{i}]"), "format", format!(
+                    "`{}` is not a full entry id like m-5kq2x9c4d8", r.escape_debug()
+                ));
+            }
+        }
+    }
+    if let Some(Some(r)) = &input.review_interval
+        && !is_valid_interval(r)
+    {
+        c.push("review_interval", "format", format!(
+            "`review_interval` is `{}`; use an ISO 8601 duration such as P30D or PT12H, or 30d / 2w / 12h",
+            r.escape_debug()
+        ));
+    }
+}
+
+fn parse_enum<T>(c: &mut Checker, field: &str, value: Option<&String>, parse: fn(&str) -> Option<T>, choices: String) -> Option<T> {
+    match value {
+        None => {
+            c.push(field, "required", format!("`{field}` is required ({choices})"));
+            None
+        }
+        Some(v) => {
+            let parsed = parse(v);
+            if parsed.is_none() {
+                c.push(field, "enum", format!("`{field}` is `{}`; use one of {choices}", v.escape_debug()));
+            }
+            parsed
+        }
+    }
+}
+
+/// Checks a new entry and returns its fields and initial status.
+///
+/// # Errors
+/// [`Invalid`] with every problem found.
+pub fn check_create(input: &EntryInput) -> Result<(EntryFields, Status), Invalid> {
+    let mut c = Checker::default();
+    let section = parse_enum(&mut c, "section", input.section.as_ref(), Section::parse, Section::choices());
+    let kind = parse_enum(&mut c, "kind", input.kind.as_ref(), Kind::parse, Kind::choices());
+    let status = match input.status.as_deref() {
+        None | Some("active") => Some(Status::Active),
+        Some("draft") => Some(Status::Draft),
+        Some(s) => {
+            c.push("status", "enum", format!("a new entry's `status` is `{}`; use active or draft", s.escape_debug()));
+            None
+        }
+    };
+    for (field, v) in [("subject", &input.subject), ("scope", &input.scope), ("summary", &input.summary), ("content", &input.content)] {
+        if v.is_none() {
+            c.push(field, "required", format!("`{field}` is required"));
+        }
+    }
+    if input.confidence.is_none() {
+        c.push("confidence", "required", "`confidence` is required (a number from 0.0 to 1.0)");
+    }
+    check_common(&mut c, input);
+    let evidence = check_evidence(&mut c, input.evidence.as_deref().unwrap_or_default());
+    if status == Some(Status::Active) && input.evidence.as_ref().is_none_or(Vec::is_empty) {
+        c.push("evidence", "required", "an active entry needs at least one evidence object {type, uri, note}; add --evidence TYPE:URI:NOTE, or create it with status draft");
+    }
+    let valid_from = check_time(&mut c, "valid_from", input.valid_from.as_ref().and_then(Option::as_ref));
+    let valid_to = check_time(&mut c, "valid_to", input.valid_to.as_ref().and_then(Option::as_ref));
+    if section == Some(Section::State) && (valid_from.is_none() || valid_to.is_none()) && c.problems.iter().all(|p| !p.field.starts_with("valid_")) {
+        c.push("valid_to", "required", "entries in section `state` need both valid_from and valid_to");
+    }
+    if let (Some(f), Some(t)) = (&valid_from, &valid_to)
+        && f > t
+    {
+        c.push("valid_to", "order", format!("`valid_to` ({t}) is before `valid_from` ({f})"));
+    }
+    if !c.problems.is_empty() {
+        return Err(Invalid { problems: c.problems });
+    }
+    let (Some(section), Some(kind), Some(status)) = (section, kind, status) else {
+        return Err(Invalid::one("entry", "required", "incomplete entry"));
+    };
+    Ok((
+        EntryFields {
+            section,
+            kind,
+            subject: input.subject.clone().unwrap_or_default(),
+            scope: input.scope.clone().unwrap_or_default(),
+            summary: input.summary.clone().unwrap_or_default(),
+            content: input.content.clone().unwrap_or_default(),
+            tags: input.tags.clone().unwrap_or_default(),
+            confidence: input.confidence.unwrap_or_default(),
+            evidence,
+            related_entries: input.related_entries.clone().unwrap_or_default(),
+            valid_from,
+            valid_to,
+            review_interval: input.review_interval.clone().flatten(),
+        },
+        status,
+    ))
+}
+
+/// Checks a change to an existing entry and returns the `set` map of an update event, given the
+/// entry's current fields (to check the result as a whole, e.g. `valid_from` ≤ `valid_to`).
+///
+/// # Errors
+/// [`Invalid`] with every problem found, or when nothing would change.
+pub fn check_patch(input: &EntryInput, current: &EntryFields) -> Result<Map<String, Value>, Invalid> {
+    let mut c = Checker::default();
+    let mut set = Map::new();
+    check_common(&mut c, input);
+    let mut put = |k: &str, v: Value| {
+        set.insert(k.to_owned(), v);
+    };
+    if let Some(s) = &input.section {
+        if let Some(v) = Section::parse(s) { put("section", Value::from(v.as_str())) } else {
+            c.push("section", "enum", format!("use one of {}", Section::choices()));
+        }
+    }
+    if let Some(s) = &input.kind {
+        if let Some(v) = Kind::parse(s) { put("kind", Value::from(v.as_str())) } else {
+            c.push("kind", "enum", format!("use one of {}", Kind::choices()));
+        }
+    }
+    if let Some(s) = &input.status {
+        match s.as_str() {
+            "active" | "draft" => put("status", Value::from(s.as_str())),
+            _ => c.push("status", "enum", "an update may set status to active or draft; use supersede or deprecate for the others"),
+        }
+    }
+    for (k, v) in [("subject", &input.subject), ("scope", &input.scope), ("summary", &input.summary), ("content", &input.content)] {
+        if let Some(v) = v {
+            put(k, Value::from(v.as_str()));
+        }
+    }
+    if let Some(t) = &input.tags {
+        put("tags", Value::from(t.clone()));
+    }
+    if let Some(r) = &input.related_entries {
+        put("related_entries", Value::from(r.clone()));
+    }
+    if let Some(conf) = input.confidence {
+        put("confidence", serde_json::Number::from_f64(conf).map_or(Value::Null, Value::Number));
+    }
+    if let Some(items) = &input.evidence {
+        let ev = check_evidence(&mut c, items);
+        put("evidence", serde_json::to_value(ev).unwrap_or(Value::Null));
+    }
+    let mut valid_from = current.valid_from.clone();
+    let mut valid_to = current.valid_to.clone();
+    for (field, value, slot) in [("valid_from", &input.valid_from, &mut valid_from), ("valid_to", &input.valid_to, &mut valid_to)] {
+        match value {
+            Some(Some(v)) => {
+                if let Some(t) = check_time(&mut c, field, Some(v)) {
+                    put(field, Value::from(t.as_str()));
+                    *slot = Some(t);
+                }
+            }
+            Some(None) => {
+                put(field, Value::Null);
+                *slot = None;
+            }
+            None => {}
+        }
+    }
+    if let Some(r) = &input.review_interval {
+        put("review_interval", r.as_deref().map_or(Value::Null, Value::from));
+    }
+    if let (Some(f), Some(t)) = (&valid_from, &valid_to)
+        && f > t
+    {
+        c.push("valid_to", "order", format!("`valid_to` ({t}) would be before `valid_from` ({f})"));
+    }
+    let section = input.section.as_deref().and_then(Section::parse).unwrap_or(current.section);
+    if section == Section::State && (valid_from.is_none() || valid_to.is_none()) {
+        c.push("valid_to", "required", "entries in section `state` need both valid_from and valid_to");
+    }
+    if !c.problems.is_empty() {
+        return Err(Invalid { problems: c.problems });
+    }
+    if set.is_empty() {
+        return Err(Invalid::one("entry", "required", "nothing to change: give at least one field (e.g. --valid-to, --summary)"));
+    }
+    Ok(set)
+}
+
+/// Checks a free-text reason (deprecate, pin, supersede).
+///
+/// # Errors
+/// [`Invalid`] when it is too long or has control characters.
+pub fn check_reason(reason: Option<&str>) -> Result<(), Invalid> {
+    let mut c = Checker::default();
+    if let Some(r) = reason {
+        c.text("reason", r, MAX_REASON_CHARS, true);
+        c.no_control("reason", r, false);
+    }
+    if c.problems.is_empty() { Ok(()) } else { Err(Invalid { problems: c.problems }) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scopes() {
+        for ok in ["repo", "org", "customer", "service:auth", "service:billing-api", "environment:prod", "environment:staging"] {
+            assert!(is_valid_scope(ok), "{ok}");
+        }
+        for bad in ["", "repos", "service:", "service:a b", "environment:dev", "team:x", "Repo"] {
+            assert!(!is_valid_scope(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn intervals() {
+        for ok in ["P30D", "P2W", "PT12H", "P1Y2M", "P1DT2H", "30d", "2w", "12h"] {
+            assert!(is_valid_interval(ok), "{ok}");
+        }
+        for bad in ["", "P", "PT", "30", "d", "P1H", "monthly", "P1DT"] {
+            assert!(!is_valid_interval(bad), "{bad}");
+        }
+    }
+}

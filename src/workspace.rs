@@ -1,0 +1,145 @@
+//! Finding the workspace root and naming projects safely inside it.
+
+use crate::error::{Error, Result};
+use std::path::{Path, PathBuf};
+
+/// Folder under the workspace root that holds all memory.
+pub const MEMORY_DIR: &str = "ai-memory";
+/// Folder under the workspace root that `sync-context` writes.
+pub const CONTEXT_DIR: &str = "ai-context";
+/// The cross-project memory.
+pub const GLOBAL_PROJECT: &str = "global";
+/// Longest project name.
+pub const MAX_PROJECT_CHARS: usize = 64;
+
+/// A workspace: the repository root that holds `ai-memory/`.
+#[derive(Debug, Clone)]
+pub struct Workspace {
+    root: PathBuf,
+}
+
+impl Workspace {
+    /// Uses `root` as the workspace root (for `init` and `--workspace`).
+    ///
+    /// # Errors
+    /// When the directory does not exist.
+    pub fn at(root: &Path) -> Result<Self> {
+        let root = fs_err::canonicalize(root)?;
+        Ok(Self { root })
+    }
+
+    /// Finds the workspace like git finds its root: the nearest ancestor of `start` holding
+    /// `ai-memory/`, else the nearest holding `.git`.
+    ///
+    /// # Errors
+    /// [`Error::NoWorkspace`] when neither exists.
+    pub fn discover(start: &Path) -> Result<Self> {
+        let start = fs_err::canonicalize(start)?;
+        for marker in [MEMORY_DIR, ".git"] {
+            if let Some(dir) = start.ancestors().find(|d| d.join(marker).exists()) {
+                return Ok(Self { root: dir.to_path_buf() });
+            }
+        }
+        Err(Error::NoWorkspace { start })
+    }
+
+    /// The workspace root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// `<root>/ai-memory`.
+    pub fn memory_dir(&self) -> PathBuf {
+        self.root.join(MEMORY_DIR)
+    }
+
+    /// The directory of a validated project.
+    pub fn project_dir(&self, project: &ProjectName) -> PathBuf {
+        self.memory_dir().join(project.as_str())
+    }
+
+    /// Initialized projects (those with a `memlog.json`), sorted, `global` included.
+    ///
+    /// # Errors
+    /// When `ai-memory/` cannot be read.
+    pub fn projects(&self) -> Result<Vec<ProjectName>> {
+        let dir = self.memory_dir();
+        if !dir.exists() {
+            return Ok(Vec::new());
+        }
+        let mut out = Vec::new();
+        for entry in fs_err::read_dir(&dir)? {
+            let entry = entry?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if let Ok(project) = ProjectName::new(&name)
+                && entry.path().join(crate::project::CONFIG_FILE).is_file()
+            {
+                out.push(project);
+            }
+        }
+        out.sort();
+        Ok(out)
+    }
+}
+
+/// A project name that is safe to use as one path component.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ProjectName(String);
+
+impl ProjectName {
+    /// Validates a project name: 1 to 64 characters from letters, digits, `.`, `_` and `-`, not
+    /// starting with `.` or `-`, so it can never be `..`, an absolute path, a hidden directory
+    /// such as `.memlog`, or anything with a separator or control character.
+    ///
+    /// # Errors
+    /// [`Error::BadProjectName`] saying which rule failed.
+    pub fn new(name: &str) -> Result<Self> {
+        let bad = |why| Err(Error::BadProjectName { name: name.escape_debug().to_string(), why });
+        if name.is_empty() {
+            return bad("it is empty");
+        }
+        if name.chars().count() > MAX_PROJECT_CHARS {
+            return bad("it is longer than 64 characters");
+        }
+        if name.chars().any(char::is_control) {
+            return bad("it contains control characters");
+        }
+        if name.contains('/') || name.contains('\\') {
+            return bad("it contains a path separator; a project is one directory under ai-memory/");
+        }
+        if name.starts_with('.') || name.starts_with('-') {
+            return bad("it starts with `.` or `-` (names like `..`, `.memlog` or `-x` are reserved)");
+        }
+        if !name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')) {
+            return bad("use only letters, digits, `.`, `_` and `-`");
+        }
+        Ok(Self(name.to_owned()))
+    }
+
+    /// The name.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for ProjectName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unsafe_names_are_refused() {
+        for bad in ["", "..", "../x", "/abs", "a/b", ".memlog", "-rf", "a\nb", "a\u{0}", "é", "a b"] {
+            assert!(ProjectName::new(bad).is_err(), "{bad:?} should be refused");
+        }
+        for good in ["auth-service", "global", "proj_1", "a.b", "X"] {
+            assert!(ProjectName::new(good).is_ok(), "{good:?} should be accepted");
+        }
+        assert!(ProjectName::new(&"a".repeat(65)).is_err());
+    }
+}
