@@ -13,7 +13,10 @@ use std::path::Path;
 /// # Errors
 /// When the file cannot be opened, written or synced (the error names the path).
 pub fn append(path: &Path, bytes: &[u8]) -> Result<()> {
-    let mut file = fs_err::OpenOptions::new().create(true).append(true).open(path)?;
+    let mut file = fs_err::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)?;
     file.write_all(bytes)?;
     file.sync_data()?;
     Ok(())
@@ -26,7 +29,10 @@ pub fn append(path: &Path, bytes: &[u8]) -> Result<()> {
 /// When any step fails (the error names the path).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = path.parent().unwrap_or_else(|| Path::new("."));
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
     {
         let mut file = fs_err::File::create(&tmp)?;
@@ -98,7 +104,10 @@ pub fn quarantine_torn_tail(log: &Path, quarantine: &Path) -> Result<Option<Torn
         let n = usize::try_from(chunk).unwrap_or(0);
         file.seek(SeekFrom::Start(start))?;
         file.read_exact(&mut buf[..n])?;
-        found = buf[..n].iter().rposition(|b| *b == b'\n').map(|i| start + i as u64 + 1);
+        found = buf[..n]
+            .iter()
+            .rposition(|b| *b == b'\n')
+            .map(|i| start + i as u64 + 1);
     }
     let offset = found.unwrap_or(0);
     let mut torn = Vec::new();
@@ -108,5 +117,8 @@ pub fn quarantine_torn_tail(log: &Path, quarantine: &Path) -> Result<Option<Torn
     append(quarantine, &torn)?;
     file.set_len(offset)?;
     file.sync_all()?;
-    Ok(Some(TornTail { offset, len: len - offset }))
+    Ok(Some(TornTail {
+        offset,
+        len: len - offset,
+    }))
 }

@@ -9,7 +9,9 @@ pub enum Error {
     #[error("{0}")]
     Io(#[from] std::io::Error),
 
-    #[error("no memlog workspace found from {start}: run `memlog init <project>` at the root of your repository, or pass --workspace DIR")]
+    #[error(
+        "no memlog workspace found from {start}: run `memlog init <project>` at the root of your repository, or pass --workspace DIR"
+    )]
     NoWorkspace { start: PathBuf },
 
     #[error("invalid project name `{name}`: {why}")]
@@ -22,22 +24,39 @@ pub enum Error {
     AmbiguousProject { why: String },
 
     #[error("{path}: line {line} (byte offset {offset}): {problem}")]
-    CorruptLog { path: PathBuf, line: usize, offset: u64, problem: String },
+    CorruptLog {
+        path: PathBuf,
+        line: usize,
+        offset: u64,
+        problem: String,
+    },
 
     #[error("{path}: {problem}")]
     CorruptFile { path: PathBuf, problem: String },
 
-    #[error("timed out after {waited:?} waiting for the {what} lock {path}: another memlog process is using it; wait for it to finish, or raise --lock-timeout (MEMLOG_LOCK_TIMEOUT_MS)")]
-    LockTimeout { what: &'static str, path: PathBuf, waited: Duration },
+    #[error(
+        "timed out after {waited:?} waiting for the {what} lock {path}: another memlog process is using it; wait for it to finish, or raise --lock-timeout (MEMLOG_LOCK_TIMEOUT_MS)"
+    )]
+    LockTimeout {
+        what: &'static str,
+        path: PathBuf,
+        waited: Duration,
+    },
 
-    #[error("the projection store at {path} failed: {message}; `memlog rebuild` recreates it from the log")]
+    #[error(
+        "the projection store at {path} failed: {message}; `memlog rebuild` recreates it from the log"
+    )]
     Store { path: PathBuf, message: String },
 
     #[error("no entry matches `{prefix}` in project `{project}`")]
     NotFound { project: String, prefix: String },
 
     #[error("`{prefix}` is ambiguous in project `{project}`: it matches {}; give more characters", candidates.join(", "))]
-    AmbiguousId { project: String, prefix: String, candidates: Vec<String> },
+    AmbiguousId {
+        project: String,
+        prefix: String,
+        candidates: Vec<String>,
+    },
 
     #[error("{0}")]
     Invalid(#[from] crate::validate::Invalid),
@@ -57,6 +76,9 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
     pub(crate) fn store(path: &std::path::Path, e: impl std::fmt::Display) -> Self {
-        Self::Store { path: path.to_path_buf(), message: e.to_string() }
+        Self::Store {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        }
     }
 }

@@ -47,7 +47,11 @@ pub fn lines(buf: &[u8], first_number: usize, base_offset: u64) -> impl Iterator
         if let Some(stripped) = bytes.strip_suffix(b"\r") {
             bytes = stripped;
         }
-        let line = Line { number, offset: base_offset + offset as u64, bytes };
+        let line = Line {
+            number,
+            offset: base_offset + offset as u64,
+            bytes,
+        };
         offset += end + 1;
         number += 1;
         Some(line)
@@ -78,7 +82,12 @@ pub fn decode(path: &Path, line: &Line<'_>) -> Result<Event> {
 ///
 /// # Errors
 /// The first line that does not decode.
-pub fn decode_all(path: &Path, buf: &[u8], first_number: usize, base_offset: u64) -> Result<Vec<Event>> {
+pub fn decode_all(
+    path: &Path,
+    buf: &[u8],
+    first_number: usize,
+    base_offset: u64,
+) -> Result<Vec<Event>> {
     lines(buf, first_number, base_offset)
         .filter(|l| !is_blank(l))
         .map(|l| decode(path, &l))

@@ -26,7 +26,11 @@ impl FileLock {
             }
             let waited = started.elapsed();
             if waited >= timeout {
-                return Err(Error::LockTimeout { what, path: path.to_path_buf(), waited });
+                return Err(Error::LockTimeout {
+                    what,
+                    path: path.to_path_buf(),
+                    waited,
+                });
             }
             std::thread::sleep(pause.min(timeout.saturating_sub(waited)));
             pause = (pause * 2).min(Duration::from_millis(25));
@@ -38,9 +42,16 @@ impl FileLock {
     /// # Errors
     /// When the lock file cannot be opened.
     pub fn try_acquire(path: &Path) -> Result<Option<Self>> {
-        let file = fs_err::OpenOptions::new().create(true).truncate(false).write(true).open(path)?;
+        let file = fs_err::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(path)?;
         match file.file().try_lock() {
-            Ok(()) => Ok(Some(Self { _file: file, path: path.to_path_buf() })),
+            Ok(()) => Ok(Some(Self {
+                _file: file,
+                path: path.to_path_buf(),
+            })),
             Err(TryLockError::WouldBlock) => Ok(None),
             Err(TryLockError::Error(e)) => Err(Error::Io(std::io::Error::new(
                 e.kind(),

@@ -13,8 +13,10 @@ pub const LOG_FILE: &str = "events.jsonl";
 /// Local, derived, never committed state.
 pub const STATE_DIR: &str = ".memlog";
 
-const GITATTRIBUTES: &str = "# Event logs are sets of lines: merge them by union.\n*/events.jsonl merge=union\n";
-const GITIGNORE: &str = "# Local projections, locks and logs: rebuilt from events.jsonl.\n*/.memlog/\n";
+const GITATTRIBUTES: &str =
+    "# Event logs are sets of lines: merge them by union.\n*/events.jsonl merge=union\n";
+const GITIGNORE: &str =
+    "# Local projections, locks and logs: rebuilt from events.jsonl.\n*/.memlog/\n";
 
 /// `memlog.json`: the project's name, creation time and policies.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -73,12 +75,20 @@ impl Default for Policies {
         Self {
             write: WritePolicy {
                 require_evidence_for_active: true,
-                strong_evidence_kinds: vec!["decision".into(), "requirement".into(), "invariant".into()],
+                strong_evidence_kinds: vec![
+                    "decision".into(),
+                    "requirement".into(),
+                    "invariant".into(),
+                ],
                 low_confidence_warning: 0.5,
                 max_entries_warning: 100,
                 ticket_patterns: Vec::new(),
             },
-            retrieval: RetrievalPolicy { min_confidence: 0.6, max_results: 50, expiry_warning_days: 7 },
+            retrieval: RetrievalPolicy {
+                min_confidence: 0.6,
+                max_results: 50,
+                expiry_warning_days: 7,
+            },
             lifecycle: LifecyclePolicy {
                 default_ttl_days: 90,
                 decay_function: "exponential".into(),
@@ -102,7 +112,11 @@ impl Project {
     /// The project `name` in `workspace` (not necessarily initialized).
     pub fn new(workspace: &Workspace, name: ProjectName) -> Self {
         let dir = workspace.project_dir(&name);
-        Self { workspace: workspace.clone(), name, dir }
+        Self {
+            workspace: workspace.clone(),
+            name,
+            dir,
+        }
     }
 
     /// Opens an initialized project.
@@ -197,7 +211,11 @@ pub fn init(workspace: &Workspace, project: &ProjectName, now: &str) -> Result<I
     durable::create_if_missing(&memory.join(".gitignore"), GITIGNORE.as_bytes())?;
     let global = ProjectName::new(GLOBAL_PROJECT)?;
     let global_created = init_one(workspace, &global, now)?;
-    let created = if *project == global { global_created } else { init_one(workspace, project, now)? };
+    let created = if *project == global {
+        global_created
+    } else {
+        init_one(workspace, project, now)?
+    };
     Ok(InitReport {
         project: project.to_string(),
         path: workspace.project_dir(project),
@@ -215,7 +233,9 @@ fn init_one(workspace: &Workspace, name: &ProjectName, now: &str) -> Result<bool
         format: 1,
         policies: Policies::default(),
     };
-    let mut text = serde_json::to_string_pretty(&config).map_err(|e| Error::Rejected { message: e.to_string() })?;
+    let mut text = serde_json::to_string_pretty(&config).map_err(|e| Error::Rejected {
+        message: e.to_string(),
+    })?;
     text.push('\n');
     let created = durable::create_if_missing(&p.config_path(), text.as_bytes())?;
     durable::create_if_missing(&p.log_path(), b"")?;

@@ -58,10 +58,20 @@ fn fingerprint_after(prev: Option<&Fingerprint>, base: u64, buf: &[u8]) -> Optio
     }
     let lines = prev.map_or(0, |p| p.lines) + buf.iter().filter(|b| **b == b'\n').count() as u64;
     let (tail_len, tail_hash) = tail_of(buf);
-    Some(Fingerprint { len: base + buf.len() as u64, lines, tail_len, tail_hash })
+    Some(Fingerprint {
+        len: base + buf.len() as u64,
+        lines,
+        tail_len,
+        tail_hash,
+    })
 }
 
-const EMPTY: Fingerprint = Fingerprint { len: 0, lines: 0, tail_len: 0, tail_hash: String::new() };
+const EMPTY: Fingerprint = Fingerprint {
+    len: 0,
+    lines: 0,
+    tail_len: 0,
+    tail_hash: String::new(),
+};
 
 fn decode_with_lines(
     project: &Project,
@@ -87,13 +97,15 @@ pub fn recover_torn_tail(project: &Project) -> Result<Option<QuarantineNote>> {
     let Some(_write) = FileLock::try_acquire(&project.write_lock_path())? else {
         return Ok(None);
     };
-    Ok(durable::quarantine_torn_tail(&project.log_path(), &project.quarantine_path())?.map(
-        |TornTail { offset, len }| QuarantineNote {
-            offset,
-            bytes: len,
-            file: project.quarantine_path().display().to_string(),
-        },
-    ))
+    Ok(
+        durable::quarantine_torn_tail(&project.log_path(), &project.quarantine_path())?.map(
+            |TornTail { offset, len }| QuarantineNote {
+                offset,
+                bytes: len,
+                file: project.quarantine_path().display().to_string(),
+            },
+        ),
+    )
 }
 
 impl Session {
@@ -105,7 +117,12 @@ impl Session {
         project.ensure_state_dir()?;
         let lock = FileLock::acquire(&project.store_lock_path(), "store", timeout)?;
         let (store, _fresh) = Store::open(&project.store_dir())?;
-        let mut session = Self { project: project.clone(), store, report: SyncReport::default(), _lock: lock };
+        let mut session = Self {
+            project: project.clone(),
+            store,
+            report: SyncReport::default(),
+            _lock: lock,
+        };
         session.report.quarantined = recover_torn_tail(project)?;
         session.catch_up()?;
         Ok(session)
@@ -129,10 +146,19 @@ impl Session {
         {
             let buf = event_log::read_complete(&path, fp.len)?;
             if buf.is_empty() {
-                self.report.mode = if self.report.mode.is_empty() { "none" } else { self.report.mode };
+                self.report.mode = if self.report.mode.is_empty() {
+                    "none"
+                } else {
+                    self.report.mode
+                };
                 return Ok(());
             }
-            let events = decode_with_lines(&self.project, &buf, usize::try_from(fp.lines).unwrap_or(0) + 1, fp.len)?;
+            let events = decode_with_lines(
+                &self.project,
+                &buf,
+                usize::try_from(fp.lines).unwrap_or(0) + 1,
+                fp.len,
+            )?;
             let next = fingerprint_after(Some(fp), fp.len, &buf).unwrap_or(EMPTY);
             self.report.applied += self.store.apply(events, &next)?;
             self.report.mode = "append";
@@ -188,7 +214,11 @@ impl Session {
         let next = fingerprint_after(None, 0, &buf).unwrap_or(EMPTY);
         let n = self.store.build(events, &next)?;
         self.store.flush()?;
-        self.report = SyncReport { mode: "rebuild", applied: n, quarantined: self.report.quarantined.take() };
+        self.report = SyncReport {
+            mode: "rebuild",
+            applied: n,
+            quarantined: self.report.quarantined.take(),
+        };
         Ok(n)
     }
 
@@ -199,7 +229,10 @@ impl Session {
     pub fn resolve(&self, prefix: &str) -> Result<String> {
         let ids = self.store.ids_with_prefix(prefix, 5)?;
         match ids.len() {
-            0 => Err(Error::NotFound { project: self.project.name.to_string(), prefix: prefix.to_owned() }),
+            0 => Err(Error::NotFound {
+                project: self.project.name.to_string(),
+                prefix: prefix.to_owned(),
+            }),
             1 => Ok(ids.into_iter().next().unwrap_or_default()),
             _ => Err(Error::AmbiguousId {
                 project: self.project.name.to_string(),

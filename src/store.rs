@@ -24,8 +24,16 @@ use std::path::{Path, PathBuf};
 /// is rebuilt from the log, never misread.
 pub const STORE_FORMAT: &str = "memlog-store-3";
 
-const KEYSPACES: [&str; 8] =
-    ["meta", "events", "entry_events", "entries", "cold", "index", "versions", "audit"];
+const KEYSPACES: [&str; 8] = [
+    "meta",
+    "events",
+    "entry_events",
+    "entries",
+    "cold",
+    "index",
+    "versions",
+    "audit",
+];
 
 /// How far into the log the store has applied, and how to recognise that prefix cheaply.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -117,7 +125,10 @@ fn derive(folded: Folded) -> EntryRecords {
             kvs.extend(index_keys(s).into_iter().map(|k| (K_INDEX, k, Vec::new())));
         }
     }
-    EntryRecords { state: folded.state, kvs }
+    EntryRecords {
+        state: folded.state,
+        kvs,
+    }
 }
 
 impl Store {
@@ -128,12 +139,20 @@ impl Store {
     /// [`Error::Store`] when fjall cannot open it.
     pub fn open(path: &Path) -> Result<(Self, bool)> {
         let mut store = Self::open_raw(path)?;
-        let format = store.ks[K_META].get("format").map_err(|e| Error::store(path, e))?;
+        let format = store.ks[K_META]
+            .get("format")
+            .map_err(|e| Error::store(path, e))?;
         let fresh = match format.as_deref() {
-            Some(f) if f == STORE_FORMAT.as_bytes() => {
-                store.ks[K_META].get("log").map_err(|e| Error::store(path, e))?.is_none()
+            Some(f) if f == STORE_FORMAT.as_bytes() => store.ks[K_META]
+                .get("log")
+                .map_err(|e| Error::store(path, e))?
+                .is_none(),
+            None if store.ks[K_META]
+                .is_empty()
+                .map_err(|e| Error::store(path, e))? =>
+            {
+                true
             }
-            None if store.ks[K_META].is_empty().map_err(|e| Error::store(path, e))? => true,
             _ => {
                 drop(store);
                 fs_err::remove_dir_all(path)?;
@@ -159,7 +178,11 @@ impl Store {
         let ks: [Keyspace; 8] = handles
             .try_into()
             .map_err(|_| Error::store(path, "keyspace count mismatch"))?;
-        Ok(Self { path: path.to_path_buf(), db, ks })
+        Ok(Self {
+            path: path.to_path_buf(),
+            db,
+            ks,
+        })
     }
 
     fn err(&self, e: impl std::fmt::Display) -> Error {
@@ -169,7 +192,9 @@ impl Store {
     fn get_json<T: for<'de> Deserialize<'de>>(&self, k: usize, key: &[u8]) -> Result<Option<T>> {
         match self.ks[k].get(key).map_err(|e| self.err(e))? {
             None => Ok(None),
-            Some(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| self.err(e)),
+            Some(bytes) => serde_json::from_slice(&bytes)
+                .map(Some)
+                .map_err(|e| self.err(e)),
         }
     }
 
@@ -209,7 +234,10 @@ impl Store {
             if !seen.insert(event.id.clone()) || self.has_event(&event.id)? {
                 continue;
             }
-            by_entry.entry(event.entry.clone()).or_default().push((event, line));
+            by_entry
+                .entry(event.entry.clone())
+                .or_default()
+                .push((event, line));
         }
         let mut stats: Stats = self.get_json(K_META, b"stats")?.unwrap_or_default();
         let mut batch = self.db.batch().durability(None);
@@ -234,8 +262,11 @@ impl Store {
             }
             // A key written twice in one batch has no defined winner: remove only what the new
             // records do not write again.
-            let rewritten: BTreeSet<(usize, Vec<u8>)> =
-                new.kvs.iter().map(|(k, key, _)| (*k, key.clone())).collect();
+            let rewritten: BTreeSet<(usize, Vec<u8>)> = new
+                .kvs
+                .iter()
+                .map(|(k, key, _)| (*k, key.clone()))
+                .collect();
             for (k, key, _) in old.kvs {
                 if !rewritten.contains(&(k, key.clone())) {
                     batch.remove(&self.ks[k], key);
@@ -370,14 +401,20 @@ impl Store {
     ///
     /// # Errors
     /// When the store cannot be read.
-    pub fn recent(&self, limit: usize, keep: impl Fn(&EntryState) -> bool) -> Result<Vec<EntryState>> {
+    pub fn recent(
+        &self,
+        limit: usize,
+        keep: impl Fn(&EntryState) -> bool,
+    ) -> Result<Vec<EntryState>> {
         let mut out = Vec::new();
         for item in self.ks[K_INDEX].prefix(b"updated\0").rev() {
             if out.len() >= limit {
                 break;
             }
             let key = item.key().map_err(|e| self.err(e))?;
-            let Some(pos) = key.iter().rposition(|b| *b == 0) else { continue };
+            let Some(pos) = key.iter().rposition(|b| *b == 0) else {
+                continue;
+            };
             if let Some(s) = self.get_json::<EntryState>(K_ENTRIES, &key[pos + 1..])?
                 && keep(&s)
             {
@@ -412,9 +449,7 @@ impl Store {
             Some(e) => self.prefix_json(K_AUDIT, &format!("{e}/")),
             None => {
                 let mut all: Vec<AuditRecord> = self.prefix_json(K_AUDIT, "")?;
-                all.sort_by(|a, b| {
-                    (&a.at, &a.entry, a.seq).cmp(&(&b.at, &b.entry, b.seq))
-                });
+                all.sort_by(|a, b| (&a.at, &a.entry, a.seq).cmp(&(&b.at, &b.entry, b.seq)));
                 Ok(all)
             }
         }
@@ -475,7 +510,8 @@ impl Store {
 
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Store").field("path", &self.path).finish_non_exhaustive()
+        f.debug_struct("Store")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
     }
 }
-

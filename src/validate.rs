@@ -37,14 +37,27 @@ pub struct Invalid {
 
 impl Invalid {
     fn describe(&self) -> String {
-        let parts: Vec<String> =
-            self.problems.iter().map(|p| format!("{}: {}", p.field, p.message)).collect();
+        let parts: Vec<String> = self
+            .problems
+            .iter()
+            .map(|p| format!("{}: {}", p.field, p.message))
+            .collect();
         format!("invalid memory entry: {}", parts.join("; "))
     }
 
     /// One problem.
-    pub fn one(field: impl Into<String>, constraint: &'static str, message: impl Into<String>) -> Self {
-        Self { problems: vec![Problem { field: field.into(), constraint, message: message.into() }] }
+    pub fn one(
+        field: impl Into<String>,
+        constraint: &'static str,
+        message: impl Into<String>,
+    ) -> Self {
+        Self {
+            problems: vec![Problem {
+                field: field.into(),
+                constraint,
+                message: message.into(),
+            }],
+        }
     }
 }
 
@@ -54,8 +67,17 @@ struct Checker {
 }
 
 impl Checker {
-    fn push(&mut self, field: impl Into<String>, constraint: &'static str, message: impl Into<String>) {
-        self.problems.push(Problem { field: field.into(), constraint, message: message.into() });
+    fn push(
+        &mut self,
+        field: impl Into<String>,
+        constraint: &'static str,
+        message: impl Into<String>,
+    ) {
+        self.problems.push(Problem {
+            field: field.into(),
+            constraint,
+            message: message.into(),
+        });
     }
 
     fn text(&mut self, field: &str, value: &str, max: usize, required: bool) {
@@ -73,8 +95,15 @@ impl Checker {
     }
 
     fn no_control(&mut self, field: &str, value: &str, allow_newlines: bool) {
-        if value.chars().any(|c| c.is_control() && !(allow_newlines && matches!(c, '\n' | '\t' | '\r'))) {
-            self.push(field, "format", format!("`{field}` contains control characters: remove them"));
+        if value
+            .chars()
+            .any(|c| c.is_control() && !(allow_newlines && matches!(c, '\n' | '\t' | '\r')))
+        {
+            self.push(
+                field,
+                "format",
+                format!("`{field}` contains control characters: remove them"),
+            );
         }
     }
 }
@@ -86,7 +115,9 @@ pub fn is_valid_scope(scope: &str) -> bool {
         Some(("service", name)) => {
             !name.is_empty()
                 && name.len() <= 100
-                && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
         }
         Some(("environment", env)) => matches!(env, "prod" | "staging"),
         Some(_) => false,
@@ -102,7 +133,9 @@ pub fn is_valid_interval(s: &str) -> bool {
             && matches!(s.as_bytes().last(), Some(b'd' | b'w' | b'h'))
     };
     let iso = |s: &str| {
-        let Some(rest) = s.strip_prefix('P') else { return false };
+        let Some(rest) = s.strip_prefix('P') else {
+            return false;
+        };
         let (date, time) = rest.split_once('T').unwrap_or((rest, ""));
         let parts_ok = |part: &str, units: &str| {
             let mut digits = 0;
@@ -153,13 +186,31 @@ pub struct EvidenceInput {
 }
 
 const ENTRY_KEYS: &[&str] = &[
-    "section", "kind", "subject", "scope", "summary", "content", "tags", "confidence", "evidence",
-    "status", "valid_from", "valid_to", "review_interval", "related_entries",
+    "section",
+    "kind",
+    "subject",
+    "scope",
+    "summary",
+    "content",
+    "tags",
+    "confidence",
+    "evidence",
+    "status",
+    "valid_from",
+    "valid_to",
+    "review_interval",
+    "related_entries",
 ];
 
 /// Keys of a Memory_Entry that are bookkeeping: accepted in input (so an exported entry can be
 /// fed back) but never taken from it.
-const IGNORED_KEYS: &[&str] = &["id", "superseded_by", "created_by", "created_at", "updated_at"];
+const IGNORED_KEYS: &[&str] = &[
+    "id",
+    "superseded_by",
+    "created_by",
+    "created_at",
+    "updated_at",
+];
 
 /// Reads an `entry` object of a Memory_Update, checking JSON types field by field.
 ///
@@ -169,7 +220,11 @@ pub fn entry_input_from_json(value: &Value, field_prefix: &str) -> Result<EntryI
     let mut c = Checker::default();
     let name = |k: &str| format!("{field_prefix}{k}");
     let Value::Object(map) = value else {
-        return Err(Invalid::one(field_prefix.trim_end_matches('.'), "type", "must be a JSON object"));
+        return Err(Invalid::one(
+            field_prefix.trim_end_matches('.'),
+            "type",
+            "must be a JSON object",
+        ));
     };
     let mut input = EntryInput::default();
     for (key, v) in map {
@@ -185,16 +240,27 @@ pub fn entry_input_from_json(value: &Value, field_prefix: &str) -> Result<EntryI
             Value::Null => Some(None),
             Value::String(s) => Some(Some(s.clone())),
             _ => {
-                c.push(&field, "type", format!("`{field}` must be a string or null"));
+                c.push(
+                    &field,
+                    "type",
+                    format!("`{field}` must be a string or null"),
+                );
                 None
             }
         };
         let strings = |c: &mut Checker| match v {
-            Value::Array(items) if items.iter().all(Value::is_string) => {
-                Some(items.iter().filter_map(|i| i.as_str().map(str::to_owned)).collect())
-            }
+            Value::Array(items) if items.iter().all(Value::is_string) => Some(
+                items
+                    .iter()
+                    .filter_map(|i| i.as_str().map(str::to_owned))
+                    .collect(),
+            ),
             _ => {
-                c.push(&field, "type", format!("`{field}` must be an array of strings"));
+                c.push(
+                    &field,
+                    "type",
+                    format!("`{field}` must be an array of strings"),
+                );
                 None
             }
         };
@@ -213,30 +279,51 @@ pub fn entry_input_from_json(value: &Value, field_prefix: &str) -> Result<EntryI
             "review_interval" => input.review_interval = nullable(&mut c),
             "confidence" => match v.as_f64() {
                 Some(f) => input.confidence = Some(f),
-                None => c.push(&field, "type", format!("`{field}` must be a number from 0.0 to 1.0")),
+                None => c.push(
+                    &field,
+                    "type",
+                    format!("`{field}` must be a number from 0.0 to 1.0"),
+                ),
             },
             "evidence" => input.evidence = evidence_from_json(v, &field, &mut c),
             k if IGNORED_KEYS.contains(&k) => {}
             _ => c.push(
                 &field,
                 "unknown_field",
-                format!("unknown field `{key}`; known fields: {}", ENTRY_KEYS.join(", ")),
+                format!(
+                    "unknown field `{key}`; known fields: {}",
+                    ENTRY_KEYS.join(", ")
+                ),
             ),
         }
     }
-    if c.problems.is_empty() { Ok(input) } else { Err(Invalid { problems: c.problems }) }
+    if c.problems.is_empty() {
+        Ok(input)
+    } else {
+        Err(Invalid {
+            problems: c.problems,
+        })
+    }
 }
 
 fn evidence_from_json(v: &Value, field: &str, c: &mut Checker) -> Option<Vec<EvidenceInput>> {
     let Value::Array(items) = v else {
-        c.push(field, "type", format!("`{field}` must be an array of {{type, uri, note}} objects"));
+        c.push(
+            field,
+            "type",
+            format!("`{field}` must be an array of {{type, uri, note}} objects"),
+        );
         return None;
     };
     let mut out = Vec::new();
     for (i, item) in items.iter().enumerate() {
         let f = format!("{field}[{i}]");
         let Value::Object(map) = item else {
-            c.push(&f, "type", format!("`{f}` must be an object with type, uri and note"));
+            c.push(
+                &f,
+                "type",
+                format!("`{f}` must be an object with type, uri and note"),
+            );
             continue;
         };
         let mut e = EvidenceInput::default();
@@ -246,13 +333,21 @@ fn evidence_from_json(v: &Value, field: &str, c: &mut Checker) -> Option<Vec<Evi
                 "uri" => &mut e.uri,
                 "note" => &mut e.note,
                 _ => {
-                    c.push(format!("{f}.{k}"), "unknown_field", format!("unknown evidence field `{k}`; use type, uri and note"));
+                    c.push(
+                        format!("{f}.{k}"),
+                        "unknown_field",
+                        format!("unknown evidence field `{k}`; use type, uri and note"),
+                    );
                     continue;
                 }
             };
             match v {
                 Value::String(s) => *slot = Some(s.clone()),
-                _ => c.push(format!("{f}.{k}"), "type", format!("`{f}.{k}` must be a string")),
+                _ => c.push(
+                    format!("{f}.{k}"),
+                    "type",
+                    format!("`{f}.{k}` must be a string"),
+                ),
             }
         }
         out.push(e);
@@ -262,25 +357,44 @@ fn evidence_from_json(v: &Value, field: &str, c: &mut Checker) -> Option<Vec<Evi
 
 fn check_evidence(c: &mut Checker, items: &[EvidenceInput]) -> Vec<Evidence> {
     if items.len() > MAX_EVIDENCE {
-        c.push("evidence", "max_length", format!("at most {MAX_EVIDENCE} evidence objects"));
+        c.push(
+            "evidence",
+            "max_length",
+            format!("at most {MAX_EVIDENCE} evidence objects"),
+        );
     }
     let mut out = Vec::new();
     for (i, e) in items.iter().enumerate() {
         let f = format!("evidence[{i}]");
         let kind = match e.kind.as_deref() {
             None => {
-                c.push(format!("{f}.type"), "required", format!("`{f}.type` is required ({})", EvidenceType::choices()));
+                c.push(
+                    format!("{f}.type"),
+                    "required",
+                    format!("`{f}.type` is required ({})", EvidenceType::choices()),
+                );
                 None
             }
             Some(k) => {
                 let parsed = EvidenceType::parse(k);
                 if parsed.is_none() {
-                    c.push(format!("{f}.type"), "enum", format!("`{f}.type` is `{}`; use one of {}", k.escape_debug(), EvidenceType::choices()));
+                    c.push(
+                        format!("{f}.type"),
+                        "enum",
+                        format!(
+                            "`{f}.type` is `{}`; use one of {}",
+                            k.escape_debug(),
+                            EvidenceType::choices()
+                        ),
+                    );
                 }
                 parsed
             }
         };
-        for (name, value, max) in [("uri", &e.uri, MAX_URI_CHARS), ("note", &e.note, MAX_NOTE_CHARS)] {
+        for (name, value, max) in [
+            ("uri", &e.uri, MAX_URI_CHARS),
+            ("note", &e.note, MAX_NOTE_CHARS),
+        ] {
             let field = format!("{f}.{name}");
             match value {
                 None => c.push(&field, "required", format!("`{field}` is required")),
@@ -291,7 +405,11 @@ fn check_evidence(c: &mut Checker, items: &[EvidenceInput]) -> Vec<Evidence> {
             }
         }
         if let (Some(kind), Some(uri), Some(note)) = (kind, &e.uri, &e.note) {
-            out.push(Evidence { kind, uri: uri.clone(), note: note.clone() });
+            out.push(Evidence {
+                kind,
+                uri: uri.clone(),
+                note: note.clone(),
+            });
         }
     }
     out
@@ -342,17 +460,30 @@ fn check_common(c: &mut Checker, input: &EntryInput) {
     if let Some(conf) = input.confidence
         && !(conf.is_finite() && (0.0..=1.0).contains(&conf))
     {
-        c.push("confidence", "range", format!("`confidence` is {conf}; use a number from 0.0 to 1.0"));
+        c.push(
+            "confidence",
+            "range",
+            format!("`confidence` is {conf}; use a number from 0.0 to 1.0"),
+        );
     }
     if let Some(related) = &input.related_entries {
         if related.len() > MAX_RELATED {
-            c.push("related_entries", "max_length", format!("at most {MAX_RELATED} related entries"));
+            c.push(
+                "related_entries",
+                "max_length",
+                format!("at most {MAX_RELATED} related entries"),
+            );
         }
         for (i, r) in related.iter().enumerate() {
             if !projections::event::is_entry_id(r) {
-                c.push(format!("related_entries[{i}]"), "format", format!(
-                    "`{}` is not a full entry id like m-5kq2x9c4d8", r.escape_debug()
-                ));
+                c.push(
+                    format!("related_entries[{i}]"),
+                    "format",
+                    format!(
+                        "`{}` is not a full entry id like m-5kq2x9c4d8",
+                        r.escape_debug()
+                    ),
+                );
             }
         }
     }
@@ -366,16 +497,30 @@ fn check_common(c: &mut Checker, input: &EntryInput) {
     }
 }
 
-fn parse_enum<T>(c: &mut Checker, field: &str, value: Option<&String>, parse: fn(&str) -> Option<T>, choices: String) -> Option<T> {
+fn parse_enum<T>(
+    c: &mut Checker,
+    field: &str,
+    value: Option<&String>,
+    parse: fn(&str) -> Option<T>,
+    choices: String,
+) -> Option<T> {
     match value {
         None => {
-            c.push(field, "required", format!("`{field}` is required ({choices})"));
+            c.push(
+                field,
+                "required",
+                format!("`{field}` is required ({choices})"),
+            );
             None
         }
         Some(v) => {
             let parsed = parse(v);
             if parsed.is_none() {
-                c.push(field, "enum", format!("`{field}` is `{}`; use one of {choices}", v.escape_debug()));
+                c.push(
+                    field,
+                    "enum",
+                    format!("`{field}` is `{}`; use one of {choices}", v.escape_debug()),
+                );
             }
             parsed
         }
@@ -388,41 +533,90 @@ fn parse_enum<T>(c: &mut Checker, field: &str, value: Option<&String>, parse: fn
 /// [`Invalid`] with every problem found.
 pub fn check_create(input: &EntryInput) -> Result<(EntryFields, Status), Invalid> {
     let mut c = Checker::default();
-    let section = parse_enum(&mut c, "section", input.section.as_ref(), Section::parse, Section::choices());
-    let kind = parse_enum(&mut c, "kind", input.kind.as_ref(), Kind::parse, Kind::choices());
+    let section = parse_enum(
+        &mut c,
+        "section",
+        input.section.as_ref(),
+        Section::parse,
+        Section::choices(),
+    );
+    let kind = parse_enum(
+        &mut c,
+        "kind",
+        input.kind.as_ref(),
+        Kind::parse,
+        Kind::choices(),
+    );
     let status = match input.status.as_deref() {
         None | Some("active") => Some(Status::Active),
         Some("draft") => Some(Status::Draft),
         Some(s) => {
-            c.push("status", "enum", format!("a new entry's `status` is `{}`; use active or draft", s.escape_debug()));
+            c.push(
+                "status",
+                "enum",
+                format!(
+                    "a new entry's `status` is `{}`; use active or draft",
+                    s.escape_debug()
+                ),
+            );
             None
         }
     };
-    for (field, v) in [("subject", &input.subject), ("scope", &input.scope), ("summary", &input.summary), ("content", &input.content)] {
+    for (field, v) in [
+        ("subject", &input.subject),
+        ("scope", &input.scope),
+        ("summary", &input.summary),
+        ("content", &input.content),
+    ] {
         if v.is_none() {
             c.push(field, "required", format!("`{field}` is required"));
         }
     }
     if input.confidence.is_none() {
-        c.push("confidence", "required", "`confidence` is required (a number from 0.0 to 1.0)");
+        c.push(
+            "confidence",
+            "required",
+            "`confidence` is required (a number from 0.0 to 1.0)",
+        );
     }
     check_common(&mut c, input);
     let evidence = check_evidence(&mut c, input.evidence.as_deref().unwrap_or_default());
     if status == Some(Status::Active) && input.evidence.as_ref().is_none_or(Vec::is_empty) {
         c.push("evidence", "required", "an active entry needs at least one evidence object {type, uri, note}; add --evidence TYPE:URI:NOTE, or create it with status draft");
     }
-    let valid_from = check_time(&mut c, "valid_from", input.valid_from.as_ref().and_then(Option::as_ref));
-    let valid_to = check_time(&mut c, "valid_to", input.valid_to.as_ref().and_then(Option::as_ref));
-    if section == Some(Section::State) && (valid_from.is_none() || valid_to.is_none()) && c.problems.iter().all(|p| !p.field.starts_with("valid_")) {
-        c.push("valid_to", "required", "entries in section `state` need both valid_from and valid_to");
+    let valid_from = check_time(
+        &mut c,
+        "valid_from",
+        input.valid_from.as_ref().and_then(Option::as_ref),
+    );
+    let valid_to = check_time(
+        &mut c,
+        "valid_to",
+        input.valid_to.as_ref().and_then(Option::as_ref),
+    );
+    if section == Some(Section::State)
+        && (valid_from.is_none() || valid_to.is_none())
+        && c.problems.iter().all(|p| !p.field.starts_with("valid_"))
+    {
+        c.push(
+            "valid_to",
+            "required",
+            "entries in section `state` need both valid_from and valid_to",
+        );
     }
     if let (Some(f), Some(t)) = (&valid_from, &valid_to)
         && f > t
     {
-        c.push("valid_to", "order", format!("`valid_to` ({t}) is before `valid_from` ({f})"));
+        c.push(
+            "valid_to",
+            "order",
+            format!("`valid_to` ({t}) is before `valid_from` ({f})"),
+        );
     }
     if !c.problems.is_empty() {
-        return Err(Invalid { problems: c.problems });
+        return Err(Invalid {
+            problems: c.problems,
+        });
     }
     let (Some(section), Some(kind), Some(status)) = (section, kind, status) else {
         return Err(Invalid::one("entry", "required", "incomplete entry"));
@@ -452,7 +646,10 @@ pub fn check_create(input: &EntryInput) -> Result<(EntryFields, Status), Invalid
 ///
 /// # Errors
 /// [`Invalid`] with every problem found, or when nothing would change.
-pub fn check_patch(input: &EntryInput, current: &EntryFields) -> Result<Map<String, Value>, Invalid> {
+pub fn check_patch(
+    input: &EntryInput,
+    current: &EntryFields,
+) -> Result<Map<String, Value>, Invalid> {
     let mut c = Checker::default();
     let mut set = Map::new();
     check_common(&mut c, input);
@@ -460,12 +657,20 @@ pub fn check_patch(input: &EntryInput, current: &EntryFields) -> Result<Map<Stri
         set.insert(k.to_owned(), v);
     };
     if let Some(s) = &input.section {
-        if let Some(v) = Section::parse(s) { put("section", Value::from(v.as_str())) } else {
-            c.push("section", "enum", format!("use one of {}", Section::choices()));
+        if let Some(v) = Section::parse(s) {
+            put("section", Value::from(v.as_str()))
+        } else {
+            c.push(
+                "section",
+                "enum",
+                format!("use one of {}", Section::choices()),
+            );
         }
     }
     if let Some(s) = &input.kind {
-        if let Some(v) = Kind::parse(s) { put("kind", Value::from(v.as_str())) } else {
+        if let Some(v) = Kind::parse(s) {
+            put("kind", Value::from(v.as_str()))
+        } else {
             c.push("kind", "enum", format!("use one of {}", Kind::choices()));
         }
     }
@@ -475,7 +680,12 @@ pub fn check_patch(input: &EntryInput, current: &EntryFields) -> Result<Map<Stri
             _ => c.push("status", "enum", "an update may set status to active or draft; use supersede or deprecate for the others"),
         }
     }
-    for (k, v) in [("subject", &input.subject), ("scope", &input.scope), ("summary", &input.summary), ("content", &input.content)] {
+    for (k, v) in [
+        ("subject", &input.subject),
+        ("scope", &input.scope),
+        ("summary", &input.summary),
+        ("content", &input.content),
+    ] {
         if let Some(v) = v {
             put(k, Value::from(v.as_str()));
         }
@@ -487,7 +697,10 @@ pub fn check_patch(input: &EntryInput, current: &EntryFields) -> Result<Map<Stri
         put("related_entries", Value::from(r.clone()));
     }
     if let Some(conf) = input.confidence {
-        put("confidence", serde_json::Number::from_f64(conf).map_or(Value::Null, Value::Number));
+        put(
+            "confidence",
+            serde_json::Number::from_f64(conf).map_or(Value::Null, Value::Number),
+        );
     }
     if let Some(items) = &input.evidence {
         let ev = check_evidence(&mut c, items);
@@ -495,7 +708,10 @@ pub fn check_patch(input: &EntryInput, current: &EntryFields) -> Result<Map<Stri
     }
     let mut valid_from = current.valid_from.clone();
     let mut valid_to = current.valid_to.clone();
-    for (field, value, slot) in [("valid_from", &input.valid_from, &mut valid_from), ("valid_to", &input.valid_to, &mut valid_to)] {
+    for (field, value, slot) in [
+        ("valid_from", &input.valid_from, &mut valid_from),
+        ("valid_to", &input.valid_to, &mut valid_to),
+    ] {
         match value {
             Some(Some(v)) => {
                 if let Some(t) = check_time(&mut c, field, Some(v)) {
@@ -511,22 +727,43 @@ pub fn check_patch(input: &EntryInput, current: &EntryFields) -> Result<Map<Stri
         }
     }
     if let Some(r) = &input.review_interval {
-        put("review_interval", r.as_deref().map_or(Value::Null, Value::from));
+        put(
+            "review_interval",
+            r.as_deref().map_or(Value::Null, Value::from),
+        );
     }
     if let (Some(f), Some(t)) = (&valid_from, &valid_to)
         && f > t
     {
-        c.push("valid_to", "order", format!("`valid_to` ({t}) would be before `valid_from` ({f})"));
+        c.push(
+            "valid_to",
+            "order",
+            format!("`valid_to` ({t}) would be before `valid_from` ({f})"),
+        );
     }
-    let section = input.section.as_deref().and_then(Section::parse).unwrap_or(current.section);
+    let section = input
+        .section
+        .as_deref()
+        .and_then(Section::parse)
+        .unwrap_or(current.section);
     if section == Section::State && (valid_from.is_none() || valid_to.is_none()) {
-        c.push("valid_to", "required", "entries in section `state` need both valid_from and valid_to");
+        c.push(
+            "valid_to",
+            "required",
+            "entries in section `state` need both valid_from and valid_to",
+        );
     }
     if !c.problems.is_empty() {
-        return Err(Invalid { problems: c.problems });
+        return Err(Invalid {
+            problems: c.problems,
+        });
     }
     if set.is_empty() {
-        return Err(Invalid::one("entry", "required", "nothing to change: give at least one field (e.g. --valid-to, --summary)"));
+        return Err(Invalid::one(
+            "entry",
+            "required",
+            "nothing to change: give at least one field (e.g. --valid-to, --summary)",
+        ));
     }
     Ok(set)
 }
@@ -541,7 +778,13 @@ pub fn check_reason(reason: Option<&str>) -> Result<(), Invalid> {
         c.text("reason", r, MAX_REASON_CHARS, true);
         c.no_control("reason", r, false);
     }
-    if c.problems.is_empty() { Ok(()) } else { Err(Invalid { problems: c.problems }) }
+    if c.problems.is_empty() {
+        Ok(())
+    } else {
+        Err(Invalid {
+            problems: c.problems,
+        })
+    }
 }
 
 #[cfg(test)]
@@ -550,17 +793,35 @@ mod tests {
 
     #[test]
     fn scopes() {
-        for ok in ["repo", "org", "customer", "service:auth", "service:billing-api", "environment:prod", "environment:staging"] {
+        for ok in [
+            "repo",
+            "org",
+            "customer",
+            "service:auth",
+            "service:billing-api",
+            "environment:prod",
+            "environment:staging",
+        ] {
             assert!(is_valid_scope(ok), "{ok}");
         }
-        for bad in ["", "repos", "service:", "service:a b", "environment:dev", "team:x", "Repo"] {
+        for bad in [
+            "",
+            "repos",
+            "service:",
+            "service:a b",
+            "environment:dev",
+            "team:x",
+            "Repo",
+        ] {
             assert!(!is_valid_scope(bad), "{bad}");
         }
     }
 
     #[test]
     fn intervals() {
-        for ok in ["P30D", "P2W", "PT12H", "P1Y2M", "P1DT2H", "30d", "2w", "12h"] {
+        for ok in [
+            "P30D", "P2W", "PT12H", "P1Y2M", "P1DT2H", "30d", "2w", "12h",
+        ] {
             assert!(is_valid_interval(ok), "{ok}");
         }
         for bad in ["", "P", "PT", "30", "d", "P1H", "monthly", "P1DT"] {

@@ -50,7 +50,11 @@ pub fn verify_log(path: &Path) -> Result<Report> {
     for line in event_log::lines(&bytes[..complete], 1, 0) {
         lines += 1;
         if event_log::is_blank(&line) {
-            warnings.push(Finding { line: line.number, offset: line.offset, problem: "blank line".into() });
+            warnings.push(Finding {
+                line: line.number,
+                offset: line.offset,
+                problem: "blank line".into(),
+            });
             continue;
         }
         match event_log::decode(path, &line) {
@@ -62,7 +66,10 @@ pub fn verify_log(path: &Path) -> Result<Report> {
                         problems.push(Finding {
                             line: line.number,
                             offset: line.offset,
-                            problem: format!("event {} also appears on line {first} with different content", event.id),
+                            problem: format!(
+                                "event {} also appears on line {first} with different content",
+                                event.id
+                            ),
                         });
                     }
                     continue;
@@ -71,7 +78,11 @@ pub fn verify_log(path: &Path) -> Result<Report> {
                 events.push((line.number, line.offset, event));
             }
             Err(crate::error::Error::CorruptLog { problem, .. }) => {
-                problems.push(Finding { line: line.number, offset: line.offset, problem });
+                problems.push(Finding {
+                    line: line.number,
+                    offset: line.offset,
+                    problem,
+                });
             }
             Err(e) => return Err(e),
         }
@@ -86,8 +97,10 @@ pub fn verify_log(path: &Path) -> Result<Report> {
             ),
         });
     }
-    let where_is: HashMap<&str, (usize, u64, &str)> =
-        events.iter().map(|(n, o, e)| (e.id.as_str(), (*n, *o, e.entry.as_str()))).collect();
+    let where_is: HashMap<&str, (usize, u64, &str)> = events
+        .iter()
+        .map(|(n, o, e)| (e.id.as_str(), (*n, *o, e.entry.as_str())))
+        .collect();
     let mut per_entry: BTreeMap<&str, Vec<Event>> = BTreeMap::new();
     for (n, o, e) in &events {
         for p in &e.parents {
@@ -105,20 +118,38 @@ pub fn verify_log(path: &Path) -> Result<Report> {
                 Some(_) => {}
             }
         }
-        per_entry.entry(e.entry.as_str()).or_default().push(e.clone());
+        per_entry
+            .entry(e.entry.as_str())
+            .or_default()
+            .push(e.clone());
     }
     let mut conflicts = Vec::new();
     for (entry, evs) in &per_entry {
         if has_cycle(evs) {
-            let (n, o, _) = where_is.get(evs[0].id.as_str()).copied().unwrap_or((0, 0, ""));
-            problems.push(Finding { line: n, offset: o, problem: format!("the events of entry {entry} form a cycle") });
+            let (n, o, _) = where_is
+                .get(evs[0].id.as_str())
+                .copied()
+                .unwrap_or((0, 0, ""));
+            problems.push(Finding {
+                line: n,
+                offset: o,
+                problem: format!("the events of entry {entry} form a cycle"),
+            });
         }
         let folded = fold_entry(evs);
         for (id, why) in folded.anomalies {
             let (n, o, _) = where_is.get(id.as_str()).copied().unwrap_or((0, 0, ""));
-            problems.push(Finding { line: n, offset: o, problem: format!("event {id} of entry {entry}: {why}") });
+            problems.push(Finding {
+                line: n,
+                offset: o,
+                problem: format!("event {id} of entry {entry}: {why}"),
+            });
         }
-        if folded.state.as_ref().is_some_and(projections::EntryState::in_conflict) {
+        if folded
+            .state
+            .as_ref()
+            .is_some_and(projections::EntryState::in_conflict)
+        {
             conflicts.push((*entry).to_owned());
         }
     }
@@ -138,7 +169,11 @@ pub fn verify_log(path: &Path) -> Result<Report> {
 
 fn has_cycle(events: &[Event]) -> bool {
     // Kahn's algorithm over the parents present in the set.
-    let ids: HashMap<&str, usize> = events.iter().enumerate().map(|(i, e)| (e.id.as_str(), i)).collect();
+    let ids: HashMap<&str, usize> = events
+        .iter()
+        .enumerate()
+        .map(|(i, e)| (e.id.as_str(), i))
+        .collect();
     let mut indegree = vec![0usize; events.len()];
     let mut children = vec![Vec::new(); events.len()];
     for (i, e) in events.iter().enumerate() {

@@ -37,7 +37,9 @@ impl Workspace {
         let start = fs_err::canonicalize(start)?;
         for marker in [MEMORY_DIR, ".git"] {
             if let Some(dir) = start.ancestors().find(|d| d.join(marker).exists()) {
-                return Ok(Self { root: dir.to_path_buf() });
+                return Ok(Self {
+                    root: dir.to_path_buf(),
+                });
             }
         }
         Err(Error::NoWorkspace { start })
@@ -94,7 +96,12 @@ impl ProjectName {
     /// # Errors
     /// [`Error::BadProjectName`] saying which rule failed.
     pub fn new(name: &str) -> Result<Self> {
-        let bad = |why| Err(Error::BadProjectName { name: name.escape_debug().to_string(), why });
+        let bad = |why| {
+            Err(Error::BadProjectName {
+                name: name.escape_debug().to_string(),
+                why,
+            })
+        };
         if name.is_empty() {
             return bad("it is empty");
         }
@@ -105,12 +112,19 @@ impl ProjectName {
             return bad("it contains control characters");
         }
         if name.contains('/') || name.contains('\\') {
-            return bad("it contains a path separator; a project is one directory under ai-memory/");
+            return bad(
+                "it contains a path separator; a project is one directory under ai-memory/",
+            );
         }
         if name.starts_with('.') || name.starts_with('-') {
-            return bad("it starts with `.` or `-` (names like `..`, `.memlog` or `-x` are reserved)");
+            return bad(
+                "it starts with `.` or `-` (names like `..`, `.memlog` or `-x` are reserved)",
+            );
         }
-        if !name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')) {
+        if !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+        {
             return bad("use only letters, digits, `.`, `_` and `-`");
         }
         Ok(Self(name.to_owned()))
@@ -134,11 +148,16 @@ mod tests {
 
     #[test]
     fn unsafe_names_are_refused() {
-        for bad in ["", "..", "../x", "/abs", "a/b", ".memlog", "-rf", "a\nb", "a\u{0}", "é", "a b"] {
+        for bad in [
+            "", "..", "../x", "/abs", "a/b", ".memlog", "-rf", "a\nb", "a\u{0}", "é", "a b",
+        ] {
             assert!(ProjectName::new(bad).is_err(), "{bad:?} should be refused");
         }
         for good in ["auth-service", "global", "proj_1", "a.b", "X"] {
-            assert!(ProjectName::new(good).is_ok(), "{good:?} should be accepted");
+            assert!(
+                ProjectName::new(good).is_ok(),
+                "{good:?} should be accepted"
+            );
         }
         assert!(ProjectName::new(&"a".repeat(65)).is_err());
     }

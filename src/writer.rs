@@ -25,15 +25,39 @@ pub enum Change {
     /// A new entry.
     Create { fields: EntryFields, status: Status },
     /// A replacement entry for `target`, which becomes superseded.
-    Supersede { target: String, fields: EntryFields, status: Status, reason: Option<String> },
+    Supersede {
+        target: String,
+        fields: EntryFields,
+        status: Status,
+        reason: Option<String>,
+    },
     /// `target` becomes deprecated.
-    Deprecate { target: String, reason: Option<String> },
+    Deprecate {
+        target: String,
+        reason: Option<String>,
+    },
     /// New field values for `target` (built from the current state by the closure's caller).
-    Update { target: String, set: Map<String, Value>, reason: Option<String> },
+    Update {
+        target: String,
+        set: Map<String, Value>,
+        reason: Option<String>,
+    },
     /// Pin `target`.
-    Pin { target: String, reason: Option<String> },
+    Pin {
+        target: String,
+        reason: Option<String>,
+    },
     /// Unpin `target`.
-    Unpin { target: String, reason: Option<String> },
+    Unpin {
+        target: String,
+        reason: Option<String>,
+    },
+    /// Clear a conflict on `target`: the event's parents are all its heads; `set` picks values.
+    Resolve {
+        target: String,
+        set: Map<String, Value>,
+        reason: Option<String>,
+    },
 }
 
 impl Change {
@@ -44,7 +68,8 @@ impl Change {
             | Self::Deprecate { target, .. }
             | Self::Update { target, .. }
             | Self::Pin { target, .. }
-            | Self::Unpin { target, .. } => Some(target),
+            | Self::Unpin { target, .. }
+            | Self::Resolve { target, .. } => Some(target),
         }
     }
 }
@@ -76,37 +101,90 @@ fn precondition(change: &Change, state: &EntryState) -> Result<()> {
         Change::Deprecate { .. } if state.status == Status::Deprecated => {
             refuse(format!("{} is already deprecated", state.id))
         }
+        Change::Deprecate { .. } if state.status == Status::Superseded => refuse(format!(
+            "{} is superseded by {}; deprecate that entry instead",
+            state.id,
+            state.superseded_by.as_deref().unwrap_or("another entry")
+        )),
+        Change::Resolve { .. } if !state.in_conflict() => refuse(format!(
+            "{} has no conflict to resolve (one head)",
+            state.id
+        )),
         Change::Pin { .. } if state.pinned => refuse(format!("{} is already pinned", state.id)),
         Change::Unpin { .. } if !state.pinned => refuse(format!("{} is not pinned", state.id)),
-        _ if state.purged => refuse(format!("{} was purged; its content is gone and it cannot change", state.id)),
+        _ if state.purged => refuse(format!(
+            "{} was purged; its content is gone and it cannot change",
+            state.id
+        )),
         _ => Ok(()),
     }
 }
 
-fn build_events(change: Change, heads: Vec<String>, ctx: &WriteContext) -> Result<(Vec<Event>, String, Option<String>)> {
-    let event = |entry: &str, parents: Vec<String>, data| Event::build(entry, &ctx.actor, &ctx.at, parents, data);
+fn build_events(
+    change: Change,
+    heads: Vec<String>,
+    ctx: &WriteContext,
+) -> Result<(Vec<Event>, String, Option<String>)> {
+    let event = |entry: &str, parents: Vec<String>, data| {
+        Event::build(entry, &ctx.actor, &ctx.at, parents, data)
+    };
     Ok(match change {
         Change::Create { fields, status } => {
             let e = event("", Vec::new(), EventData::Create { fields, status })?;
             let id = e.entry.clone();
             (vec![e], id, None)
         }
-        Change::Supersede { target, fields, status, reason } => {
+        Change::Supersede {
+            target,
+            fields,
+            status,
+            reason,
+        } => {
             let create = event("", Vec::new(), EventData::Create { fields, status })?;
             let by = create.entry.clone();
-            let sup = event(&target, heads, EventData::Supersede { by: by.clone(), reason })?;
+            let sup = event(
+                &target,
+                heads,
+                EventData::Supersede {
+                    by: by.clone(),
+                    reason,
+                },
+            )?;
             (vec![create, sup], by, Some(target))
         }
-        Change::Deprecate { target, reason } => {
-            (vec![event(&target, heads, EventData::Deprecate { reason })?], target, None)
-        }
-        Change::Update { target, set, reason } => {
-            (vec![event(&target, heads, EventData::Update { set, reason })?], target, None)
-        }
-        Change::Pin { target, reason } => (vec![event(&target, heads, EventData::Pin { reason })?], target, None),
-        Change::Unpin { target, reason } => {
-            (vec![event(&target, heads, EventData::Unpin { reason })?], target, None)
-        }
+        Change::Deprecate { target, reason } => (
+            vec![event(&target, heads, EventData::Deprecate { reason })?],
+            target,
+            None,
+        ),
+        Change::Update {
+            target,
+            set,
+            reason,
+        } => (
+            vec![event(&target, heads, EventData::Update { set, reason })?],
+            target,
+            None,
+        ),
+        Change::Pin { target, reason } => (
+            vec![event(&target, heads, EventData::Pin { reason })?],
+            target,
+            None,
+        ),
+        Change::Unpin { target, reason } => (
+            vec![event(&target, heads, EventData::Unpin { reason })?],
+            target,
+            None,
+        ),
+        Change::Resolve {
+            target,
+            set,
+            reason,
+        } => (
+            vec![event(&target, heads, EventData::Resolve { set, reason })?],
+            target,
+            None,
+        ),
     })
 }
 
@@ -176,17 +254,43 @@ fn write_without_store(project: &Project, ctx: &WriteContext, change: Change) ->
     let (events, id, superseded) = build_events(change, Vec::new(), ctx)?;
     let _lock = FileLock::acquire(&project.write_lock_path(), "write", ctx.lock_timeout)?;
     append(project, &events)?;
-    Ok(Written { id, superseded, events: events.into_iter().map(|e| e.id).collect(), entry: None })
+    Ok(Written {
+        id,
+        superseded,
+        events: events.into_iter().map(|e| e.id).collect(),
+        entry: None,
+    })
 }
 
 fn retarget(change: Change, target: Option<&str>) -> Change {
-    let Some(t) = target.map(str::to_owned) else { return change };
+    let Some(t) = target.map(str::to_owned) else {
+        return change;
+    };
     match change {
         Change::Create { .. } => change,
-        Change::Supersede { fields, status, reason, .. } => Change::Supersede { target: t, fields, status, reason },
+        Change::Supersede {
+            fields,
+            status,
+            reason,
+            ..
+        } => Change::Supersede {
+            target: t,
+            fields,
+            status,
+            reason,
+        },
         Change::Deprecate { reason, .. } => Change::Deprecate { target: t, reason },
-        Change::Update { set, reason, .. } => Change::Update { target: t, set, reason },
+        Change::Update { set, reason, .. } => Change::Update {
+            target: t,
+            set,
+            reason,
+        },
         Change::Pin { reason, .. } => Change::Pin { target: t, reason },
         Change::Unpin { reason, .. } => Change::Unpin { target: t, reason },
+        Change::Resolve { set, reason, .. } => Change::Resolve {
+            target: t,
+            set,
+            reason,
+        },
     }
 }

@@ -147,7 +147,10 @@ pub fn write_f64(out: &mut String, f: f64) -> Result<(), CanonicalError> {
     let n = exp + 1; // position of the decimal point relative to the digits
     if k <= n && n <= 21 {
         out.push_str(&digits);
-        out.extend(std::iter::repeat_n('0', usize::try_from(n - k).unwrap_or(0)));
+        out.extend(std::iter::repeat_n(
+            '0',
+            usize::try_from(n - k).unwrap_or(0),
+        ));
     } else if 0 < n && n <= 21 {
         let (int, frac) = digits.split_at(usize::try_from(n).unwrap_or(0));
         out.push_str(int);
@@ -205,13 +208,19 @@ mod tests {
     fn objects_sort_by_utf16_and_strings_escape_minimally() {
         let v = json!({"b": 1, "a": [true, null, "x\n\u{1}\"\\é"], "\u{10000}": 1, "\u{e000}": 2});
         let s = to_canonical_string(&v).unwrap_or_default();
-        assert_eq!(s, "{\"a\":[true,null,\"x\\n\\u0001\\\"\\\\é\"],\"b\":1,\"\u{10000}\":1,\"\u{e000}\":2}");
+        assert_eq!(
+            s,
+            "{\"a\":[true,null,\"x\\n\\u0001\\\"\\\\é\"],\"b\":1,\"\u{10000}\":1,\"\u{e000}\":2}"
+        );
     }
 
     #[test]
     fn unsafe_integers_are_refused() {
         let v: Value = serde_json::from_str("9007199254740993").unwrap_or(Value::Null);
-        assert!(matches!(to_canonical_string(&v), Err(CanonicalError::UnsafeInteger(_))));
+        assert!(matches!(
+            to_canonical_string(&v),
+            Err(CanonicalError::UnsafeInteger(_))
+        ));
     }
 }
 impl std::error::Error for CanonicalError {}

@@ -33,7 +33,10 @@ pub enum EventData {
     /// A new entry with its fields and initial status (`active` or `draft`).
     Create { fields: EntryFields, status: Status },
     /// A new version: the named fields take the given values.
-    Update { set: Map<String, Value>, reason: Option<String> },
+    Update {
+        set: Map<String, Value>,
+        reason: Option<String>,
+    },
     /// The entry is replaced by entry `by`.
     Supersede { by: String, reason: Option<String> },
     /// The entry is historically relevant but no longer current.
@@ -47,13 +50,18 @@ pub enum EventData {
     /// The entry's content is removed; its audit trail stays.
     Purge { reason: String },
     /// The entry was merged into entry `into`.
-    Consolidate { into: String, reason: Option<String> },
+    Consolidate {
+        into: String,
+        reason: Option<String>,
+    },
     /// Evidence was checked; `stale` lists the URIs found unreachable.
     EvidenceChecked { stale: Vec<String> },
     /// Clears a conflict: its parents include every head; `set` optionally picks field values.
-    Resolve { set: Map<String, Value>, reason: Option<String> },
+    Resolve {
+        set: Map<String, Value>,
+        reason: Option<String>,
+    },
 }
-
 
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -124,7 +132,9 @@ impl EventData {
     }
 
     fn to_value(&self) -> Result<Value, serde_json::Error> {
-        let reason = |reason: &Option<String>| ReasonData { reason: reason.clone() };
+        let reason = |reason: &Option<String>| ReasonData {
+            reason: reason.clone(),
+        };
         match self {
             Self::Create { fields, status } => {
                 let mut value = serde_json::to_value(fields)?;
@@ -134,7 +144,10 @@ impl EventData {
                 Ok(value)
             }
             Self::Update { set, reason } | Self::Resolve { set, reason } => {
-                serde_json::to_value(SetData { set: set.clone(), reason: reason.clone() })
+                serde_json::to_value(SetData {
+                    set: set.clone(),
+                    reason: reason.clone(),
+                })
             }
             Self::Supersede { by, reason } => serde_json::to_value(SupersedeData {
                 by: by.clone(),
@@ -143,17 +156,20 @@ impl EventData {
             Self::Deprecate { reason: r } | Self::Pin { reason: r } | Self::Unpin { reason: r } => {
                 serde_json::to_value(reason(r))
             }
-            Self::Transition { to, reason } => {
-                serde_json::to_value(TransitionData { to: *to, reason: reason.clone() })
-            }
-            Self::Purge { reason } => serde_json::to_value(PurgeData { reason: reason.clone() }),
+            Self::Transition { to, reason } => serde_json::to_value(TransitionData {
+                to: *to,
+                reason: reason.clone(),
+            }),
+            Self::Purge { reason } => serde_json::to_value(PurgeData {
+                reason: reason.clone(),
+            }),
             Self::Consolidate { into, reason } => serde_json::to_value(ConsolidateData {
                 into: into.clone(),
                 reason: reason.clone(),
             }),
-            Self::EvidenceChecked { stale } => {
-                serde_json::to_value(EvidenceCheckedData { stale: stale.clone() })
-            }
+            Self::EvidenceChecked { stale } => serde_json::to_value(EvidenceCheckedData {
+                stale: stale.clone(),
+            }),
         }
     }
 
@@ -170,26 +186,47 @@ impl EventData {
                     Some(s) => serde_json::from_value(s)?,
                     None => return Err(serde::de::Error::missing_field("status")),
                 };
-                Self::Create { fields: serde_json::from_value(value)?, status }
+                Self::Create {
+                    fields: serde_json::from_value(value)?,
+                    status,
+                }
             }
             EventType::Update => {
                 let d: SetData = serde_json::from_value(value)?;
-                Self::Update { set: d.set, reason: d.reason }
+                Self::Update {
+                    set: d.set,
+                    reason: d.reason,
+                }
             }
             EventType::Resolve => {
                 let d: SetData = serde_json::from_value(value)?;
-                Self::Resolve { set: d.set, reason: d.reason }
+                Self::Resolve {
+                    set: d.set,
+                    reason: d.reason,
+                }
             }
             EventType::Supersede => {
                 let d: SupersedeData = serde_json::from_value(value)?;
-                Self::Supersede { by: d.by, reason: d.reason }
+                Self::Supersede {
+                    by: d.by,
+                    reason: d.reason,
+                }
             }
-            EventType::Deprecate => Self::Deprecate { reason: reason_of(value)? },
-            EventType::Pin => Self::Pin { reason: reason_of(value)? },
-            EventType::Unpin => Self::Unpin { reason: reason_of(value)? },
+            EventType::Deprecate => Self::Deprecate {
+                reason: reason_of(value)?,
+            },
+            EventType::Pin => Self::Pin {
+                reason: reason_of(value)?,
+            },
+            EventType::Unpin => Self::Unpin {
+                reason: reason_of(value)?,
+            },
             EventType::Transition => {
                 let d: TransitionData = serde_json::from_value(value)?;
-                Self::Transition { to: d.to, reason: d.reason }
+                Self::Transition {
+                    to: d.to,
+                    reason: d.reason,
+                }
             }
             EventType::Purge => {
                 let d: PurgeData = serde_json::from_value(value)?;
@@ -197,7 +234,10 @@ impl EventData {
             }
             EventType::Consolidate => {
                 let d: ConsolidateData = serde_json::from_value(value)?;
-                Self::Consolidate { into: d.into, reason: d.reason }
+                Self::Consolidate {
+                    into: d.into,
+                    reason: d.reason,
+                }
             }
             EventType::EvidenceChecked => {
                 let d: EvidenceCheckedData = serde_json::from_value(value)?;
@@ -240,13 +280,19 @@ pub enum EventError {
     /// A key is not one of the eight an event has.
     UnknownKey(String),
     /// A key holds the wrong JSON type.
-    WrongType { key: &'static str, expected: &'static str },
+    WrongType {
+        key: &'static str,
+        expected: &'static str,
+    },
     /// The format version is newer (or other) than this build understands.
     UnsupportedVersion(u64),
     /// The type is not in the closed set.
     UnknownType(String),
     /// The data does not match the type's schema.
-    BadData { event_type: EventType, message: String },
+    BadData {
+        event_type: EventType,
+        message: String,
+    },
     /// `update`/`resolve` names a field that cannot be set.
     UnknownField(String),
     /// `at` is not in the event timestamp layout.
@@ -284,7 +330,10 @@ impl std::fmt::Display for EventError {
                 "unknown event type `{t}` (known: {}); upgrade memlog if a newer version wrote it",
                 EventType::choices()
             ),
-            Self::BadData { event_type, message } => {
+            Self::BadData {
+                event_type,
+                message,
+            } => {
                 write!(f, "data of `{event_type}` event is invalid: {message}")
             }
             Self::UnknownField(k) => write!(
@@ -293,7 +342,10 @@ impl std::fmt::Display for EventError {
                 PATCHABLE_FIELDS.join(", ")
             ),
             Self::BadTimestamp(t) => {
-                write!(f, "`at` is `{t}`, not a UTC timestamp like 2026-11-22T10:31:12.123Z")
+                write!(
+                    f,
+                    "`at` is `{t}`, not a UTC timestamp like 2026-11-22T10:31:12.123Z"
+                )
             }
             Self::BadActor => write!(
                 f,
@@ -423,7 +475,10 @@ impl Event {
             "parents".into(),
             Value::Array(self.parents.iter().cloned().map(Value::String).collect()),
         );
-        map.insert("type".into(), Value::String(self.event_type().as_str().into()));
+        map.insert(
+            "type".into(),
+            Value::String(self.event_type().as_str().into()),
+        );
         map.insert("v".into(), Value::from(EVENT_VERSION));
         Ok(map)
     }
@@ -457,20 +512,28 @@ impl Event {
             return Err(EventError::BadEntryId(self.entry.clone()));
         }
         if let Some(p) = self.parents.iter().find(|p| !is_event_id(p)) {
-            return Err(EventError::BadParents(format!("holds `{p}`, which is not an event id")));
+            return Err(EventError::BadParents(format!(
+                "holds `{p}`, which is not an event id"
+            )));
         }
         if self.parents.windows(2).any(|w| w[0] >= w[1]) {
-            return Err(EventError::BadParents("must be sorted and without duplicates".into()));
+            return Err(EventError::BadParents(
+                "must be sorted and without duplicates".into(),
+            ));
         }
         match &self.data {
-            EventData::Create { status, .. } if !matches!(status, Status::Active | Status::Draft) => {
+            EventData::Create { status, .. }
+                if !matches!(status, Status::Active | Status::Draft) =>
+            {
                 return Err(EventError::BadData {
                     event_type: EventType::Create,
                     message: format!("a new entry's status must be active or draft, not {status}"),
                 });
             }
             EventData::Create { .. } if !self.parents.is_empty() => {
-                return Err(EventError::BadParents("must be empty for a create event".into()));
+                return Err(EventError::BadParents(
+                    "must be empty for a create event".into(),
+                ));
             }
             EventData::Update { set, .. } | EventData::Resolve { set, .. } => {
                 if let Some(k) = set.keys().find(|k| !PATCHABLE_FIELDS.contains(&k.as_str())) {
@@ -491,7 +554,10 @@ impl Event {
 fn take_string(map: &mut Map<String, Value>, key: &'static str) -> Result<String, EventError> {
     match map.remove(key) {
         Some(Value::String(s)) => Ok(s),
-        Some(_) => Err(EventError::WrongType { key, expected: "a string" }),
+        Some(_) => Err(EventError::WrongType {
+            key,
+            expected: "a string",
+        }),
         None => Err(EventError::MissingKey(key)),
     }
 }
@@ -513,11 +579,19 @@ pub fn decode_line(line: &str) -> Result<Event, EventError> {
         Some(v) => match v.as_u64() {
             Some(EVENT_VERSION) => {}
             Some(other) => return Err(EventError::UnsupportedVersion(other)),
-            None => return Err(EventError::WrongType { key: "v", expected: "a positive integer" }),
+            None => {
+                return Err(EventError::WrongType {
+                    key: "v",
+                    expected: "a positive integer",
+                });
+            }
         },
     }
     if let Some(k) = map.keys().find(|k| {
-        !matches!(k.as_str(), "actor" | "at" | "data" | "entry" | "id" | "parents" | "type" | "v")
+        !matches!(
+            k.as_str(),
+            "actor" | "at" | "data" | "entry" | "id" | "parents" | "type" | "v"
+        )
     }) {
         return Err(EventError::UnknownKey(k.clone()));
     }
@@ -527,12 +601,17 @@ pub fn decode_line(line: &str) -> Result<Event, EventError> {
     }
     let stated_id = take_string(&mut map, "id")?;
     let body_canonical = to_canonical_string(&Value::Object(map.clone()))?;
-    let computed = hash_with(EVENT_DOMAIN, &body_canonical).to_hex().to_string();
+    let computed = hash_with(EVENT_DOMAIN, &body_canonical)
+        .to_hex()
+        .to_string();
 
     let derived_entry = if map.get("type").and_then(Value::as_str) == Some("create") {
         let mut raw = map.clone();
         raw.remove("entry");
-        Some(entry_id_from_hash(&hash_with(ENTRY_DOMAIN, &to_canonical_string(&Value::Object(raw))?)))
+        Some(entry_id_from_hash(&hash_with(
+            ENTRY_DOMAIN,
+            &to_canonical_string(&Value::Object(raw))?,
+        )))
     } else {
         None
     };
@@ -546,23 +625,39 @@ pub fn decode_line(line: &str) -> Result<Event, EventError> {
             .into_iter()
             .map(|p| match p {
                 Value::String(s) => Ok(s),
-                _ => Err(EventError::WrongType { key: "parents", expected: "an array of strings" }),
+                _ => Err(EventError::WrongType {
+                    key: "parents",
+                    expected: "an array of strings",
+                }),
             })
             .collect::<Result<Vec<_>, _>>()?,
         Some(_) => {
-            return Err(EventError::WrongType { key: "parents", expected: "an array of strings" });
+            return Err(EventError::WrongType {
+                key: "parents",
+                expected: "an array of strings",
+            });
         }
         None => return Err(EventError::MissingKey("parents")),
     };
     let data_value = map.remove("data").ok_or(EventError::MissingKey("data"))?;
     if !data_value.is_object() {
-        return Err(EventError::WrongType { key: "data", expected: "an object" });
+        return Err(EventError::WrongType {
+            key: "data",
+            expected: "an object",
+        });
     }
     let data = EventData::from_value(kind, data_value).map_err(|e| EventError::BadData {
         event_type: kind,
         message: e.to_string(),
     })?;
-    let event = Event { id: stated_id, entry, actor, at, parents, data };
+    let event = Event {
+        id: stated_id,
+        entry,
+        actor,
+        at,
+        parents,
+        data,
+    };
     event.check_fields()?;
     if let EventData::Create { fields, .. } = &event.data
         && !fields.confidence.is_finite()
@@ -573,12 +668,18 @@ pub fn decode_line(line: &str) -> Result<Event, EventError> {
         });
     }
     if event.id != computed {
-        return Err(EventError::IdMismatch { stated: event.id, computed });
+        return Err(EventError::IdMismatch {
+            stated: event.id,
+            computed,
+        });
     }
     if let Some(derived) = derived_entry
         && derived != event.entry
     {
-        return Err(EventError::EntryIdMismatch { stated: event.entry, computed: derived });
+        return Err(EventError::EntryIdMismatch {
+            stated: event.entry,
+            computed: derived,
+        });
     }
     Ok(event)
 }

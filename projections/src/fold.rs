@@ -74,7 +74,12 @@ pub fn fold_entry(events: &[Event]) -> Folded {
     let mut out = Folded::default();
     let mut heads: BTreeSet<&str> = BTreeSet::new();
     for event in ordered {
-        let concurrent = event.parents.iter().map(String::as_str).collect::<BTreeSet<_>>() != heads;
+        let concurrent = event
+            .parents
+            .iter()
+            .map(String::as_str)
+            .collect::<BTreeSet<_>>()
+            != heads;
         let was_conflict = heads.len() > 1;
         for p in &event.parents {
             heads.remove(p.as_str());
@@ -89,7 +94,9 @@ pub fn fold_entry(events: &[Event]) -> Folded {
                 continue;
             }
         }
-        let Some(state) = out.state.as_mut() else { continue };
+        let Some(state) = out.state.as_mut() else {
+            continue;
+        };
         state.version = u32::try_from(out.versions.len() + 1).unwrap_or(u32::MAX);
         state.heads = heads.iter().map(|h| (*h).to_owned()).collect();
         let mut audit = transitions(before.as_ref(), state, event);
@@ -97,7 +104,12 @@ pub fn fold_entry(events: &[Event]) -> Folded {
         if is_conflict && (!was_conflict || concurrent) && event.event_type() != EventType::Create {
             audit.push((Dimension::Conflict, "none".into(), "open".into(), None));
         } else if was_conflict && !is_conflict {
-            audit.push((Dimension::Conflict, "open".into(), "resolved".into(), reason_of(event)));
+            audit.push((
+                Dimension::Conflict,
+                "open".into(),
+                "resolved".into(),
+                reason_of(event),
+            ));
         }
         for (dimension, from, to, reason) in audit {
             out.audit.push(AuditRecord {
@@ -181,7 +193,11 @@ fn apply(state: Option<EntryState>, event: &Event) -> Applied {
                 Err(problem) => return Err((Some(state), problem)),
             }
         }
-        EventData::Supersede { by: other, reason } | EventData::Consolidate { into: other, reason } => {
+        EventData::Supersede { by: other, reason }
+        | EventData::Consolidate {
+            into: other,
+            reason,
+        } => {
             if state.status != Status::Superseded {
                 state.superseded_at = Some(event.at.clone());
             }
@@ -275,7 +291,12 @@ fn transitions(before: Option<&EntryState>, after: &EntryState, event: &Event) -
     let reason = || after.status_reason.clone().or_else(|| reason_of(event));
     let mut out = Vec::new();
     let Some(before) = before else {
-        out.push((Dimension::Status, "none".into(), after.status.as_str().into(), None));
+        out.push((
+            Dimension::Status,
+            "none".into(),
+            after.status.as_str().into(),
+            None,
+        ));
         return out;
     };
     if before.status != after.status {
@@ -295,7 +316,12 @@ fn transitions(before: Option<&EntryState>, after: &EntryState, event: &Event) -
         ));
     }
     if !before.purged && after.purged {
-        out.push((Dimension::Lifecycle, after.lifecycle.as_str().into(), "purged".into(), reason()));
+        out.push((
+            Dimension::Lifecycle,
+            after.lifecycle.as_str().into(),
+            "purged".into(),
+            reason(),
+        ));
     }
     if before.pinned != after.pinned {
         let name = |p: bool| if p { "pinned" } else { "unpinned" };

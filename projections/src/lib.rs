@@ -19,3 +19,32 @@ pub use model::{
     EntryFields, EntryState, EventType, Evidence, EvidenceType, Kind, Lifecycle, Section, Status,
 };
 pub use stats::Stats;
+
+/// The projections of a whole set of events: every entry's fold and the statistics.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Projection {
+    pub entries: std::collections::BTreeMap<String, Folded>,
+    pub stats: Stats,
+}
+
+/// Projects a set of events (any order, duplicates allowed). This is the pure function the
+/// store materializes: the store must always equal `project` of the log's events.
+pub fn project(events: &[Event]) -> Projection {
+    let mut by_entry: std::collections::BTreeMap<&str, Vec<Event>> =
+        std::collections::BTreeMap::new();
+    for e in events {
+        by_entry
+            .entry(e.entry.as_str())
+            .or_default()
+            .push(e.clone());
+    }
+    let mut out = Projection::default();
+    for (entry, evs) in by_entry {
+        let folded = fold_entry(&evs);
+        if let Some(s) = &folded.state {
+            out.stats.apply(s, 1);
+        }
+        out.entries.insert(entry.to_owned(), folded);
+    }
+    out
+}

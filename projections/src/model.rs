@@ -140,7 +140,10 @@ pub const PATCHABLE_FIELDS: &[&str] = &[
 
 /// Confidence as integer millionths, so that sums are exact and order-independent.
 pub fn confidence_micros(confidence: f64) -> i64 {
-    #[expect(clippy::cast_possible_truncation, reason = "confidence is validated to [0, 1]")]
+    #[expect(
+        clippy::cast_possible_truncation,
+        reason = "confidence is validated to [0, 1]"
+    )]
     let micros = (confidence.clamp(0.0, 1.0) * 1_000_000.0).round() as i64;
     micros
 }

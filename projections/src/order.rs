@@ -15,8 +15,12 @@ pub fn order_events(events: &[Event]) -> Vec<&Event> {
     let mut indegree: BTreeMap<&str, usize> = BTreeMap::new();
     let mut children: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     for (id, e) in &by_id {
-        let present: Vec<&str> =
-            e.parents.iter().map(String::as_str).filter(|p| by_id.contains_key(p)).collect();
+        let present: Vec<&str> = e
+            .parents
+            .iter()
+            .map(String::as_str)
+            .filter(|p| by_id.contains_key(p))
+            .collect();
         indegree.insert(id, present.len());
         for p in present {
             children.entry(p).or_default().push(id);
@@ -43,8 +47,11 @@ pub fn order_events(events: &[Event]) -> Vec<&Event> {
         }
     }
     if out.len() < by_id.len() {
-        let mut stuck: Vec<&Event> =
-            by_id.values().copied().filter(|e| !out.iter().any(|o| o.id == e.id)).collect();
+        let mut stuck: Vec<&Event> = by_id
+            .values()
+            .copied()
+            .filter(|e| !out.iter().any(|o| o.id == e.id))
+            .collect();
         stuck.sort_by(|a, b| (a.at.as_str(), a.id.as_str()).cmp(&(b.at.as_str(), b.id.as_str())));
         out.extend(stuck);
     }
@@ -53,10 +60,15 @@ pub fn order_events(events: &[Event]) -> Vec<&Event> {
 
 /// Head events: those no other event of the set names as a parent. Sorted.
 pub fn heads(events: &[Event]) -> Vec<String> {
-    let named: std::collections::BTreeSet<&str> =
-        events.iter().flat_map(|e| e.parents.iter().map(String::as_str)).collect();
-    let mut heads: Vec<String> =
-        events.iter().filter(|e| !named.contains(e.id.as_str())).map(|e| e.id.clone()).collect();
+    let named: std::collections::BTreeSet<&str> = events
+        .iter()
+        .flat_map(|e| e.parents.iter().map(String::as_str))
+        .collect();
+    let mut heads: Vec<String> = events
+        .iter()
+        .filter(|e| !named.contains(e.id.as_str()))
+        .map(|e| e.id.clone())
+        .collect();
     heads.sort();
     heads.dedup();
     heads

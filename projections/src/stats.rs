@@ -50,14 +50,22 @@ impl Stats {
     pub fn apply(&mut self, s: &EntryState, sign: i64) {
         let micros = confidence_micros(s.fields.confidence);
         self.total_entries += sign;
-        bump(&mut self.entries_by_section, s.fields.section.as_str(), sign);
+        bump(
+            &mut self.entries_by_section,
+            s.fields.section.as_str(),
+            sign,
+        );
         bump(&mut self.entries_by_status, s.status.as_str(), sign);
         bump(&mut self.entries_by_kind, s.fields.kind.as_str(), sign);
         bump(&mut self.entries_by_scope, &s.fields.scope, sign);
         bump(&mut self.entries_by_lifecycle, s.lifecycle.as_str(), sign);
         self.confidence_micros_sum += sign * micros;
         let bucket = usize::try_from((micros / 200_000).clamp(0, 4)).unwrap_or(4);
-        bump(&mut self.confidence_distribution, CONFIDENCE_BUCKETS[bucket], sign);
+        bump(
+            &mut self.confidence_distribution,
+            CONFIDENCE_BUCKETS[bucket],
+            sign,
+        );
         if micros < LOW_CONFIDENCE_MICROS {
             self.low_confidence_count += sign;
         }
@@ -68,7 +76,11 @@ impl Stats {
             self.stale_evidence_count += sign;
         }
         bump(&mut self.entries_by_agent, &s.created_by, sign);
-        bump(&mut self.entries_created_per_day, day_of(&s.created_at), sign);
+        bump(
+            &mut self.entries_created_per_day,
+            day_of(&s.created_at),
+            sign,
+        );
         if s.status == Status::Superseded
             && let Some(at) = &s.superseded_at
         {

@@ -35,7 +35,9 @@ fn read_input(path: Option<&str>) -> Result<String> {
     let mut buf = Vec::new();
     match path {
         None | Some("-") => {
-            std::io::stdin().take(MAX_INPUT_BYTES as u64 + 1).read_to_end(&mut buf)?;
+            std::io::stdin()
+                .take(MAX_INPUT_BYTES as u64 + 1)
+                .read_to_end(&mut buf)?;
         }
         Some(p) => {
             let f = fs_err::File::open(p)?;
@@ -43,20 +45,31 @@ fn read_input(path: Option<&str>) -> Result<String> {
         }
     }
     if buf.len() > MAX_INPUT_BYTES {
-        return Err(Error::Invalid(Invalid::one("input", "max_length", "input is larger than 16 MiB; split it")));
+        return Err(Error::Invalid(Invalid::one(
+            "input",
+            "max_length",
+            "input is larger than 16 MiB; split it",
+        )));
     }
-    String::from_utf8(buf).map_err(|_| Error::Invalid(Invalid::one("input", "format", "input is not UTF-8")))
+    String::from_utf8(buf)
+        .map_err(|_| Error::Invalid(Invalid::one("input", "format", "input is not UTF-8")))
 }
 
 /// The list of updates in any of the accepted shapes.
 fn updates_of(value: Value) -> Result<Vec<Value>> {
     match value {
         Value::Array(items) => Ok(items),
-        Value::Object(mut map) if map.contains_key("memory_updates") => match map.remove("memory_updates") {
-            Some(Value::Array(items)) => Ok(items),
-            Some(Value::Null) | None => Ok(Vec::new()),
-            Some(_) => Err(Error::Invalid(Invalid::one("memory_updates", "type", "`memory_updates` must be an array of Memory_Update objects"))),
-        },
+        Value::Object(mut map) if map.contains_key("memory_updates") => {
+            match map.remove("memory_updates") {
+                Some(Value::Array(items)) => Ok(items),
+                Some(Value::Null) | None => Ok(Vec::new()),
+                Some(_) => Err(Error::Invalid(Invalid::one(
+                    "memory_updates",
+                    "type",
+                    "`memory_updates` must be an array of Memory_Update objects",
+                ))),
+            }
+        }
         v @ Value::Object(_) => Ok(vec![v]),
         _ => Err(Error::Invalid(Invalid::one(
             "input",
@@ -79,25 +92,48 @@ fn project_for(ctx: &Ctx, name: Option<&str>) -> Result<Project> {
     }
 }
 
-fn field_str(map: &serde_json::Map<String, Value>, key: &str) -> std::result::Result<Option<String>, Invalid> {
+fn field_str(
+    map: &serde_json::Map<String, Value>,
+    key: &str,
+) -> std::result::Result<Option<String>, Invalid> {
     match map.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(_) => Err(Invalid::one(key, "type", format!("`{key}` must be a string"))),
+        Some(_) => Err(Invalid::one(
+            key,
+            "type",
+            format!("`{key}` must be a string"),
+        )),
     }
 }
 
 /// Applies one update; returns the written result or why it was skipped.
 fn apply_one(ctx: &Ctx, project: &Project, update: &Value) -> Result<crate::writer::Written> {
     let Value::Object(map) = update else {
-        return Err(Error::Invalid(Invalid::one("update", "type", "a Memory_Update must be a JSON object")));
+        return Err(Error::Invalid(Invalid::one(
+            "update",
+            "type",
+            "a Memory_Update must be a JSON object",
+        )));
     };
     for key in map.keys() {
         if !matches!(key.as_str(), "operation" | "entry" | "target_id" | "reason") {
-            return Err(Error::Invalid(Invalid::one(key.as_str(), "unknown_field", format!("unknown Memory_Update field `{key}`; use operation, entry, target_id, reason"))));
+            return Err(Error::Invalid(Invalid::one(
+                key.as_str(),
+                "unknown_field",
+                format!(
+                    "unknown Memory_Update field `{key}`; use operation, entry, target_id, reason"
+                ),
+            )));
         }
     }
-    let op = field_str(map, "operation")?.ok_or_else(|| Invalid::one("operation", "required", "`operation` is required: create, supersede or deprecate"))?;
+    let op = field_str(map, "operation")?.ok_or_else(|| {
+        Invalid::one(
+            "operation",
+            "required",
+            "`operation` is required: create, supersede or deprecate",
+        )
+    })?;
     let target = field_str(map, "target_id")?;
     let reason = field_str(map, "reason")?;
     check_reason(reason.as_deref())?;
@@ -106,34 +142,88 @@ fn apply_one(ctx: &Ctx, project: &Project, update: &Value) -> Result<crate::writ
         None => EntryInput::default(),
     };
     let wctx = ctx.write_context()?;
-    let need_target = || Invalid::one("target_id", "required", format!("`target_id` is required for {op}"));
+    let need_target = || {
+        Invalid::one(
+            "target_id",
+            "required",
+            format!("`target_id` is required for {op}"),
+        )
+    };
     match op.as_str() {
         "create" => {
             if map.get("entry").is_none() {
-                return Err(Error::Invalid(Invalid::one("entry", "required", "`entry` is required for create")));
+                return Err(Error::Invalid(Invalid::one(
+                    "entry",
+                    "required",
+                    "`entry` is required for create",
+                )));
             }
             let (fields, status) = check_create(&input)?;
-            write(project, &wctx, Change::Create { fields: fields.clone(), status }, |_, _| Ok(Change::Create { fields, status }))
+            write(
+                project,
+                &wctx,
+                Change::Create {
+                    fields: fields.clone(),
+                    status,
+                },
+                |_, _| Ok(Change::Create { fields, status }),
+            )
         }
         "supersede" => {
             let target = target.ok_or_else(need_target)?;
             if map.get("entry").is_none() {
-                return Err(Error::Invalid(Invalid::one("entry", "required", "`entry` (the replacement) is required for supersede")));
+                return Err(Error::Invalid(Invalid::one(
+                    "entry",
+                    "required",
+                    "`entry` (the replacement) is required for supersede",
+                )));
             }
-            write(project, &wctx, Change::Deprecate { target, reason: None }, |_, state| {
-                let old = state.ok_or_else(|| Error::Usage("supersede needs a target".into()))?;
-                let merged = super::write_ops::inherit(&input, old);
-                let (fields, status) = check_create(&merged)?;
-                Ok(Change::Supersede { target: old.id.clone(), fields, status, reason: reason.clone() })
-            })
+            write(
+                project,
+                &wctx,
+                Change::Deprecate {
+                    target,
+                    reason: None,
+                },
+                |_, state| {
+                    let old =
+                        state.ok_or_else(|| Error::Usage("supersede needs a target".into()))?;
+                    let merged = super::write_ops::inherit(&input, old);
+                    let (fields, status) = check_create(&merged)?;
+                    Ok(Change::Supersede {
+                        target: old.id.clone(),
+                        fields,
+                        status,
+                        reason: reason.clone(),
+                    })
+                },
+            )
         }
         "deprecate" => {
             let target = target.ok_or_else(need_target)?;
-            write(project, &wctx, Change::Deprecate { target, reason: reason.clone() }, |_, state| {
-                Ok(Change::Deprecate { target: state.map(|s| s.id.clone()).unwrap_or_default(), reason: reason.clone() })
-            })
+            write(
+                project,
+                &wctx,
+                Change::Deprecate {
+                    target,
+                    reason: reason.clone(),
+                },
+                |_, state| {
+                    Ok(Change::Deprecate {
+                        target: state.map(|s| s.id.clone()).unwrap_or_default(),
+                        reason: reason.clone(),
+                    })
+                },
+            )
         }
-        other => Err(Error::Invalid(Invalid::one("operation", "enum", format!("`operation` is `{}`; use create, supersede or deprecate", other.escape_debug())))),
+        other => Err(Error::Invalid(Invalid::one(
+            "operation",
+            "enum",
+            format!(
+                "`operation` is `{}`; use create, supersede or deprecate",
+                other.escape_debug()
+            ),
+        ))),
     }
 }
 
@@ -145,8 +235,13 @@ pub fn run(ctx: &Ctx, args: ApplyArgs, out: &mut Out) -> Result<ExitCode> {
         [p, f, ..] => (Some(p.as_str()), Some(f.as_str())),
     };
     let text = read_input(file)?;
-    let value: Value = serde_json::from_str(&text)
-        .map_err(|e| Error::Invalid(Invalid::one("input", "format", format!("input is not valid JSON: {e}"))))?;
+    let value: Value = serde_json::from_str(&text).map_err(|e| {
+        Error::Invalid(Invalid::one(
+            "input",
+            "format",
+            format!("input is not valid JSON: {e}"),
+        ))
+    })?;
     let updates = updates_of(value)?;
     let project = project_for(ctx, project_name)?;
     let single = updates.len() == 1;
@@ -155,14 +250,29 @@ pub fn run(ctx: &Ctx, args: ApplyArgs, out: &mut Out) -> Result<ExitCode> {
     for (index, update) in updates.iter().enumerate() {
         match apply_one(ctx, &project, update) {
             Ok(w) => applied.push(w),
-            Err(e @ (Error::LockTimeout { .. } | Error::Io(_) | Error::Store { .. } | Error::CorruptLog { .. })) => return Err(e),
+            Err(
+                e @ (Error::LockTimeout { .. }
+                | Error::Io(_)
+                | Error::Store { .. }
+                | Error::CorruptLog { .. }),
+            ) => return Err(e),
             Err(e) if single => return Err(e),
             Err(e) => {
-                let problems = match &e { Error::Invalid(inv) => inv.problems.clone(), _ => Vec::new() };
+                let problems = match &e {
+                    Error::Invalid(inv) => inv.problems.clone(),
+                    _ => Vec::new(),
+                };
                 skipped.push(Skipped {
                     index,
-                    operation: update.get("operation").and_then(Value::as_str).map(str::to_owned),
-                    code: if matches!(e, Error::NotFound { .. }) { "NOT_FOUND" } else { "VALIDATION_ERROR" },
+                    operation: update
+                        .get("operation")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned),
+                    code: if matches!(e, Error::NotFound { .. }) {
+                        "NOT_FOUND"
+                    } else {
+                        "VALIDATION_ERROR"
+                    },
                     message: e.to_string(),
                     problems,
                 });
@@ -171,7 +281,10 @@ pub fn run(ctx: &Ctx, args: ApplyArgs, out: &mut Out) -> Result<ExitCode> {
     }
     log_skipped(ctx, &project, &skipped)?;
     if out.json {
-        let entries: Vec<Value> = applied.iter().map(|w| json!({"id": w.id, "superseded": w.superseded, "events": w.events})).collect();
+        let entries: Vec<Value> = applied
+            .iter()
+            .map(|w| json!({"id": w.id, "superseded": w.superseded, "events": w.events}))
+            .collect();
         out.json(&json!({"success": skipped.is_empty(), "applied": entries, "skipped": skipped}));
     } else {
         for w in &applied {
@@ -179,10 +292,23 @@ pub fn run(ctx: &Ctx, args: ApplyArgs, out: &mut Out) -> Result<ExitCode> {
         }
         for s in &skipped {
             let mut err = std::io::stderr();
-            let _ = std::io::Write::write_fmt(&mut err, format_args!("skipped update {}: {}\n", s.index, super::output::safe(&s.message)));
+            let _ = std::io::Write::write_fmt(
+                &mut err,
+                format_args!(
+                    "skipped update {}: {}\n",
+                    s.index,
+                    super::output::safe(&s.message)
+                ),
+            );
         }
     }
-    Ok(if !skipped.is_empty() && applied.is_empty() { ExitCode::Rejected } else if skipped.is_empty() { ExitCode::Ok } else { ExitCode::Problems })
+    Ok(if !skipped.is_empty() && applied.is_empty() {
+        ExitCode::Rejected
+    } else if skipped.is_empty() {
+        ExitCode::Ok
+    } else {
+        ExitCode::Problems
+    })
 }
 
 /// Skipped updates are recorded in `.memlog/apply-log.jsonl` for later debugging.

@@ -54,8 +54,13 @@ pub struct EntryFlags {
 /// the JSON form or `memlog apply`.
 pub fn parse_evidence(raw: &str) -> Result<EvidenceInput, Invalid> {
     if raw.trim_start().starts_with('{') {
-        let value: serde_json::Value = serde_json::from_str(raw)
-            .map_err(|e| Invalid::one("evidence", "format", format!("--evidence JSON is malformed: {e}")))?;
+        let value: serde_json::Value = serde_json::from_str(raw).map_err(|e| {
+            Invalid::one(
+                "evidence",
+                "format",
+                format!("--evidence JSON is malformed: {e}"),
+            )
+        })?;
         let wrapped = serde_json::json!({ "evidence": [value] });
         let input = crate::validate::entry_input_from_json(&wrapped, "")?;
         return Ok(input.evidence.and_then(|mut v| v.pop()).unwrap_or_default());
@@ -64,7 +69,10 @@ pub fn parse_evidence(raw: &str) -> Result<EvidenceInput, Invalid> {
         return Err(Invalid::one(
             "evidence",
             "format",
-            format!("--evidence `{}` is not TYPE:URI:NOTE (e.g. code:src/auth.rs#L10:token refresh logic)", raw.escape_debug()),
+            format!(
+                "--evidence `{}` is not TYPE:URI:NOTE (e.g. code:src/auth.rs#L10:token refresh logic)",
+                raw.escape_debug()
+            ),
         ));
     };
     let (uri, note) = match rest.rsplit_once(':') {
@@ -79,7 +87,11 @@ pub fn parse_evidence(raw: &str) -> Result<EvidenceInput, Invalid> {
         }
         _ => (rest, None),
     };
-    Ok(EvidenceInput { kind: Some(kind.to_owned()), uri: Some(uri.to_owned()), note })
+    Ok(EvidenceInput {
+        kind: Some(kind.to_owned()),
+        uri: Some(uri.to_owned()),
+        note,
+    })
 }
 
 impl EntryFlags {
@@ -129,20 +141,39 @@ mod tests {
     fn evidence_flag_forms() {
         assert_eq!(
             split("code:src/main.rs#L10:entry point"),
-            (Some("code".into()), Some("src/main.rs#L10".into()), Some("entry point".into()))
+            (
+                Some("code".into()),
+                Some("src/main.rs#L10".into()),
+                Some("entry point".into())
+            )
         );
-        assert_eq!(split("code:src/main.rs:42"), (Some("code".into()), Some("src/main.rs:42".into()), None));
+        assert_eq!(
+            split("code:src/main.rs:42"),
+            (Some("code".into()), Some("src/main.rs:42".into()), None)
+        );
         assert_eq!(
             split("ticket:https://github.com/o/r/issues/12"),
-            (Some("ticket".into()), Some("https://github.com/o/r/issues/12".into()), None)
+            (
+                Some("ticket".into()),
+                Some("https://github.com/o/r/issues/12".into()),
+                None
+            )
         );
         assert_eq!(
             split("ticket:https://github.com/o/r/issues/12:tracking issue"),
-            (Some("ticket".into()), Some("https://github.com/o/r/issues/12".into()), Some("tracking issue".into()))
+            (
+                Some("ticket".into()),
+                Some("https://github.com/o/r/issues/12".into()),
+                Some("tracking issue".into())
+            )
         );
         assert_eq!(
             split(r#"{"type":"doc","uri":"docs/adr/1.md","note":"see: a/b"}"#),
-            (Some("doc".into()), Some("docs/adr/1.md".into()), Some("see: a/b".into()))
+            (
+                Some("doc".into()),
+                Some("docs/adr/1.md".into()),
+                Some("see: a/b".into())
+            )
         );
         assert!(parse_evidence("nocolon").is_err());
     }

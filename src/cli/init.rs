@@ -15,7 +15,8 @@ pub fn run(ctx: &Ctx, args: InitArgs, out: &mut Out) -> Result<ExitCode> {
     let ws = match &ctx.global.workspace {
         Some(dir) => Workspace::at(dir)?,
         // A new workspace starts where git's does, else in the current directory.
-        None => Workspace::discover(&std::env::current_dir()?).or_else(|_| Workspace::at(&std::env::current_dir()?))?,
+        None => Workspace::discover(&std::env::current_dir()?)
+            .or_else(|_| Workspace::at(&std::env::current_dir()?))?,
     };
     let report = crate::project::init(&ws, &name, &ctx.now())?;
     if out.json {
@@ -25,9 +26,17 @@ pub fn run(ctx: &Ctx, args: InitArgs, out: &mut Out) -> Result<ExitCode> {
         }
         out.json(&v);
     } else if report.created {
-        out.line(format!("initialized {} at {}", report.project, report.path.display()));
+        out.line(format!(
+            "initialized {} at {}",
+            report.project,
+            report.path.display()
+        ));
     } else {
-        out.line(format!("{} is already initialized at {}", report.project, report.path.display()));
+        out.line(format!(
+            "{} is already initialized at {}",
+            report.project,
+            report.path.display()
+        ));
     }
     Ok(ExitCode::Ok)
 }

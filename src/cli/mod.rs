@@ -40,7 +40,13 @@ pub struct GlobalArgs {
     #[arg(long, global = true, env = "MEMLOG_WORKSPACE", value_name = "DIR")]
     pub workspace: Option<PathBuf>,
     /// Project to use when a command does not name one
-    #[arg(long, short = 'p', global = true, env = "MEMLOG_PROJECT", value_name = "NAME")]
+    #[arg(
+        long,
+        short = 'p',
+        global = true,
+        env = "MEMLOG_PROJECT",
+        value_name = "NAME"
+    )]
     pub project: Option<String>,
     /// Print machine-readable JSON (errors too)
     #[arg(long, global = true)]
@@ -52,7 +58,13 @@ pub struct GlobalArgs {
     #[arg(long, global = true, env = "MEMLOG_NOW", value_name = "TIME")]
     pub now: Option<String>,
     /// How long to wait for another memlog process's lock, in milliseconds
-    #[arg(long, global = true, env = "MEMLOG_LOCK_TIMEOUT_MS", value_name = "MS", default_value_t = 10_000)]
+    #[arg(
+        long,
+        global = true,
+        env = "MEMLOG_LOCK_TIMEOUT_MS",
+        value_name = "MS",
+        default_value_t = 10_000
+    )]
     pub lock_timeout: u64,
 }
 
@@ -74,6 +86,8 @@ pub enum Command {
     Pin(lifecycle_ops::ReasonArgs),
     /// Unpin an entry
     Unpin(lifecycle_ops::ReasonArgs),
+    /// Clear a conflict left by concurrent writers (optionally choosing field values)
+    Resolve(write_ops::ResolveArgs),
     /// Show every field of an entry (any unique id prefix)
     Show(read::ShowArgs),
     /// List entries, most recently updated first
@@ -103,7 +117,9 @@ pub struct Ctx {
 impl Ctx {
     fn new(global: GlobalArgs) -> Result<Self> {
         let clock: Box<dyn Clock> = match &global.now {
-            Some(s) => Box::new(FixedClock(parse_time(s).map_err(|m| Error::Usage(format!("--now: {m}")))?)),
+            Some(s) => Box::new(FixedClock(
+                parse_time(s).map_err(|m| Error::Usage(format!("--now: {m}")))?,
+            )),
             None => Box::new(SystemClock),
         };
         Ok(Self { global, clock })
@@ -120,10 +136,14 @@ impl Ctx {
     pub fn actor(&self) -> Result<String> {
         let actor = match &self.global.actor {
             Some(a) => a.clone(),
-            None => std::env::var("USER").ok().filter(|u| !u.is_empty()).unwrap_or_else(|| "memlog".into()),
+            None => std::env::var("USER")
+                .ok()
+                .filter(|u| !u.is_empty())
+                .unwrap_or_else(|| "memlog".into()),
         };
         let n = actor.chars().count();
-        if n == 0 || n > projections::event::MAX_ACTOR_CHARS || actor.chars().any(char::is_control) {
+        if n == 0 || n > projections::event::MAX_ACTOR_CHARS || actor.chars().any(char::is_control)
+        {
             return Err(Error::Usage(format!(
                 "--actor must be 1 to {} characters without control characters",
                 projections::event::MAX_ACTOR_CHARS
@@ -133,7 +153,11 @@ impl Ctx {
     }
 
     pub fn write_context(&self) -> Result<crate::writer::WriteContext> {
-        Ok(crate::writer::WriteContext { actor: self.actor()?, at: self.now(), lock_timeout: self.lock_timeout() })
+        Ok(crate::writer::WriteContext {
+            actor: self.actor()?,
+            at: self.now(),
+            lock_timeout: self.lock_timeout(),
+        })
     }
 
     pub fn workspace(&self) -> Result<Workspace> {
@@ -151,16 +175,26 @@ impl Ctx {
             Some(n) => ProjectName::new(n)?,
             None => {
                 let all = ws.projects()?;
-                let own: Vec<&ProjectName> = all.iter().filter(|p| p.as_str() != GLOBAL_PROJECT).collect();
+                let own: Vec<&ProjectName> = all
+                    .iter()
+                    .filter(|p| p.as_str() != GLOBAL_PROJECT)
+                    .collect();
                 match own.as_slice() {
                     [one] => (*one).clone(),
                     [] if !all.is_empty() => ProjectName::new(GLOBAL_PROJECT)?,
-                    [] => return Err(Error::NoWorkspace { start: ws.root().to_path_buf() }),
+                    [] => {
+                        return Err(Error::NoWorkspace {
+                            start: ws.root().to_path_buf(),
+                        });
+                    }
                     many => {
                         return Err(Error::AmbiguousProject {
                             why: format!(
                                 "the workspace has several projects ({})",
-                                many.iter().map(|p| p.as_str()).collect::<Vec<_>>().join(", ")
+                                many.iter()
+                                    .map(|p| p.as_str())
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
                             ),
                         });
                     }
@@ -206,6 +240,7 @@ fn run(ctx: &Ctx, command: Command, out: &mut Out) -> Result<ExitCode> {
         Command::Deprecate(a) => lifecycle_ops::run(ctx, lifecycle_ops::Op::Deprecate, a, out),
         Command::Pin(a) => lifecycle_ops::run(ctx, lifecycle_ops::Op::Pin, a, out),
         Command::Unpin(a) => lifecycle_ops::run(ctx, lifecycle_ops::Op::Unpin, a, out),
+        Command::Resolve(a) => write_ops::resolve(ctx, a, out),
         Command::Show(a) => read::show(ctx, a, out),
         Command::List(a) => read::list(ctx, a, out),
         Command::History(a) => read::history(ctx, a, out),

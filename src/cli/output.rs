@@ -34,7 +34,10 @@ pub struct Out {
 
 impl Out {
     pub fn new(json: bool) -> Self {
-        Self { json, stdout: std::io::stdout() }
+        Self {
+            json,
+            stdout: std::io::stdout(),
+        }
     }
 
     /// Prints one line of text.
@@ -60,7 +63,9 @@ impl Out {
 
 /// Strips control characters so stored text can never drive the terminal.
 pub fn safe(text: &str) -> String {
-    text.chars().map(|c| if c.is_control() { ' ' } else { c }).collect()
+    text.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
 }
 
 /// The first `n` characters of `text`, on one line.
@@ -97,14 +102,24 @@ fn classify(e: &Error) -> (ExitCode, &'static str, Value) {
         ),
         Error::Usage(_) => (ExitCode::Usage, "USAGE_ERROR", json!({})),
         Error::NoWorkspace { start } => (ExitCode::NotFound, "NOT_FOUND", json!({"start": start})),
-        Error::NoProject { project, root } => {
-            (ExitCode::NotFound, "NOT_FOUND", json!({"project": project, "workspace": root}))
+        Error::NoProject { project, root } => (
+            ExitCode::NotFound,
+            "NOT_FOUND",
+            json!({"project": project, "workspace": root}),
+        ),
+        Error::AmbiguousProject { .. } => {
+            (ExitCode::Usage, "USAGE_ERROR", json!({"field": "project"}))
         }
-        Error::AmbiguousProject { .. } => (ExitCode::Usage, "USAGE_ERROR", json!({"field": "project"})),
-        Error::NotFound { project, prefix } => {
-            (ExitCode::NotFound, "NOT_FOUND", json!({"project": project, "id": prefix}))
-        }
-        Error::AmbiguousId { project, prefix, candidates } => (
+        Error::NotFound { project, prefix } => (
+            ExitCode::NotFound,
+            "NOT_FOUND",
+            json!({"project": project, "id": prefix}),
+        ),
+        Error::AmbiguousId {
+            project,
+            prefix,
+            candidates,
+        } => (
             ExitCode::Rejected,
             "QUERY_ERROR",
             json!({"project": project, "id": prefix, "candidates": candidates}),
@@ -114,12 +129,16 @@ fn classify(e: &Error) -> (ExitCode, &'static str, Value) {
             "LOCK_TIMEOUT",
             json!({"lock": what, "path": path, "waited_ms": waited.as_millis()}),
         ),
-        Error::CorruptLog { path, line, offset, .. } => (
+        Error::CorruptLog {
+            path, line, offset, ..
+        } => (
             ExitCode::Corrupt,
             "CORRUPT_LOG",
             json!({"file": path, "line": line, "offset": offset}),
         ),
-        Error::CorruptFile { path, .. } => (ExitCode::Corrupt, "CORRUPT_LOG", json!({"file": path})),
+        Error::CorruptFile { path, .. } => {
+            (ExitCode::Corrupt, "CORRUPT_LOG", json!({"file": path}))
+        }
         Error::Store { path, .. } => (ExitCode::Corrupt, "STORAGE_ERROR", json!({"store": path})),
         Error::Event(_) => (ExitCode::Rejected, "VALIDATION_ERROR", json!({})),
         Error::Io(_) => (ExitCode::Io, "STORAGE_ERROR", json!({})),
@@ -132,7 +151,11 @@ pub fn report_error(e: &Error, json_mode: bool) -> i32 {
     let message = e.to_string();
     if json_mode {
         let body = json!({"success": false, "error": {"code": name, "message": message, "details": details}});
-        let _ = writeln!(std::io::stdout(), "{}", serde_json::to_string_pretty(&body).unwrap_or_default());
+        let _ = writeln!(
+            std::io::stdout(),
+            "{}",
+            serde_json::to_string_pretty(&body).unwrap_or_default()
+        );
     } else {
         let _ = writeln!(std::io::stderr(), "error: {}", safe(&message));
     }
@@ -142,13 +165,26 @@ pub fn report_error(e: &Error, json_mode: bool) -> i32 {
 /// Prints a usage error from clap (help and version go to stdout with exit 0).
 pub fn clap_error(e: &clap::Error, json_mode: bool) -> i32 {
     use clap::error::ErrorKind;
-    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand) {
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
         let _ = e.print();
-        return if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand { 2 } else { 0 };
+        return if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+            2
+        } else {
+            0
+        };
     }
     if json_mode {
         let body = json!({"success": false, "error": {"code": "USAGE_ERROR", "message": e.kind().to_string(), "details": {"usage": e.to_string()}}});
-        let _ = writeln!(std::io::stdout(), "{}", serde_json::to_string_pretty(&body).unwrap_or_default());
+        let _ = writeln!(
+            std::io::stdout(),
+            "{}",
+            serde_json::to_string_pretty(&body).unwrap_or_default()
+        );
     } else {
         let _ = e.print();
     }

@@ -67,7 +67,10 @@ pub fn show(ctx: &Ctx, args: ShowArgs, out: &mut Out) -> Result<ExitCode> {
     let session = open(ctx, None)?;
     let id = session.resolve(&normalize_id(&args.id))?;
     let Some(state) = session.store.entry(&id)? else {
-        return Err(crate::Error::NotFound { project: session.project.name.to_string(), prefix: id });
+        return Err(crate::Error::NotFound {
+            project: session.project.name.to_string(),
+            prefix: id,
+        });
     };
     let map = to_flat_map(&state);
     if out.json {
@@ -75,16 +78,46 @@ pub fn show(ctx: &Ctx, args: ShowArgs, out: &mut Out) -> Result<ExitCode> {
         return Ok(ExitCode::Ok);
     }
     const ORDER: [&str; 31] = [
-        "id", "status", "section", "kind", "subject", "scope", "summary", "content", "tags", "confidence",
-        "evidence", "superseded_by", "superseded_at", "related_entries", "valid_from", "valid_to",
-        "review_interval", "created_by", "created_at", "updated_at", "updated_by", "lifecycle", "pinned",
-        "pinned_by", "pinned_at", "status_reason", "evidence_stale", "purged", "version", "conflict", "heads",
+        "id",
+        "status",
+        "section",
+        "kind",
+        "subject",
+        "scope",
+        "summary",
+        "content",
+        "tags",
+        "confidence",
+        "evidence",
+        "superseded_by",
+        "superseded_at",
+        "related_entries",
+        "valid_from",
+        "valid_to",
+        "review_interval",
+        "created_by",
+        "created_at",
+        "updated_at",
+        "updated_by",
+        "lifecycle",
+        "pinned",
+        "pinned_by",
+        "pinned_at",
+        "status_reason",
+        "evidence_stale",
+        "purged",
+        "version",
+        "conflict",
+        "heads",
     ];
     for key in ORDER {
         let Some(v) = map.get(key) else { continue };
         match (key, v) {
             ("evidence", Value::Array(items)) => {
-                out.line(format!("{key:<16}{}", if items.is_empty() { "-" } else { "" }));
+                out.line(format!(
+                    "{key:<16}{}",
+                    if items.is_empty() { "-" } else { "" }
+                ));
                 for e in items {
                     out.line(format!(
                         "  - {}: {} ({})",
@@ -102,7 +135,11 @@ pub fn show(ctx: &Ctx, args: ShowArgs, out: &mut Out) -> Result<ExitCode> {
             }
             (_, Value::Array(items)) => out.line(format!(
                 "{key:<16}{}",
-                if items.is_empty() { "-".into() } else { items.iter().map(value_text).collect::<Vec<_>>().join(", ") }
+                if items.is_empty() {
+                    "-".into()
+                } else {
+                    items.iter().map(value_text).collect::<Vec<_>>().join(", ")
+                }
             )),
             _ => out.line(format!("{key:<16}{}", value_text(v))),
         }
@@ -111,27 +148,46 @@ pub fn show(ctx: &Ctx, args: ShowArgs, out: &mut Out) -> Result<ExitCode> {
         out.line("note            low confidence (below 0.5)");
     }
     if state.in_conflict() {
-        out.line(format!("note            concurrent changes left {} heads; see `memlog history {}`", state.heads.len(), state.id));
+        out.line(format!(
+            "note            concurrent changes left {} heads; see `memlog history {}`",
+            state.heads.len(),
+            state.id
+        ));
     }
     Ok(ExitCode::Ok)
 }
 
 /// Accepts ids with or without the `m-` prefix.
 pub fn normalize_id(id: &str) -> String {
-    if id.starts_with("m-") { id.to_owned() } else { format!("m-{id}") }
+    if id.starts_with("m-") {
+        id.to_owned()
+    } else {
+        format!("m-{id}")
+    }
 }
 
 pub fn list(ctx: &Ctx, args: ListArgs, out: &mut Out) -> Result<ExitCode> {
     let session = open(ctx, args.project.as_deref())?;
     let limit = if args.all { usize::MAX } else { args.limit };
     let keep = |s: &EntryState| {
-        args.status.as_deref().is_none_or(|v| s.status.as_str() == v)
-            && args.section.as_deref().is_none_or(|v| s.fields.section.as_str() == v)
-            && args.kind.as_deref().is_none_or(|v| s.fields.kind.as_str() == v)
+        args.status
+            .as_deref()
+            .is_none_or(|v| s.status.as_str() == v)
+            && args
+                .section
+                .as_deref()
+                .is_none_or(|v| s.fields.section.as_str() == v)
+            && args
+                .kind
+                .as_deref()
+                .is_none_or(|v| s.fields.kind.as_str() == v)
     };
     let entries = session.store.recent(limit, keep)?;
     if out.json {
-        let items: Vec<Value> = entries.iter().map(|s| Value::Object(to_flat_map(s))).collect();
+        let items: Vec<Value> = entries
+            .iter()
+            .map(|s| Value::Object(to_flat_map(s)))
+            .collect();
         out.json(&items);
         return Ok(ExitCode::Ok);
     }
@@ -160,7 +216,9 @@ pub fn list(ctx: &Ctx, args: ListArgs, out: &mut Out) -> Result<ExitCode> {
     }
     let total = session.store.hot_count()?;
     if entries.len() == limit && total > limit {
-        out.line(format!("(showing {limit} of {total} entries; use --limit N or --all)"));
+        out.line(format!(
+            "(showing {limit} of {total} entries; use --limit N or --all)"
+        ));
     }
     Ok(ExitCode::Ok)
 }
@@ -186,7 +244,12 @@ pub fn history(ctx: &Ctx, args: HistoryArgs, out: &mut Out) -> Result<ExitCode> 
             if v.version == 1 {
                 continue;
             }
-            out.line(format!("       {}: {} -> {}", c.field, clip(&value_text(&c.from), 60), clip(&value_text(&c.to), 60)));
+            out.line(format!(
+                "       {}: {} -> {}",
+                c.field,
+                clip(&value_text(&c.from), 60),
+                clip(&value_text(&c.to), 60)
+            ));
         }
     }
     Ok(ExitCode::Ok)
@@ -194,7 +257,11 @@ pub fn history(ctx: &Ctx, args: HistoryArgs, out: &mut Out) -> Result<ExitCode> 
 
 pub fn audit(ctx: &Ctx, args: AuditArgs, out: &mut Out) -> Result<ExitCode> {
     let session = open(ctx, None)?;
-    let id = args.id.as_deref().map(|i| session.resolve(&normalize_id(i))).transpose()?;
+    let id = args
+        .id
+        .as_deref()
+        .map(|i| session.resolve(&normalize_id(i)))
+        .transpose()?;
     let mut records = session.store.audit(id.as_deref())?;
     if let Some(n) = args.limit {
         let skip = records.len().saturating_sub(n);
@@ -217,7 +284,10 @@ pub fn audit(ctx: &Ctx, args: AuditArgs, out: &mut Out) -> Result<ExitCode> {
             r.to,
             clip(&r.actor, 20),
             &r.event[..12.min(r.event.len())],
-            r.reason.as_deref().map(|x| format!("  ({})", clip(x, 60))).unwrap_or_default()
+            r.reason
+                .as_deref()
+                .map(|x| format!("  ({})", clip(x, 60)))
+                .unwrap_or_default()
         ));
     }
     Ok(ExitCode::Ok)

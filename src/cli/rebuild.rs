@@ -20,7 +20,10 @@ pub fn rebuild(ctx: &Ctx, args: ProjectArg, out: &mut Out) -> Result<ExitCode> {
     if out.json {
         out.json(&json!({"success": true, "project": project.name.as_str(), "events": events, "millis": elapsed.as_millis()}));
     } else {
-        out.line(format!("rebuilt {} from {events} events in {:.1?}", project.name, elapsed));
+        out.line(format!(
+            "rebuilt {} from {events} events in {:.1?}",
+            project.name, elapsed
+        ));
     }
     Ok(ExitCode::Ok)
 }

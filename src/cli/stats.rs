@@ -13,7 +13,11 @@ pub struct StatsArgs {
 }
 
 fn series(map: &BTreeMap<String, i64>) -> Value {
-    Value::Array(map.iter().map(|(d, c)| json!({"date": d, "count": c})).collect())
+    Value::Array(
+        map.iter()
+            .map(|(d, c)| json!({"date": d, "count": c}))
+            .collect(),
+    )
 }
 
 pub fn run(ctx: &Ctx, args: StatsArgs, out: &mut Out) -> Result<ExitCode> {
@@ -24,7 +28,11 @@ pub fn run(ctx: &Ctx, args: StatsArgs, out: &mut Out) -> Result<ExitCode> {
     agents.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
     let superseded = s.entries_by_status.get("superseded").copied().unwrap_or(0);
     #[expect(clippy::cast_precision_loss, reason = "counts far below 2^52")]
-    let pct = if s.total_entries == 0 { 0.0 } else { (superseded as f64 * 10_000.0 / s.total_entries as f64).round() / 100.0 };
+    let pct = if s.total_entries == 0 {
+        0.0
+    } else {
+        (superseded as f64 * 10_000.0 / s.total_entries as f64).round() / 100.0
+    };
     let statistics = json!({
         "total_entries": s.total_entries,
         "entries_by_section": s.entries_by_section,
@@ -53,10 +61,21 @@ pub fn run(ctx: &Ctx, args: StatsArgs, out: &mut Out) -> Result<ExitCode> {
     }
     out.line(format!("project            {}", project.name));
     out.line(format!("total entries      {}", s.total_entries));
-    out.line(format!("average confidence {:.2}  (low-confidence: {})", s.avg_confidence(), s.low_confidence_count));
+    out.line(format!(
+        "average confidence {:.2}  (low-confidence: {})",
+        s.avg_confidence(),
+        s.low_confidence_count
+    ));
     let show = |out: &mut Out, label: &str, m: &BTreeMap<String, i64>| {
         let parts: Vec<String> = m.iter().map(|(k, v)| format!("{k} {v}")).collect();
-        out.line(format!("{label:<19}{}", if parts.is_empty() { "-".into() } else { parts.join(", ") }));
+        out.line(format!(
+            "{label:<19}{}",
+            if parts.is_empty() {
+                "-".into()
+            } else {
+                parts.join(", ")
+            }
+        ));
     };
     show(out, "by section", &s.entries_by_section);
     show(out, "by status", &s.entries_by_status);
@@ -65,6 +84,9 @@ pub fn run(ctx: &Ctx, args: StatsArgs, out: &mut Out) -> Result<ExitCode> {
     show(out, "confidence", &s.confidence_distribution);
     show(out, "evidence types", &s.evidence_type_distribution);
     show(out, "by agent", &s.entries_by_agent);
-    out.line(format!("superseded         {pct}%  pinned {}  conflicts {}  stale evidence {}", s.pinned_count, s.conflict_count, s.stale_evidence_count));
+    out.line(format!(
+        "superseded         {pct}%  pinned {}  conflicts {}  stale evidence {}",
+        s.pinned_count, s.conflict_count, s.stale_evidence_count
+    ));
     Ok(ExitCode::Ok)
 }

@@ -17,13 +17,26 @@ pub fn run(ctx: &Ctx, args: VerifyArgs, out: &mut Out) -> Result<ExitCode> {
         out.json(&report);
     } else {
         for f in &report.problems {
-            out.line(format!("{}:{}: (byte offset {}) {}", report.file, f.line, f.offset, safe(&f.problem)));
+            out.line(format!(
+                "{}:{}: (byte offset {}) {}",
+                report.file,
+                f.line,
+                f.offset,
+                safe(&f.problem)
+            ));
         }
         for f in &report.warnings {
-            out.line(format!("{}:{}: warning: {}", report.file, f.line, safe(&f.problem)));
+            out.line(format!(
+                "{}:{}: warning: {}",
+                report.file,
+                f.line,
+                safe(&f.problem)
+            ));
         }
         for c in &report.conflicts {
-            out.line(format!("{c}: unresolved concurrent changes (several heads)"));
+            out.line(format!(
+                "{c}: unresolved concurrent changes (several heads)"
+            ));
         }
         out.line(format!(
             "{}: {} lines, {} events, {} entries, {} duplicate lines: {}",
@@ -32,8 +45,16 @@ pub fn run(ctx: &Ctx, args: VerifyArgs, out: &mut Out) -> Result<ExitCode> {
             report.events,
             report.entries,
             report.duplicate_lines,
-            if report.ok { "ok".to_owned() } else { format!("{} problems", report.problems.len()) }
+            if report.ok {
+                "ok".to_owned()
+            } else {
+                format!("{} problems", report.problems.len())
+            }
         ));
     }
-    Ok(if report.ok { ExitCode::Ok } else { ExitCode::Problems })
+    Ok(if report.ok {
+        ExitCode::Ok
+    } else {
+        ExitCode::Problems
+    })
 }

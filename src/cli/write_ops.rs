@@ -46,7 +46,10 @@ pub fn print_written(ctx: &Ctx, w: &Written, verb: &str, out: &mut Out) {
         if let Some(m) = v.as_object_mut() {
             m.insert("success".into(), true.into());
             if let Some(e) = &w.entry {
-                m.insert("entry".into(), serde_json::Value::Object(projections::entry_json::to_flat_map(e)));
+                m.insert(
+                    "entry".into(),
+                    serde_json::Value::Object(projections::entry_json::to_flat_map(e)),
+                );
             }
         }
         out.json(&v);
@@ -63,10 +66,17 @@ pub fn add(ctx: &Ctx, args: AddArgs, out: &mut Out) -> Result<ExitCode> {
     let (fields, status) = check_create(&input)?;
     let project = ctx.project(args.project.as_deref())?;
     let wctx = ctx.write_context()?;
-    let w = write(&project, &wctx, Change::Create { fields, status }, |_, _| Ok(Change::Create {
-        fields: check_create(&input)?.0,
-        status,
-    }))?;
+    let w = write(
+        &project,
+        &wctx,
+        Change::Create { fields, status },
+        |_, _| {
+            Ok(Change::Create {
+                fields: check_create(&input)?.0,
+                status,
+            })
+        },
+    )?;
     print_written(ctx, &w, "added", out);
     Ok(ExitCode::Ok)
 }
@@ -75,7 +85,10 @@ pub fn add(ctx: &Ctx, args: AddArgs, out: &mut Out) -> Result<ExitCode> {
 pub fn inherit(input: &EntryInput, old: &projections::EntryState) -> EntryInput {
     let f = &old.fields;
     EntryInput {
-        section: input.section.clone().or_else(|| Some(f.section.as_str().into())),
+        section: input
+            .section
+            .clone()
+            .or_else(|| Some(f.section.as_str().into())),
         kind: input.kind.clone().or_else(|| Some(f.kind.as_str().into())),
         subject: input.subject.clone().or_else(|| Some(f.subject.clone())),
         scope: input.scope.clone().or_else(|| Some(f.scope.clone())),
@@ -96,10 +109,19 @@ pub fn inherit(input: &EntryInput, old: &projections::EntryState) -> EntryInput 
             )
         }),
         status: input.status.clone(),
-        valid_from: input.valid_from.clone().or_else(|| Some(f.valid_from.clone())),
+        valid_from: input
+            .valid_from
+            .clone()
+            .or_else(|| Some(f.valid_from.clone())),
         valid_to: input.valid_to.clone().or_else(|| Some(f.valid_to.clone())),
-        review_interval: input.review_interval.clone().or_else(|| Some(f.review_interval.clone())),
-        related_entries: input.related_entries.clone().or_else(|| Some(f.related_entries.clone())),
+        review_interval: input
+            .review_interval
+            .clone()
+            .or_else(|| Some(f.review_interval.clone())),
+        related_entries: input
+            .related_entries
+            .clone()
+            .or_else(|| Some(f.related_entries.clone())),
     }
 }
 
@@ -108,12 +130,20 @@ pub fn supersede(ctx: &Ctx, args: SupersedeArgs, out: &mut Out) -> Result<ExitCo
     check_reason(args.reason.as_deref())?;
     let project = ctx.project(None)?;
     let wctx = ctx.write_context()?;
-    let template = Change::Deprecate { target: args.id.clone(), reason: None };
+    let template = Change::Deprecate {
+        target: args.id.clone(),
+        reason: None,
+    };
     let reason = args.reason.clone();
     let w = write(&project, &wctx, template, |_, state| {
         let old = state.ok_or_else(|| crate::Error::Usage("supersede needs a target".into()))?;
         let (fields, status) = check_create(&inherit(&input, old))?;
-        Ok(Change::Supersede { target: old.id.clone(), fields, status, reason })
+        Ok(Change::Supersede {
+            target: old.id.clone(),
+            fields,
+            status,
+            reason,
+        })
     })?;
     print_written(ctx, &w, "superseded", out);
     Ok(ExitCode::Ok)
@@ -127,13 +157,60 @@ pub fn update(ctx: &Ctx, args: UpdateArgs, out: &mut Out) -> Result<ExitCode> {
     check_reason(args.reason.as_deref())?;
     let project = ctx.project(None)?;
     let wctx = ctx.write_context()?;
-    let template = Change::Deprecate { target: args.id.clone(), reason: None };
+    let template = Change::Deprecate {
+        target: args.id.clone(),
+        reason: None,
+    };
     let reason = args.reason.clone();
     let w = write(&project, &wctx, template, |_, state| {
         let old = state.ok_or_else(|| crate::Error::Usage("update needs a target".into()))?;
         let set = check_patch(&input, &old.fields)?;
-        Ok(Change::Update { target: old.id.clone(), set, reason })
+        Ok(Change::Update {
+            target: old.id.clone(),
+            set,
+            reason,
+        })
     })?;
     print_written(ctx, &w, "updated", out);
+    Ok(ExitCode::Ok)
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ResolveArgs {
+    /// The entry in conflict (any unique prefix)
+    pub id: String,
+    /// How the conflict was settled
+    #[arg(long)]
+    pub reason: Option<String>,
+    /// Field values to keep; fields not given keep the deterministic merge result
+    #[command(flatten)]
+    pub entry: EntryFlags,
+}
+
+pub fn resolve(ctx: &Ctx, args: ResolveArgs, out: &mut Out) -> Result<ExitCode> {
+    let input = args.entry.to_input()?;
+    check_reason(args.reason.as_deref())?;
+    let project = ctx.project(None)?;
+    let wctx = ctx.write_context()?;
+    let template = Change::Resolve {
+        target: args.id.clone(),
+        set: serde_json::Map::new(),
+        reason: None,
+    };
+    let reason = args.reason.clone();
+    let w = write(&project, &wctx, template, |_, state| {
+        let old = state.ok_or_else(|| crate::Error::Usage("resolve needs a target".into()))?;
+        let set = if input == EntryInput::default() {
+            serde_json::Map::new()
+        } else {
+            check_patch(&input, &old.fields)?
+        };
+        Ok(Change::Resolve {
+            target: old.id.clone(),
+            set,
+            reason,
+        })
+    })?;
+    print_written(ctx, &w, "resolved", out);
     Ok(ExitCode::Ok)
 }

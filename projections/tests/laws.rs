@@ -1,0 +1,363 @@
+//! Property tests for the laws of the design: projections are a function of the *set* of events.
+
+use projections::{
+    EntryFields, Event, EventData, Evidence, EvidenceType, Kind, Section, Status, decode_line,
+    project,
+};
+use proptest::prelude::*;
+use serde_json::{Map, Value};
+use std::collections::{BTreeMap, BTreeSet};
+
+fn fields(n: usize, subject: u8) -> EntryFields {
+    EntryFields {
+        section: Section::ALL[n % 4],
+        kind: Kind::ALL[n % 8],
+        subject: format!("svc-{subject}.module"),
+        scope: ["repo", "org", "service:auth", "environment:prod"][n % 4].into(),
+        summary: format!("Summary number {n} \"quoted\" é"),
+        content: format!("Content {n}\nwith a second line"),
+        tags: vec![format!("t{}", n % 3)],
+        confidence: f64::from(u32::try_from(n % 11).unwrap_or(0)) / 10.0,
+        evidence: vec![Evidence {
+            kind: EvidenceType::ALL[n % 7],
+            uri: format!("src/file{n}.rs"),
+            note: "why".into(),
+        }],
+        related_entries: vec![],
+        valid_from: None,
+        valid_to: None,
+        review_interval: None,
+    }
+}
+
+/// One step of a simulated multi-writer history.
+#[derive(Debug, Clone)]
+struct Op {
+    replica: usize,
+    action: u8,
+    a: u8,
+    b: u8,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    (0usize..3, 0u8..10, any::<u8>(), any::<u8>()).prop_map(|(replica, action, a, b)| Op {
+        replica,
+        action,
+        a,
+        b,
+    })
+}
+
+/// Writers on three replicas (branches) create and change entries using the heads they can see,
+/// and now and then merge another replica's events. Returns every replica's event set.
+fn simulate(ops: &[Op]) -> Vec<Vec<Event>> {
+    let mut replicas: Vec<Vec<Event>> = vec![Vec::new(); 3];
+    for (i, op) in ops.iter().enumerate() {
+        // Few distinct seconds, so equal timestamps (ties broken by id) are common.
+        let at = format!(
+            "2026-01-01T00:{:02}:{:02}.000Z",
+            i / 60 % 60,
+            u32::from(op.a) % 7 + u32::try_from(i % 50).unwrap_or(0)
+        );
+        let actor = format!("agent-{}", op.replica);
+        let r = op.replica;
+        let entries: Vec<String> = {
+            let p = project(&replicas[r]);
+            p.entries.keys().cloned().collect()
+        };
+        let new = match op.action {
+            0 | 1 | 2 => Event::build(
+                "",
+                &actor,
+                &at,
+                vec![],
+                EventData::Create {
+                    fields: fields(i, op.b % 4),
+                    status: if op.a % 5 == 0 {
+                        Status::Draft
+                    } else {
+                        Status::Active
+                    },
+                },
+            ),
+            9 => {
+                let other = usize::from(op.b) % 3;
+                let theirs = replicas[other].clone();
+                replicas[r].extend(theirs);
+                continue;
+            }
+            _ if entries.is_empty() => continue,
+            action => {
+                let entry = &entries[usize::from(op.a) % entries.len()];
+                let p = project(&replicas[r]);
+                let Some(state) = p.entries.get(entry).and_then(|f| f.state.clone()) else {
+                    continue;
+                };
+                let heads = state.heads.clone();
+                let data = match action {
+                    3 => {
+                        let mut set = Map::new();
+                        set.insert(
+                            "confidence".into(),
+                            Value::from(f64::from(op.b % 10) / 10.0),
+                        );
+                        EventData::Update { set, reason: None }
+                    }
+                    4 => {
+                        if state.pinned {
+                            EventData::Unpin { reason: None }
+                        } else {
+                            EventData::Pin {
+                                reason: Some("keep".into()),
+                            }
+                        }
+                    }
+                    5 => EventData::Deprecate {
+                        reason: Some("old".into()),
+                    },
+                    6 => EventData::Supersede {
+                        by: entries[usize::from(op.b) % entries.len()].clone(),
+                        reason: None,
+                    },
+                    7 => EventData::Transition {
+                        to: projections::Lifecycle::ALL[usize::from(op.b) % 4],
+                        reason: "engine".into(),
+                    },
+                    _ => {
+                        if !state.in_conflict() {
+                            continue;
+                        }
+                        EventData::Resolve {
+                            set: Map::new(),
+                            reason: Some("merged".into()),
+                        }
+                    }
+                };
+                Event::build(entry, &actor, &at, heads, data)
+            }
+        };
+        if let Ok(e) = new {
+            replicas[r].push(e);
+        }
+    }
+    replicas
+}
+
+fn union(sets: &[&[Event]]) -> Vec<Event> {
+    sets.iter().flat_map(|s| s.iter().cloned()).collect()
+}
+
+fn shuffle(events: &[Event], seed: u64) -> Vec<Event> {
+    let mut v = events.to_vec();
+    let mut x = seed | 1;
+    for i in (1..v.len()).rev() {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let j = usize::try_from(x % (i as u64 + 1)).unwrap_or(0);
+        v.swap(i, j);
+    }
+    v
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+    /// Law 1a: any permutation of the log's lines gives the same projections.
+    #[test]
+    fn permutation_invariance(ops in prop::collection::vec(op(), 1..60), seed in any::<u64>()) {
+        let all = union(&simulate(&ops).iter().map(Vec::as_slice).collect::<Vec<_>>());
+        prop_assert_eq!(project(&all), project(&shuffle(&all, seed)));
+    }
+
+    /// Law 1b: duplicated lines change nothing.
+    #[test]
+    fn duplication_invariance(ops in prop::collection::vec(op(), 1..60), seed in any::<u64>(), k in 0usize..20) {
+        let all = union(&simulate(&ops).iter().map(Vec::as_slice).collect::<Vec<_>>());
+        let mut dup = all.clone();
+        dup.extend(shuffle(&all, seed).into_iter().take(k));
+        prop_assert_eq!(project(&all), project(&shuffle(&dup, seed ^ 0x9e37)));
+    }
+
+    /// Law 2: merge (union of logs) is commutative, associative and idempotent.
+    #[test]
+    fn merge_laws(ops in prop::collection::vec(op(), 1..60)) {
+        let r = simulate(&ops);
+        let (a, b, c) = (r[0].as_slice(), r[1].as_slice(), r[2].as_slice());
+        prop_assert_eq!(project(&union(&[a, b])), project(&union(&[b, a])));
+        let ab = union(&[a, b]);
+        let bc = union(&[b, c]);
+        prop_assert_eq!(project(&union(&[&ab, c])), project(&union(&[a, &bc])));
+        prop_assert_eq!(project(&union(&[a, a])), project(a));
+    }
+
+    /// Law 5: every written entry is present after merging all replicas, and nothing appears
+    /// that was never written; concurrent writes leave a visible conflict.
+    #[test]
+    fn nothing_lost_nothing_invented(ops in prop::collection::vec(op(), 1..60)) {
+        let r = simulate(&ops);
+        let all = union(&[&r[0], &r[1], &r[2]]);
+        let p = project(&all);
+        let written: BTreeSet<&str> = all.iter().map(|e| e.id.as_str()).collect();
+        let created: BTreeSet<&str> = all.iter().filter(|e| matches!(e.data, EventData::Create { .. })).map(|e| e.entry.as_str()).collect();
+        let present: BTreeSet<&str> = p.entries.iter().filter(|(_, f)| f.state.is_some()).map(|(k, _)| k.as_str()).collect();
+        prop_assert_eq!(&created, &present);
+        for folded in p.entries.values() {
+            for v in &folded.versions {
+                prop_assert!(written.contains(v.event.as_str()));
+            }
+            let heads = projections::order::heads(&all.iter().filter(|e| Some(&e.entry) == folded.state.as_ref().map(|s| &s.id)).cloned().collect::<Vec<_>>());
+            if let Some(s) = &folded.state {
+                prop_assert_eq!(&s.heads, &heads);
+                prop_assert_eq!(s.in_conflict(), heads.len() > 1);
+            }
+        }
+        let total: i64 = p.stats.entries_by_status.values().sum();
+        prop_assert_eq!(total, i64::try_from(present.len()).unwrap_or(-1));
+    }
+
+    /// Statistics maintained by delta equal statistics computed from scratch.
+    #[test]
+    fn stats_by_delta_equal_scratch(ops in prop::collection::vec(op(), 1..60)) {
+        let r = simulate(&ops);
+        let all = union(&[&r[0], &r[1], &r[2]]);
+        let mut delta = projections::Stats::default();
+        let mut seen: BTreeMap<String, projections::EntryState> = BTreeMap::new();
+        for n in 1..=all.len() {
+            let p = project(&all[..n]);
+            for (id, f) in &p.entries {
+                if let Some(old) = seen.remove(id) { delta.apply(&old, -1); }
+                if let Some(s) = &f.state { delta.apply(s, 1); seen.insert(id.clone(), s.clone()); }
+            }
+        }
+        prop_assert_eq!(delta, project(&all).stats);
+    }
+
+    /// Canonical encode/decode round-trip for arbitrary text and numbers.
+    #[test]
+    fn canonical_round_trip(summary in any::<String>(), content in ".{0,40}", tag in any::<String>(), conf in 0.0f64..=1.0, actor in "[a-z][a-z0-9-]{0,20}") {
+        let mut f = fields(1, 1);
+        f.summary = summary;
+        f.content = content;
+        f.tags = vec![tag];
+        f.confidence = conf;
+        let e = Event::build("", &actor, "2026-11-22T10:31:12.123Z", vec![], EventData::Create { fields: f, status: Status::Active })
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let line = e.to_line().map_err(|e| TestCaseError::fail(e.to_string()))?;
+        prop_assert!(!line.contains('\n'));
+        let back = decode_line(&line).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        prop_assert_eq!(&back, &e);
+        prop_assert_eq!(back.to_line().ok(), Some(line));
+    }
+
+    /// Any finite double survives the canonical number form exactly.
+    #[test]
+    fn numbers_round_trip(x in any::<f64>().prop_filter("finite", |x| x.is_finite())) {
+        let mut s = String::new();
+        projections::canonical::write_f64(&mut s, x).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let back: f64 = serde_json::from_str(&s).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        prop_assert_eq!(back, if x == 0.0 { 0.0 } else { x });
+    }
+
+    /// Changing any single byte of a line is detected when the line is read.
+    #[test]
+    fn any_altered_byte_is_detected(pos in any::<prop::sample::Index>(), byte in any::<u8>()) {
+        let e = Event::build("", "agent-7", "2026-11-22T10:31:12.123Z", vec![], EventData::Create { fields: fields(3, 1), status: Status::Active })
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let line = e.to_line().map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let mut bytes = line.clone().into_bytes();
+        let i = pos.index(bytes.len());
+        prop_assume!(bytes[i] != byte);
+        bytes[i] = byte;
+        match String::from_utf8(bytes) {
+            Ok(altered) => prop_assert!(decode_line(&altered).is_err(), "altered line accepted: {}", altered),
+            Err(_) => {}
+        }
+    }
+}
+
+fn golden_create() -> Event {
+    let f = EntryFields {
+        section: Section::Decisions,
+        kind: Kind::Decision,
+        subject: "auth.tokens".into(),
+        scope: "service:auth".into(),
+        summary: "Use short-lived JWTs".into(),
+        content: "Tokens live 15 minutes.".into(),
+        tags: vec!["security".into()],
+        confidence: 0.9,
+        evidence: vec![Evidence {
+            kind: EvidenceType::Code,
+            uri: "src/auth/token.rs#L10-L40".into(),
+            note: "token issuing".into(),
+        }],
+        related_entries: vec![],
+        valid_from: None,
+        valid_to: None,
+        review_interval: None,
+    };
+    Event::build(
+        "",
+        "agent-7",
+        "2026-11-22T10:31:12.123Z",
+        vec![],
+        EventData::Create {
+            fields: f,
+            status: Status::Active,
+        },
+    )
+    .unwrap_or_else(|e| panic!("golden event does not build: {e}"))
+}
+
+/// Golden vectors: these ids are part of the format. If this test fails, the encoding or the
+/// hash changed, and every existing log would stop verifying.
+#[test]
+fn golden_hash_vectors() {
+    let create = golden_create();
+    assert_eq!(create.entry, "m-p8bhx3hjz7");
+    assert_eq!(
+        create.id,
+        "6a53ced9ede5676b5280f9db4d1ba61feb622c240cd844fd6c76780bd228f07a"
+    );
+    let pin = Event::build(
+        &create.entry,
+        "agent-8",
+        "2026-11-23T08:00:00.000Z",
+        vec![create.id.clone()],
+        EventData::Pin {
+            reason: Some("critical".into()),
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        pin.id,
+        "c12640ebf23cc56e5c676d1a3283a0b8c0664cf1ac8a8f08853765370da2b760"
+    );
+    assert_eq!(
+        pin.to_line().unwrap_or_default(),
+        format!(
+            "{{\"actor\":\"agent-8\",\"at\":\"2026-11-23T08:00:00.000Z\",\"data\":{{\"reason\":\"critical\"}},\"entry\":\"{}\",\"id\":\"{}\",\"parents\":[\"{}\"],\"type\":\"pin\",\"v\":1}}",
+            create.entry, pin.id, create.id
+        )
+    );
+}
+
+#[test]
+fn unknown_versions_and_types_are_refused_not_misread() {
+    let line = golden_create().to_line().unwrap_or_default();
+    let v2 = line.replace("\"v\":1", "\"v\":2");
+    assert!(matches!(
+        decode_line(&v2),
+        Err(projections::EventError::UnsupportedVersion(2))
+    ));
+    let odd = line.replace("\"type\":\"create\"", "\"type\":\"teleport\"");
+    assert!(matches!(
+        decode_line(&odd),
+        Err(projections::EventError::UnknownType(_))
+    ));
+    let spaced = line.replacen(',', ", ", 1);
+    assert!(matches!(
+        decode_line(&spaced),
+        Err(projections::EventError::NotCanonical)
+    ));
+}
