@@ -182,10 +182,22 @@ impl Session {
                 return Ok(());
             }
         }
-        self.report.applied += self.store.build(events, &next)?;
+        self.report.applied += self.build(events, &next)?;
         self.report.mode = "rebuild";
-        self.store.flush()?;
         Ok(())
+    }
+
+    fn build(&mut self, events: Vec<(Event, String)>, next: &Fingerprint) -> Result<usize> {
+        // `Store::build` consumes the store; put a placeholder-free swap in place by reopening.
+        let path = self.project.store_dir();
+        let (empty, _) = Store::open(&path.with_extension("swap"))?;
+        let old = std::mem::replace(&mut self.store, empty);
+        let (built, n) = old.build(events, next)?;
+        let swap = std::mem::replace(&mut self.store, built);
+        drop(swap);
+        fs_err::remove_dir_all(path.with_extension("swap"))?;
+        self.store.flush()?;
+        Ok(n)
     }
 
     fn prefix_matches(&self, fp: &Fingerprint) -> Result<bool> {
@@ -212,8 +224,7 @@ impl Session {
         let buf = event_log::read_complete(&path, 0)?;
         let events = decode_with_lines(&self.project, &buf, 1, 0)?;
         let next = fingerprint_after(None, 0, &buf).unwrap_or(EMPTY);
-        let n = self.store.build(events, &next)?;
-        self.store.flush()?;
+        let n = self.build(events, &next)?;
         self.report = SyncReport {
             mode: "rebuild",
             applied: n,

@@ -328,10 +328,22 @@ impl Store {
     ///
     /// # Errors
     /// When the store cannot be written.
-    pub fn build(&self, events: Vec<(Event, String)>, fingerprint: &Fingerprint) -> Result<usize> {
-        for ks in &self.ks {
-            ks.clear().map_err(|e| self.err(e))?;
-        }
+    pub fn build(
+        self,
+        events: Vec<(Event, String)>,
+        fingerprint: &Fingerprint,
+    ) -> Result<(Self, usize)> {
+        // Start from an empty database: fjall's `clear` followed by ingestion can lose the
+        // ingested tables on the next open, and a fresh directory is cheaper anyway.
+        let path = self.path.clone();
+        drop(self);
+        fs_err::remove_dir_all(&path)?;
+        let store = Self::open_raw(&path)?;
+        let applied = store.ingest_all(events, fingerprint)?;
+        Ok((store, applied))
+    }
+
+    fn ingest_all(&self, events: Vec<(Event, String)>, fingerprint: &Fingerprint) -> Result<usize> {
         let mut maps: [BTreeMap<Vec<u8>, Vec<u8>>; 8] = Default::default();
         let mut by_entry: BTreeMap<String, Vec<Event>> = BTreeMap::new();
         for (event, line) in events {

@@ -168,7 +168,7 @@ pub fn write_f64(out: &mut String, f: f64) -> Result<(), CanonicalError> {
             out.push_str(rest);
         }
         out.push('e');
-        out.push(if n - 1 >= 0 { '+' } else { '-' });
+        out.push(if n > 0 { '+' } else { '-' });
         let _ = write!(out, "{}", (n - 1).abs());
     }
     Ok(())

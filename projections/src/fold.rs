@@ -88,7 +88,8 @@ pub fn fold_entry(events: &[Event]) -> Folded {
         let before = out.state.clone();
         match apply(out.state.take(), event) {
             Ok(next) => out.state = Some(next),
-            Err((state, problem)) => {
+            Err(boxed) => {
+                let (state, problem) = *boxed;
                 out.state = state;
                 out.anomalies.push((event.id.clone(), problem));
                 continue;
@@ -138,7 +139,7 @@ pub fn fold_entry(events: &[Event]) -> Folded {
     out
 }
 
-type Applied = Result<EntryState, (Option<EntryState>, String)>;
+type Applied = Result<EntryState, Box<(Option<EntryState>, String)>>;
 
 fn apply(state: Option<EntryState>, event: &Event) -> Applied {
     let mut state = match (state, &event.data) {
@@ -165,9 +166,17 @@ fn apply(state: Option<EntryState>, event: &Event) -> Applied {
             });
         }
         (Some(s), EventData::Create { .. }) => {
-            return Err((Some(s), "a second create event for this entry id".into()));
+            return Err(Box::new((
+                Some(s),
+                "a second create event for this entry id".into(),
+            )));
         }
-        (None, _) => return Err((None, "no create event precedes this event".into())),
+        (None, _) => {
+            return Err(Box::new((
+                None,
+                "no create event precedes this event".into(),
+            )));
+        }
         (Some(s), _) => s,
     };
     let touches_content = !matches!(
@@ -190,7 +199,7 @@ fn apply(state: Option<EntryState>, event: &Event) -> Applied {
                         state.status_reason.clone_from(reason);
                     }
                 }
-                Err(problem) => return Err((Some(state), problem)),
+                Err(problem) => return Err(Box::new((Some(state), problem))),
             }
         }
         EventData::Supersede { by: other, reason }

@@ -1,0 +1,120 @@
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub const NOW: &str = "2026-11-22T10:31:12.123Z";
+
+/// A temporary workspace and a way to run memlog in it.
+pub struct Env {
+    pub dir: tempfile::TempDir,
+}
+
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    #[track_caller]
+    pub fn ok(self) -> Self {
+        assert_eq!(
+            self.code, 0,
+            "expected success\nstdout: {}\nstderr: {}",
+            self.stdout, self.stderr
+        );
+        self
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.stdout))
+    }
+}
+
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_memlog")
+}
+
+impl Env {
+    pub fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+        Self { dir }
+    }
+
+    /// A workspace with project `demo` initialized.
+    pub fn with_project() -> Self {
+        let env = Self::new();
+        env.run(&["init", "demo"]).ok();
+        env
+    }
+
+    pub fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn log(&self) -> PathBuf {
+        self.root().join("ai-memory/demo/events.jsonl")
+    }
+
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(bin());
+        c.args(args)
+            .current_dir(self.root())
+            .env("MEMLOG_WORKSPACE", self.root())
+            .env("MEMLOG_ACTOR", "agent-7")
+            .env("MEMLOG_NOW", NOW)
+            .env_remove("MEMLOG_PROJECT")
+            .env_remove("MEMLOG_LOCK_TIMEOUT_MS");
+        c
+    }
+
+    pub fn run(&self, args: &[&str]) -> Run {
+        output(self.command(args).output())
+    }
+
+    pub fn run_at(&self, now: &str, args: &[&str]) -> Run {
+        output(self.command(args).env("MEMLOG_NOW", now).output())
+    }
+
+    /// Adds a valid decision and returns its id.
+    pub fn add(&self, subject: &str, summary: &str) -> String {
+        let r = self
+            .run(&[
+                "add",
+                "--section",
+                "decisions",
+                "--kind",
+                "decision",
+                "--subject",
+                subject,
+                "--scope",
+                "repo",
+                "--summary",
+                summary,
+                "--content",
+                "Details of the decision.",
+                "--confidence",
+                "0.8",
+                "--evidence",
+                "code:src/lib.rs#L1-L9:where it happens",
+                "--tag",
+                "test",
+            ])
+            .ok();
+        r.stdout.trim().to_owned()
+    }
+}
+
+pub fn output(o: std::io::Result<Output>) -> Run {
+    let o = o.unwrap_or_else(|e| panic!("cannot run memlog: {e}"));
+    Run {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
+}
+
+/// Replaces the temp dir path so snapshots are stable.
+pub fn redact(env: &Env, text: &str) -> String {
+    text.replace(&env.root().display().to_string(), "[WORKSPACE]")
+}

@@ -1,0 +1,229 @@
+use crate::common::{Env, redact};
+
+macro_rules! snap {
+    ($name:expr, $value:expr) => {
+        insta::with_settings!({ snapshot_path => "../../snapshots", prepend_module_to_snapshot => false }, {
+            insta::assert_snapshot!($name, $value);
+        });
+    };
+}
+
+#[test]
+fn a_memory_goes_through_its_life() {
+    let env = Env::with_project();
+    let first = env.add("auth.tokens", "Use short-lived JWTs");
+    assert!(first.starts_with("m-") && first.len() == 12, "{first}");
+    let replaced = env
+        .run_at(
+            "2026-11-23T09:00:00Z",
+            &[
+                "supersede",
+                &first[..6],
+                "--summary",
+                "Use 10-minute JWTs",
+                "--reason",
+                "security review",
+            ],
+        )
+        .ok();
+    let second = replaced
+        .stdout
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_owned();
+    env.run_at(
+        "2026-11-24T09:00:00Z",
+        &[
+            "update",
+            &second,
+            "--valid-to",
+            "2027-01-01",
+            "--review-interval",
+            "P30D",
+        ],
+    )
+    .ok();
+    env.run_at(
+        "2026-11-24T10:00:00Z",
+        &["pin", &second, "--reason", "critical path"],
+    )
+    .ok();
+    let state = env
+        .run(&[
+            "add",
+            "--section",
+            "state",
+            "--kind",
+            "metric",
+            "--subject",
+            "ci.duration",
+            "--scope",
+            "environment:staging",
+            "--summary",
+            "CI takes 12 minutes",
+            "--content",
+            "Median of the last 20 runs.",
+            "--confidence",
+            "0.4",
+            "--evidence",
+            "log:https://ci.example.com/runs/42:ci log",
+            "--valid-from",
+            "2026-11-22",
+            "--valid-to",
+            "2026-12-22",
+        ])
+        .ok()
+        .stdout
+        .trim()
+        .to_owned();
+    env.run_at(
+        "2026-11-25T09:00:00Z",
+        &["deprecate", &state, "--reason", "pipeline rewritten"],
+    )
+    .ok();
+
+    snap!(
+        "show",
+        redact(&env, &env.run(&["show", &second]).ok().stdout)
+    );
+    snap!("list", env.run(&["list"]).ok().stdout);
+    snap!("history", env.run(&["history", &second]).ok().stdout);
+    snap!("audit", env.run(&["audit"]).ok().stdout);
+    snap!("stats", env.run(&["stats", "--json"]).ok().stdout);
+    snap!("verify", redact(&env, &env.run(&["verify"]).ok().stdout));
+
+    // Every Memory_Entry field comes back exactly.
+    let shown = env.run(&["show", &second, "--json"]).ok().json();
+    assert_eq!(shown["summary"], "Use 10-minute JWTs");
+    assert_eq!(shown["review_interval"], "P30D");
+    assert_eq!(shown["valid_to"], "2027-01-01T00:00:00.000Z");
+    assert_eq!(shown["pinned"], true);
+    assert_eq!(shown["evidence"][0]["uri"], "src/lib.rs#L1-L9");
+    let old = env.run(&["show", &first, "--json"]).ok().json();
+    assert_eq!(old["status"], "superseded");
+    assert_eq!(old["superseded_by"], second.as_str());
+
+    // The same commands through the bass-agents entry point.
+    let bass = std::path::Path::new(crate::common::bin()).with_file_name("bass-agents");
+    let out = crate::common::output(
+        std::process::Command::new(bass)
+            .args(["memory", "show", &second, "--json"])
+            .env("MEMLOG_WORKSPACE", env.root())
+            .output(),
+    )
+    .ok();
+    assert_eq!(out.json()["id"], second.as_str());
+}
+
+#[test]
+fn apply_takes_updates_arrays_and_agent_results() {
+    let env = Env::with_project();
+    let target = env.add("billing.retries", "Retry payments three times");
+    let result = serde_json::json!({
+        "status": "done",
+        "memory_updates": [
+            {"operation": "create", "entry": {"section": "learnings", "kind": "incident", "subject": "billing.webhooks",
+              "scope": "service:billing", "summary": "Webhooks arrive out of order", "content": "Seen in prod twice.",
+              "confidence": 0.7, "evidence": [{"type": "ticket", "uri": "https://github.com/acme/billing/issues/7", "note": "report"}]}},
+            {"operation": "supersede", "target_id": target, "entry": {"summary": "Retry payments five times", "content": "With backoff.", "confidence": 0.9,
+              "evidence": [{"type": "code", "uri": "src/retry.rs", "note": "policy"}]}},
+            {"operation": "create", "entry": {"section": "nowhere", "summary": "bad"}},
+            {"operation": "deprecate", "target_id": "m-0000000000"}
+        ]
+    });
+    let file = env.root().join("result.json");
+    std::fs::write(&file, result.to_string()).unwrap_or_else(|e| panic!("{e}"));
+    let r = env.run(&["apply", "demo", file.to_str().unwrap_or_default(), "--json"]);
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    let v = r.json();
+    assert_eq!(v["applied"].as_array().map(Vec::len), Some(2));
+    assert_eq!(v["skipped"].as_array().map(Vec::len), Some(2));
+    assert_eq!(v["skipped"][0]["index"], 2);
+    assert_eq!(v["skipped"][1]["code"], "NOT_FOUND");
+    let old = env.run(&["show", &target, "--json"]).ok().json();
+    assert_eq!(old["status"], "superseded");
+    // One bad update alone is an error with the requirement's error format; nothing is written.
+    let before = std::fs::read(env.log()).unwrap_or_default();
+    let mut cmd = env.command(&["apply", "--json", "-"]);
+    cmd.stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("{e}"));
+    if let Some(mut stdin) = child.stdin.take() {
+        use std::io::Write;
+        let _ = stdin.write_all(br#"{"operation":"create","entry":{"section":"decisions","kind":"decision","subject":"x","scope":"galaxy","summary":"s","content":"c","confidence":2,"evidence":[]}}"#);
+    }
+    let r = crate::common::output(child.wait_with_output());
+    assert_eq!(r.code, 3);
+    let err = r.json();
+    assert_eq!(err["success"], false);
+    assert_eq!(err["error"]["code"], "VALIDATION_ERROR");
+    let fields: Vec<&str> = err["error"]["details"]["problems"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| p["field"].as_str())
+        .collect();
+    assert!(
+        fields.contains(&"scope") && fields.contains(&"confidence") && fields.contains(&"evidence"),
+        "{fields:?}"
+    );
+    assert_eq!(std::fs::read(env.log()).unwrap_or_default(), before);
+}
+
+#[test]
+fn concurrent_writers_lose_nothing() {
+    let env = Env::with_project();
+    let mut children = Vec::new();
+    for w in 0..4 {
+        let root = env.root().to_path_buf();
+        children.push(std::thread::spawn(move || {
+            for i in 0..12 {
+                let out = std::process::Command::new(crate::common::bin())
+                    .args([
+                        "--actor",
+                        &format!("agent-{w}"),
+                        "--lock-timeout",
+                        "60000",
+                        "add",
+                        "--section",
+                        "observations",
+                        "--kind",
+                        "other",
+                        "--subject",
+                        "load",
+                        "--scope",
+                        "repo",
+                        "--summary",
+                        &format!("writer {w} entry {i}"),
+                        "--content",
+                        "c",
+                        "--confidence",
+                        "0.5",
+                        "--evidence",
+                        "assumption:none:n",
+                    ])
+                    .env("MEMLOG_WORKSPACE", &root)
+                    .env_remove("MEMLOG_NOW")
+                    .output();
+                let r = crate::common::output(out);
+                assert_eq!(r.code, 0, "{}", r.stderr);
+            }
+        }));
+    }
+    for c in children {
+        c.join()
+            .unwrap_or_else(|_| panic!("writer thread panicked"));
+    }
+    let verify = env.run(&["verify", "--json"]).ok().json();
+    assert_eq!(verify["ok"], true);
+    assert_eq!(verify["events"], 48);
+    let list = env.run(&["list", "--all", "--json"]).ok().json();
+    let ids: std::collections::BTreeSet<String> = list
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e["id"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(ids.len(), 48);
+}

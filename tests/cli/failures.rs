@@ -1,0 +1,225 @@
+use crate::common::Env;
+use std::io::Write;
+
+#[test]
+fn bad_project_names_are_refused_and_nothing_is_written_outside() {
+    let env = Env::new();
+    let outside = env
+        .root()
+        .parent()
+        .map(|p| std::fs::read_dir(p).map(|d| d.count()).unwrap_or(0));
+    for bad in ["../x", "/abs", "", "a\u{1}b", ".memlog", "a/b", ".."] {
+        let r = env.run(&["init", bad]);
+        assert_eq!(r.code, 3, "{bad:?}: {}", r.stderr);
+        assert!(r.stderr.contains("invalid project name"), "{}", r.stderr);
+    }
+    assert!(!env.root().join("ai-memory").exists());
+    assert_eq!(
+        env.root()
+            .parent()
+            .map(|p| std::fs::read_dir(p).map(|d| d.count()).unwrap_or(0)),
+        outside
+    );
+}
+
+#[test]
+fn verify_detects_tampering_and_missing_parents() {
+    let env = Env::with_project();
+    let id = env.add("a", "first");
+    env.run(&["pin", &id]).ok();
+    assert_eq!(env.run(&["verify"]).code, 0);
+    let original = std::fs::read_to_string(env.log()).unwrap_or_default();
+
+    // One byte of the content changed: the hash no longer matches.
+    std::fs::write(env.log(), original.replacen("first", "firsT", 1))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let r = env.run(&["verify"]);
+    assert_eq!(r.code, 1);
+    assert!(
+        r.stdout.contains("events.jsonl:1:") && r.stdout.contains("was altered"),
+        "{}",
+        r.stdout
+    );
+
+    // The create removed: the pin names a parent that is gone.
+    let second_line = original.lines().nth(1).unwrap_or_default();
+    std::fs::write(env.log(), format!("{second_line}\n")).unwrap_or_else(|e| panic!("{e}"));
+    let r = env.run(&["verify", "--json"]);
+    assert_eq!(r.code, 1);
+    let problems = r.json()["problems"].to_string();
+    assert!(problems.contains("is not in the log"), "{problems}");
+}
+
+#[test]
+fn a_damaged_middle_line_is_an_error_naming_line_and_offset() {
+    let env = Env::with_project();
+    env.add("a", "first");
+    env.add("b", "second");
+    let text = std::fs::read_to_string(env.log()).unwrap_or_default();
+    let first_len = text.lines().next().map_or(0, str::len) + 1;
+    let damaged = format!("{}{{not json\n{}", &text[..first_len], &text[first_len..]);
+    std::fs::write(env.log(), damaged).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::remove_dir_all(env.root().join("ai-memory/demo/.memlog"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let r = env.run(&["list", "--json"]);
+    assert_eq!(r.code, 6);
+    let err = r.json();
+    assert_eq!(err["error"]["code"], "CORRUPT_LOG");
+    assert_eq!(err["error"]["details"]["line"], 2);
+    assert_eq!(err["error"]["details"]["offset"], first_len);
+}
+
+#[test]
+fn a_torn_last_line_is_quarantined_and_writing_goes_on() {
+    let env = Env::with_project();
+    env.add("a", "first");
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(env.log())
+        .unwrap_or_else(|e| panic!("{e}"));
+    f.write_all(br#"{"actor":"agent-7","at":"2026-11-22T1"#)
+        .unwrap_or_else(|e| panic!("{e}"));
+    drop(f);
+    assert_eq!(env.run(&["verify"]).code, 1);
+    let listed = env.run(&["list", "--json"]).ok().json();
+    assert_eq!(listed.as_array().map(Vec::len), Some(1));
+    let quarantine =
+        std::fs::read_to_string(env.root().join("ai-memory/demo/.memlog/quarantine.jsonl"))
+            .unwrap_or_default();
+    assert!(
+        quarantine.starts_with(r#"{"actor":"agent-7","at":"2026-11-22T1"#),
+        "{quarantine}"
+    );
+    env.add("b", "second");
+    assert_eq!(env.run(&["verify"]).code, 0);
+    assert_eq!(
+        env.run(&["list", "--json"])
+            .ok()
+            .json()
+            .as_array()
+            .map(Vec::len),
+        Some(2)
+    );
+}
+
+#[test]
+fn a_held_lock_times_out_with_a_clear_error() {
+    let env = Env::with_project();
+    env.add("a", "first");
+    let lock_path = env.root().join("ai-memory/demo/.memlog/store.lock");
+    let _held =
+        memlog::lock::FileLock::acquire(&lock_path, "store", std::time::Duration::from_secs(1))
+            .unwrap_or_else(|e| panic!("{e}"));
+    let r = env.run(&["--lock-timeout", "200", "show", "m-", "--json"]);
+    assert_eq!(r.code, 5);
+    let err = r.json();
+    assert_eq!(err["error"]["code"], "LOCK_TIMEOUT");
+    assert_eq!(err["error"]["details"]["lock"], "store");
+    assert!(
+        err["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("--lock-timeout")
+    );
+    // A create still lands in the log while the store is busy; the store catches up later.
+    let r = env.run(&[
+        "--lock-timeout",
+        "200",
+        "add",
+        "--section",
+        "learnings",
+        "--kind",
+        "other",
+        "--subject",
+        "s",
+        "--scope",
+        "org",
+        "--summary",
+        "while busy",
+        "--content",
+        "c",
+        "--confidence",
+        "0.7",
+        "--evidence",
+        "doc:docs/a.md:n",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    drop(_held);
+    assert_eq!(
+        env.run(&["list", "--json"])
+            .ok()
+            .json()
+            .as_array()
+            .map(Vec::len),
+        Some(2)
+    );
+}
+
+#[test]
+fn schema_violations_are_named() {
+    let env = Env::with_project();
+    let r = env.run(&[
+        "--json",
+        "add",
+        "--section",
+        "state",
+        "--kind",
+        "metric",
+        "--subject",
+        "s",
+        "--scope",
+        "service:",
+        "--summary",
+        &"x".repeat(301),
+        "--content",
+        "c",
+        "--confidence",
+        "1.5",
+    ]);
+    assert_eq!(r.code, 3);
+    let problems = r.json()["error"]["details"]["problems"].clone();
+    let got: Vec<(String, String)> = problems
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|p| {
+            (
+                p["field"].as_str().unwrap_or_default().to_owned(),
+                p["constraint"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    for want in [
+        ("scope", "pattern"),
+        ("summary", "max_length"),
+        ("confidence", "range"),
+        ("evidence", "required"),
+        ("valid_to", "required"),
+    ] {
+        assert!(
+            got.contains(&(want.0.to_owned(), want.1.to_owned())),
+            "{want:?} missing from {got:?}"
+        );
+    }
+    // 300 characters of multi-byte text is within the limit: lengths count characters.
+    let r = env.run(&[
+        "add",
+        "--section",
+        "learnings",
+        "--kind",
+        "other",
+        "--subject",
+        "s",
+        "--scope",
+        "repo",
+        "--summary",
+        &"é".repeat(300),
+        "--content",
+        "c",
+        "--confidence",
+        "0.7",
+        "--evidence",
+        "doc:docs/a.md:n",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+}

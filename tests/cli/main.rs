@@ -1,0 +1,7 @@
+//! Integration tests: the real binary on temporary workspaces, with a fixed clock and actor.
+
+mod common;
+mod end_to_end;
+mod failures;
+mod merge;
+mod replay;
