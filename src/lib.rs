@@ -10,6 +10,7 @@ pub mod error;
 pub mod event_log;
 pub mod evidence_uri;
 pub mod lock;
+pub mod parallel;
 pub mod project;
 pub mod secret_scan;
 pub mod session;

@@ -39,7 +39,8 @@ pub struct QuarantineNote {
 #[derive(Debug)]
 pub struct Session {
     pub project: Project,
-    pub store: Store,
+    /// Always `Some` outside [`Session::build`], which closes the store to swap in a new one.
+    store: Option<Store>,
     pub report: SyncReport,
     _lock: FileLock,
 }
@@ -80,13 +81,24 @@ fn decode_with_lines(
     base: u64,
 ) -> Result<Vec<(Event, String)>> {
     let path = project.log_path();
-    event_log::lines(buf, first, base)
+    let lines: Vec<event_log::Line<'_>> = event_log::lines(buf, first, base)
         .filter(|l| !event_log::is_blank(l))
-        .map(|l| {
-            let event = event_log::decode(&path, &l)?;
-            Ok((event, String::from_utf8_lossy(l.bytes).into_owned()))
-        })
-        .collect()
+        .collect();
+    let chunks = crate::parallel::map_chunks(&lines, |chunk| {
+        chunk
+            .iter()
+            .map(|l| {
+                let event = event_log::decode(&path, l)?;
+                // `decode` proved the line is UTF-8.
+                Ok((event, String::from_utf8_lossy(l.bytes).into_owned()))
+            })
+            .collect::<Result<Vec<_>>>()
+    });
+    let mut events = Vec::with_capacity(lines.len());
+    for chunk in chunks {
+        events.extend(chunk?);
+    }
+    Ok(events)
 }
 
 /// Moves a torn tail to quarantine, but only when no writer is appending right now.
@@ -119,7 +131,7 @@ impl Session {
         let (store, _fresh) = Store::open(&project.store_dir())?;
         let mut session = Self {
             project: project.clone(),
-            store,
+            store: Some(store),
             report: SyncReport::default(),
             _lock: lock,
         };
@@ -139,7 +151,7 @@ impl Session {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
             Err(e) => return Err(e.into()),
         };
-        let fp = self.store.fingerprint()?;
+        let fp = self.store().fingerprint()?;
         if let Some(fp) = &fp
             && fp.len <= len
             && self.prefix_matches(fp)?
@@ -160,7 +172,7 @@ impl Session {
                 fp.len,
             )?;
             let next = fingerprint_after(Some(fp), fp.len, &buf).unwrap_or(EMPTY);
-            self.report.applied += self.store.apply(events, &next)?;
+            self.report.applied += self.store().apply(events, &next)?;
             self.report.mode = "append";
             return Ok(());
         }
@@ -168,16 +180,16 @@ impl Session {
         let buf = event_log::read_complete(&path, 0)?;
         let events = decode_with_lines(&self.project, &buf, 1, 0)?;
         let next = fingerprint_after(None, 0, &buf).unwrap_or(EMPTY);
-        let stored = self.store.event_count()?;
+        let stored = self.store().event_count()?;
         if fp.is_some() && stored > 0 {
             let mut present = std::collections::BTreeSet::new();
             for (e, _) in &events {
-                if self.store.has_event(&e.id)? {
+                if self.store().has_event(&e.id)? {
                     present.insert(e.id.as_str());
                 }
             }
             if present.len() == stored {
-                self.report.applied += self.store.apply(events, &next)?;
+                self.report.applied += self.store().apply(events, &next)?;
                 self.report.mode = "merge";
                 return Ok(());
             }
@@ -187,16 +199,37 @@ impl Session {
         Ok(())
     }
 
+    /// The caught-up store.
+    pub fn store(&self) -> &Store {
+        self.store
+            .as_ref()
+            .expect("the store is open whenever a session is visible")
+    }
+
+    /// Replays `events` into a new store built beside the current one, then swaps it in.
+    ///
+    /// The new store is complete and flushed before the old one is removed, so a crash at any
+    /// point leaves a usable store (the old one, or the new one) and at worst a stale staging
+    /// directory, which the next build removes.
     fn build(&mut self, events: Vec<(Event, String)>, next: &Fingerprint) -> Result<usize> {
-        // `Store::build` consumes the store; put a placeholder-free swap in place by reopening.
-        let path = self.project.store_dir();
-        let (empty, _) = Store::open(&path.with_extension("swap"))?;
-        let old = std::mem::replace(&mut self.store, empty);
-        let (built, n) = old.build(events, next)?;
-        let swap = std::mem::replace(&mut self.store, built);
-        drop(swap);
-        fs_err::remove_dir_all(path.with_extension("swap"))?;
-        self.store.flush()?;
+        let dir = self.project.store_dir();
+        let staging = dir.with_extension("building");
+        let n = Store::build_at(&staging, events, next)?;
+        drop(self.store.take());
+        let retired = dir.with_extension("retired");
+        if retired.exists() {
+            fs_err::remove_dir_all(&retired)?;
+        }
+        if dir.exists() {
+            fs_err::rename(&dir, &retired)?;
+        }
+        fs_err::rename(&staging, &dir)?;
+        let (store, _) = Store::open(&dir)?;
+        self.store = Some(store);
+        fs_err::remove_dir_all(&retired).or_else(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => Ok(()),
+            _ => Err(e),
+        })?;
         Ok(n)
     }
 
@@ -238,7 +271,7 @@ impl Session {
     /// # Errors
     /// [`Error::NotFound`] or [`Error::AmbiguousId`].
     pub fn resolve(&self, prefix: &str) -> Result<String> {
-        let ids = self.store.ids_with_prefix(prefix, 5)?;
+        let ids = self.store().ids_with_prefix(prefix, 5)?;
         match ids.len() {
             0 => Err(Error::NotFound {
                 project: self.project.name.to_string(),

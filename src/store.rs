@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 
 /// Bumped whenever the layout or the meaning of a projection changes: a store of another format
 /// is rebuilt from the log, never misread.
-pub const STORE_FORMAT: &str = "memlog-store-3";
+pub const STORE_FORMAT: &str = "memlog-store-4";
 
 const KEYSPACES: [&str; 8] = [
     "meta",
@@ -323,59 +323,75 @@ impl Store {
         Ok(out)
     }
 
-    /// Replaces the whole store content with the projections of `events` (a full rebuild), using
-    /// bulk ingestion. Duplicated events are applied once.
+    /// Creates a complete store at `path` (replacing whatever is there) holding the projections
+    /// of `events`, by bulk ingestion, and closes it. Duplicated events are applied once.
     ///
     /// # Errors
     /// When the store cannot be written.
-    pub fn build(
-        self,
+    pub fn build_at(
+        path: &Path,
         events: Vec<(Event, String)>,
         fingerprint: &Fingerprint,
-    ) -> Result<(Self, usize)> {
-        // Start from an empty database: fjall's `clear` followed by ingestion can lose the
-        // ingested tables on the next open, and a fresh directory is cheaper anyway.
-        let path = self.path.clone();
-        drop(self);
-        fs_err::remove_dir_all(&path)?;
-        let store = Self::open_raw(&path)?;
+    ) -> Result<usize> {
+        // Always a fresh directory: fjall's `clear` followed by ingestion can lose the ingested
+        // tables on the next open, and bulk ingestion into an empty database is the fast path.
+        if path.exists() {
+            fs_err::remove_dir_all(path)?;
+        }
+        let store = Self::open_raw(path)?;
         let applied = store.ingest_all(events, fingerprint)?;
-        Ok((store, applied))
+        store.flush()?;
+        Ok(applied)
     }
 
     fn ingest_all(&self, events: Vec<(Event, String)>, fingerprint: &Fingerprint) -> Result<usize> {
-        let mut maps: [BTreeMap<Vec<u8>, Vec<u8>>; 8] = Default::default();
+        let mut tables: [Vec<(Vec<u8>, Vec<u8>)>; 8] = Default::default();
+        let mut seen = std::collections::HashSet::with_capacity(events.len());
         let mut by_entry: BTreeMap<String, Vec<Event>> = BTreeMap::new();
         for (event, line) in events {
-            if maps[K_EVENTS].contains_key(event.id.as_bytes()) {
+            if !seen.insert(event.id.clone()) {
                 continue;
             }
             let mut k = event.entry.clone().into_bytes();
             k.extend_from_slice(event.id.as_bytes());
-            maps[K_ENTRY_EVENTS].insert(k, Vec::new());
-            maps[K_EVENTS].insert(event.id.clone().into_bytes(), line.into_bytes());
+            tables[K_ENTRY_EVENTS].push((k, Vec::new()));
+            tables[K_EVENTS].push((event.id.clone().into_bytes(), line.into_bytes()));
             by_entry.entry(event.entry.clone()).or_default().push(event);
         }
-        let applied = maps[K_EVENTS].len();
-        let mut stats = Stats::default();
-        for (_, events) in by_entry {
-            let records = derive(fold_entry(&events));
-            if let Some(s) = &records.state {
-                stats.apply(s, 1);
+        let applied = seen.len();
+        // Folding is independent per entry: spread the entries over the cores.
+        let groups: Vec<Vec<Event>> = by_entry.into_values().collect();
+        let parts = crate::parallel::map_chunks(&groups, |chunk| {
+            let mut stats = Stats::default();
+            let mut kvs = Vec::new();
+            for events in chunk {
+                let records = derive(fold_entry(events));
+                if let Some(s) = &records.state {
+                    stats.apply(s, 1);
+                }
+                kvs.extend(records.kvs);
             }
-            for (k, key, value) in records.kvs {
-                maps[k].insert(key, value);
+            (stats, kvs)
+        });
+        let mut stats = Stats::default();
+        for (part, kvs) in parts {
+            stats.merge(&part);
+            for (k, key, value) in kvs {
+                tables[k].push((key, value));
             }
         }
-        maps[K_META].insert(b"format".to_vec(), STORE_FORMAT.as_bytes().to_vec());
-        maps[K_META].insert(b"log".to_vec(), to_json(fingerprint));
-        maps[K_META].insert(b"stats".to_vec(), to_json(&stats));
-        for (k, map) in maps.into_iter().enumerate() {
-            if map.is_empty() {
+        tables[K_META].push((b"format".to_vec(), STORE_FORMAT.as_bytes().to_vec()));
+        tables[K_META].push((b"log".to_vec(), to_json(fingerprint)));
+        tables[K_META].push((b"stats".to_vec(), to_json(&stats)));
+        for (k, mut table) in tables.into_iter().enumerate() {
+            if table.is_empty() {
                 continue;
             }
+            // Ingestion wants ascending, unique keys.
+            table.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+            table.dedup_by(|a, b| a.0 == b.0);
             let mut ingestion = self.ks[k].start_ingestion().map_err(|e| self.err(e))?;
-            for (key, value) in map {
+            for (key, value) in table {
                 ingestion.write(key, value).map_err(|e| self.err(e))?;
             }
             ingestion.finish().map_err(|e| self.err(e))?;
@@ -441,7 +457,8 @@ impl Store {
     /// # Errors
     /// When the store cannot be read.
     pub fn hot_count(&self) -> Result<usize> {
-        self.ks[K_ENTRIES].len().map_err(|e| self.err(e))
+        // From the statistics: counting the keyspace would read every entry.
+        Ok(usize::try_from(self.stats()?.hot_entries).unwrap_or(0))
     }
 
     /// Every version of an entry, oldest first.
@@ -449,7 +466,9 @@ impl Store {
     /// # Errors
     /// When the store cannot be read.
     pub fn versions(&self, entry: &str) -> Result<Vec<Version>> {
-        self.prefix_json(K_VERSIONS, &format!("{entry}/"))
+        let mut versions: Vec<Version> = self.prefix_json(K_VERSIONS, &format!("{entry}/"))?;
+        projections::fill_changes(&mut versions);
+        Ok(versions)
     }
 
     /// Audit records of one entry, or of all entries (ordered by time, then event id).

@@ -227,7 +227,7 @@ pub fn write(
     let write_lock = FileLock::acquire(&project.write_lock_path(), "write", ctx.lock_timeout)?;
     session.catch_up()?;
     let state = match &target {
-        Some(t) => Some(session.store.entry(t)?.ok_or_else(|| Error::NotFound {
+        Some(t) => Some(session.store().entry(t)?.ok_or_else(|| Error::NotFound {
             project: project.name.to_string(),
             prefix: t.clone(),
         })?),
@@ -243,7 +243,7 @@ pub fn write(
     drop(write_lock);
     session.catch_up()?;
     Ok(Written {
-        entry: session.store.entry(&id)?,
+        entry: session.store().entry(&id)?,
         id,
         superseded,
         events: events.into_iter().map(|e| e.id).collect(),

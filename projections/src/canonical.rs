@@ -63,20 +63,54 @@ fn write_value(out: &mut String, value: &Value) -> Result<(), CanonicalError> {
     Ok(())
 }
 
+/// Encodes an object canonically (the same as [`to_canonical_string`] of `Value::Object`).
+///
+/// # Errors
+/// As [`to_canonical_string`].
+pub fn map_to_canonical_string(map: &Map<String, Value>) -> Result<String, CanonicalError> {
+    let mut out = String::with_capacity(1024);
+    write_object(&mut out, map)?;
+    Ok(out)
+}
+
+/// Whether byte order and UTF-16 order agree for `key`: they differ only for characters at or
+/// above U+E000, whose UTF-8 encodings start with a byte of 0xEE or more.
+fn orders_agree(key: &str) -> bool {
+    key.bytes().all(|b| b < 0xEE)
+}
+
 fn write_object(out: &mut String, map: &Map<String, Value>) -> Result<(), CanonicalError> {
-    let mut keys: Vec<&String> = map.keys().collect();
-    // serde_json's map is ordered by UTF-8 bytes; JCS orders by UTF-16 code units. The two agree
-    // except for characters above U+FFFF against U+E000..U+FFFF, so sort explicitly.
-    keys.sort_by(|a, b| a.encode_utf16().cmp(b.encode_utf16()));
+    // JCS orders keys by UTF-16 code units. For the usual keys (no characters at or above
+    // U+E000) that is byte order, and when the map already iterates in that order (serde_json's
+    // default map does) no sort is needed.
+    let mut previous: Option<&String> = None;
+    let presorted = map.keys().all(|k| {
+        let ok = orders_agree(k) && previous.is_none_or(|p| p.as_bytes() < k.as_bytes());
+        previous = Some(k);
+        ok
+    });
     out.push('{');
-    for (i, key) in keys.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
+    if presorted {
+        for (i, (key, value)) in map.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            write_string(out, key);
+            out.push(':');
+            write_value(out, value)?;
         }
-        write_string(out, key);
-        out.push(':');
-        if let Some(v) = map.get(key.as_str()) {
-            write_value(out, v)?;
+    } else {
+        let mut keys: Vec<&String> = map.keys().collect();
+        keys.sort_by(|a, b| a.encode_utf16().cmp(b.encode_utf16()));
+        for (i, key) in keys.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            write_string(out, key);
+            out.push(':');
+            if let Some(v) = map.get(key.as_str()) {
+                write_value(out, v)?;
+            }
         }
     }
     out.push('}');
@@ -85,22 +119,39 @@ fn write_object(out: &mut String, map: &Map<String, Value>) -> Result<(), Canoni
 
 /// Writes a JSON string literal with the minimal JCS escaping.
 pub fn write_string(out: &mut String, s: &str) {
+    out.reserve(s.len() + 2);
     out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{08}' => out.push_str("\\b"),
-            '\u{0c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
+    let needs_escape = |b: u8| b < 0x20 || b == b'"' || b == b'\\';
+    if !s.bytes().any(needs_escape) {
+        // The common case, checked by a loop the compiler vectorizes.
+        out.push_str(s);
+        out.push('"');
+        return;
     }
+    // Copy runs of bytes that need no escape in one go. Every byte that needs one is ASCII, so
+    // the slice boundaries below are always character boundaries.
+    let mut run = 0;
+    for (i, b) in s.bytes().enumerate() {
+        let escape = match b {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            0x08 => "\\b",
+            0x0c => "\\f",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0x00..=0x1f => "",
+            _ => continue,
+        };
+        out.push_str(&s[run..i]);
+        if escape.is_empty() {
+            let _ = write!(out, "\\u{b:04x}");
+        } else {
+            out.push_str(escape);
+        }
+        run = i + 1;
+    }
+    out.push_str(&s[run..]);
     out.push('"');
 }
 

@@ -7,7 +7,9 @@
 //! Crockford base32 characters of blake3([`ENTRY_DOMAIN`] + canonical object without `id` and
 //! `entry`).
 
-use crate::canonical::{CanonicalError, to_canonical_string};
+use crate::canonical::{
+    CanonicalError, map_to_canonical_string, to_canonical_string, write_string,
+};
 use crate::model::{EntryFields, EventType, Lifecycle, PATCHABLE_FIELDS, Status};
 use crate::time::is_event_timestamp;
 use serde::{Deserialize, Serialize};
@@ -566,6 +568,45 @@ fn take_string(map: &mut Map<String, Value>, key: &'static str) -> Result<String
     }
 }
 
+/// Byte offsets in an event body's canonical encoding (without `id`) of the commas that start
+/// the top-level `"entry"` and `"parents"` members.
+#[derive(Clone, Copy)]
+struct TopLevel {
+    entry: Option<usize>,
+    parents: usize,
+}
+
+/// Finds the top-level `entry` and `parents` members in `body`, the canonical encoding of `map`.
+///
+/// Members are in key order: `actor`, `at`, `data`, `entry`, `parents`, `type`, `v`. When
+/// `parents` is an array of strings and `type` a string, nothing after the top-level `parents`
+/// key can contain the text `,"parents":` (strings cannot hold an unescaped quote), so the last
+/// occurrence is the top-level one; the same holds for a string `entry`, which sits just before
+/// `parents`. Anything else returns `None` and the caller encodes the slow way.
+fn top_level_key_offsets(map: &Map<String, Value>, body: &str) -> Option<TopLevel> {
+    let parents_ok = matches!(map.get("parents"), Some(Value::Array(items))
+        if items.iter().all(Value::is_string));
+    let tail_ok = map.get("type").is_none_or(Value::is_string)
+        && map.get("v").is_none_or(Value::is_number)
+        && map.keys().all(|k| {
+            matches!(
+                k.as_str(),
+                "actor" | "at" | "data" | "entry" | "parents" | "type" | "v"
+            )
+        });
+    if !parents_ok || !tail_ok {
+        return None;
+    }
+    let parents = body.rfind(",\"parents\":")?;
+    let entry = match map.get("entry") {
+        Some(Value::String(_)) => body[..parents]
+            .rfind(",\"entry\":")
+            .filter(|e| body[e + 1..parents].starts_with("\"entry\":\"")),
+        _ => None,
+    };
+    Some(TopLevel { entry, parents })
+}
+
 /// Reads one log line (without its newline) as an event, checking everything a single line can
 /// prove: JSON, canonical form, known version and type, schema of the data, id and entry id.
 ///
@@ -599,23 +640,53 @@ pub fn decode_line(line: &str) -> Result<Event, EventError> {
     }) {
         return Err(EventError::UnknownKey(k.clone()));
     }
-    let canonical = to_canonical_string(&Value::Object(map.clone()))?;
-    if canonical != line {
+    // One canonical encoding serves three checks: the body without `id` is what the id hashes,
+    // the line must be that body with `id` in its sorted place, and a create's entry id hashes
+    // the body without `entry` as well.
+    let stated_id = match map.get("id") {
+        Some(Value::String(s)) => s.clone(),
+        Some(_) if to_canonical_string(&Value::Object(map.clone()))? != line => {
+            return Err(EventError::NotCanonical);
+        }
+        _ => take_string(&mut map, "id")?,
+    };
+    map.remove("id");
+    let body = map_to_canonical_string(&map)?;
+    let splice = top_level_key_offsets(&map, &body);
+    let canonical_line = match splice {
+        Some(TopLevel { parents, .. }) => {
+            let mut full = String::with_capacity(body.len() + stated_id.len() + 8);
+            full.push_str(&body[..=parents]);
+            full.push_str("\"id\":");
+            write_string(&mut full, &stated_id);
+            full.push(',');
+            full.push_str(&body[parents + 1..]);
+            full
+        }
+        None => {
+            let mut with_id = map.clone();
+            with_id.insert("id".into(), Value::String(stated_id.clone()));
+            map_to_canonical_string(&with_id)?
+        }
+    };
+    if canonical_line != line {
         return Err(EventError::NotCanonical);
     }
-    let stated_id = take_string(&mut map, "id")?;
-    let body_canonical = to_canonical_string(&Value::Object(map.clone()))?;
-    let computed = hash_with(EVENT_DOMAIN, &body_canonical)
-        .to_hex()
-        .to_string();
+    let computed = hash_with(EVENT_DOMAIN, &body).to_hex().to_string();
 
     let derived_entry = if map.get("type").and_then(Value::as_str) == Some("create") {
-        let mut raw = map.clone();
-        raw.remove("entry");
-        Some(entry_id_from_hash(&hash_with(
-            ENTRY_DOMAIN,
-            &to_canonical_string(&Value::Object(raw))?,
-        )))
+        let without_entry = match splice {
+            Some(TopLevel {
+                entry: Some(entry),
+                parents,
+            }) => format!("{}{}", &body[..entry], &body[parents..]),
+            _ => {
+                let mut raw = map.clone();
+                raw.remove("entry");
+                map_to_canonical_string(&raw)?
+            }
+        };
+        Some(entry_id_from_hash(&hash_with(ENTRY_DOMAIN, &without_entry)))
     } else {
         None
     };

@@ -25,8 +25,21 @@ pub struct Version {
     pub event_type: EventType,
     pub actor: String,
     pub at: String,
+    /// What this version changed. Not stored (it follows from consecutive snapshots):
+    /// [`fold_entry`] leaves it empty and [`fill_changes`] computes it for display.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub changes: Vec<Change>,
     pub state: EntryState,
+}
+
+/// Computes `changes` of each version of one entry (in version order) from its snapshot and the
+/// snapshot before it.
+pub fn fill_changes(versions: &mut [Version]) {
+    for i in 0..versions.len() {
+        let (before, rest) = versions.split_at_mut(i);
+        let current = &mut rest[0];
+        current.changes = diff(before.last().map(|v| &v.state), &current.state);
+    }
 }
 
 /// The dimension an audit record is about.
@@ -132,7 +145,7 @@ pub fn fold_entry(events: &[Event]) -> Folded {
             event_type: event.event_type(),
             actor: event.actor.clone(),
             at: event.at.clone(),
-            changes: diff(before.as_ref(), state),
+            changes: Vec::new(),
             state: state.clone(),
         });
     }

@@ -14,7 +14,7 @@ pub mod stats;
 pub mod time;
 
 pub use event::{Event, EventData, EventError, decode_line};
-pub use fold::{AuditRecord, Change, Dimension, Folded, Version, fold_entry};
+pub use fold::{AuditRecord, Change, Dimension, Folded, Version, fill_changes, fold_entry};
 pub use model::{
     EntryFields, EntryState, EventType, Evidence, EvidenceType, Kind, Lifecycle, Section, Status,
 };

@@ -17,6 +17,8 @@ pub const CONFIDENCE_BUCKETS: [&str; 5] = ["0.0-0.2", "0.2-0.4", "0.4-0.6", "0.6
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Stats {
     pub total_entries: i64,
+    /// Entries in the active index (not archived, expired or purged).
+    pub hot_entries: i64,
     pub entries_by_section: BTreeMap<String, i64>,
     pub entries_by_status: BTreeMap<String, i64>,
     pub entries_by_kind: BTreeMap<String, i64>,
@@ -50,6 +52,9 @@ impl Stats {
     pub fn apply(&mut self, s: &EntryState, sign: i64) {
         let micros = confidence_micros(s.fields.confidence);
         self.total_entries += sign;
+        if !s.is_cold() {
+            self.hot_entries += sign;
+        }
         bump(
             &mut self.entries_by_section,
             s.fields.section.as_str(),
@@ -94,6 +99,46 @@ impl Stats {
         }
         if s.purged {
             self.purged_count += sign;
+        }
+    }
+
+    /// Adds every counter of `other` (statistics of a disjoint set of entries) to `self`.
+    pub fn merge(&mut self, other: &Self) {
+        self.total_entries += other.total_entries;
+        self.hot_entries += other.hot_entries;
+        self.confidence_micros_sum += other.confidence_micros_sum;
+        self.low_confidence_count += other.low_confidence_count;
+        self.stale_evidence_count += other.stale_evidence_count;
+        self.pinned_count += other.pinned_count;
+        self.conflict_count += other.conflict_count;
+        self.purged_count += other.purged_count;
+        for (mine, theirs) in [
+            (&mut self.entries_by_section, &other.entries_by_section),
+            (&mut self.entries_by_status, &other.entries_by_status),
+            (&mut self.entries_by_kind, &other.entries_by_kind),
+            (&mut self.entries_by_scope, &other.entries_by_scope),
+            (&mut self.entries_by_lifecycle, &other.entries_by_lifecycle),
+            (
+                &mut self.confidence_distribution,
+                &other.confidence_distribution,
+            ),
+            (
+                &mut self.evidence_type_distribution,
+                &other.evidence_type_distribution,
+            ),
+            (&mut self.entries_by_agent, &other.entries_by_agent),
+            (
+                &mut self.entries_created_per_day,
+                &other.entries_created_per_day,
+            ),
+            (
+                &mut self.entries_superseded_per_day,
+                &other.entries_superseded_per_day,
+            ),
+        ] {
+            for (key, delta) in theirs {
+                bump(mine, key, *delta);
+            }
         }
     }
 

@@ -233,6 +233,23 @@ proptest! {
         prop_assert_eq!(delta, project(&all).stats);
     }
 
+    /// Statistics are additive over disjoint sets of entries: merging the statistics of any
+    /// split equals the statistics of the whole (what a parallel rebuild relies on).
+    #[test]
+    fn stats_merge_is_additive(ops in prop::collection::vec(op(), 1..60), cut in 0usize..100) {
+        let r = simulate(&ops);
+        let all = union(&[&r[0], &r[1], &r[2]]);
+        let p = project(&all);
+        let states: Vec<&projections::EntryState> = p.entries.values().filter_map(|f| f.state.as_ref()).collect();
+        let cut = cut.min(states.len());
+        let mut left = projections::Stats::default();
+        let mut right = projections::Stats::default();
+        for s in &states[..cut] { left.apply(s, 1); }
+        for s in &states[cut..] { right.apply(s, 1); }
+        left.merge(&right);
+        prop_assert_eq!(left, p.stats);
+    }
+
     /// Canonical encode/decode round-trip for arbitrary text and numbers.
     #[test]
     fn canonical_round_trip(summary in any::<String>(), content in ".{0,40}", tag in any::<String>(), conf in 0.0f64..=1.0, actor in "[a-z][a-z0-9-]{0,20}") {

@@ -21,6 +21,7 @@ use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub use bench::report_peak_rss;
 pub use output::{ExitCode, Out};
 
 /// Durable, auditable memory for AI agents, kept as a content-addressed event log in git.

@@ -66,7 +66,7 @@ fn value_text(v: &Value) -> String {
 pub fn show(ctx: &Ctx, args: ShowArgs, out: &mut Out) -> Result<ExitCode> {
     let session = open(ctx, None)?;
     let id = session.resolve(&normalize_id(&args.id))?;
-    let Some(state) = session.store.entry(&id)? else {
+    let Some(state) = session.store().entry(&id)? else {
         return Err(crate::Error::NotFound {
             project: session.project.name.to_string(),
             prefix: id,
@@ -182,7 +182,7 @@ pub fn list(ctx: &Ctx, args: ListArgs, out: &mut Out) -> Result<ExitCode> {
                 .as_deref()
                 .is_none_or(|v| s.fields.kind.as_str() == v)
     };
-    let entries = session.store.recent(limit, keep)?;
+    let entries = session.store().recent(limit, keep)?;
     if out.json {
         let items: Vec<Value> = entries
             .iter()
@@ -214,7 +214,7 @@ pub fn list(ctx: &Ctx, args: ListArgs, out: &mut Out) -> Result<ExitCode> {
             clip(&s.fields.summary, 80)
         ));
     }
-    let total = session.store.hot_count()?;
+    let total = session.store().hot_count()?;
     if entries.len() == limit && total > limit {
         out.line(format!(
             "(showing {limit} of {total} entries; use --limit N or --all)"
@@ -226,7 +226,7 @@ pub fn list(ctx: &Ctx, args: ListArgs, out: &mut Out) -> Result<ExitCode> {
 pub fn history(ctx: &Ctx, args: HistoryArgs, out: &mut Out) -> Result<ExitCode> {
     let session = open(ctx, None)?;
     let id = session.resolve(&normalize_id(&args.id))?;
-    let versions = session.store.versions(&id)?;
+    let versions = session.store().versions(&id)?;
     if out.json {
         out.json(&versions);
         return Ok(ExitCode::Ok);
@@ -262,7 +262,7 @@ pub fn audit(ctx: &Ctx, args: AuditArgs, out: &mut Out) -> Result<ExitCode> {
         .as_deref()
         .map(|i| session.resolve(&normalize_id(i)))
         .transpose()?;
-    let mut records = session.store.audit(id.as_deref())?;
+    let mut records = session.store().audit(id.as_deref())?;
     if let Some(n) = args.limit {
         let skip = records.len().saturating_sub(n);
         records.drain(..skip);

@@ -32,7 +32,7 @@ pub fn dump(ctx: &Ctx, args: ProjectArg, out: &mut Out) -> Result<ExitCode> {
     let project = ctx.project(args.project.as_deref())?;
     let session = Session::open(&project, ctx.lock_timeout())?;
     let mut w = std::io::BufWriter::new(out.raw());
-    match session.store.dump(&mut w) {
+    match session.store().dump(&mut w) {
         Err(crate::Error::Io(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(ExitCode::Ok),
         other => other.map(|()| ExitCode::Ok),
     }

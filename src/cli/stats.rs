@@ -23,7 +23,7 @@ fn series(map: &BTreeMap<String, i64>) -> Value {
 pub fn run(ctx: &Ctx, args: StatsArgs, out: &mut Out) -> Result<ExitCode> {
     let project = ctx.project(args.project.as_deref())?;
     let session = Session::open(&project, ctx.lock_timeout())?;
-    let s = session.store.stats()?;
+    let s = session.store().stats()?;
     let mut agents: Vec<(&String, &i64)> = s.entries_by_agent.iter().collect();
     agents.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
     let superseded = s.entries_by_status.get("superseded").copied().unwrap_or(0);

@@ -1,4 +1,4 @@
-use crate::common::{Env, redact};
+use crate::common::{Env, output, redact};
 
 macro_rules! snap {
     ($name:expr, $value:expr) => {
@@ -226,4 +226,47 @@ fn concurrent_writers_lose_nothing() {
         .filter_map(|e| e["id"].as_str().map(str::to_owned))
         .collect();
     assert_eq!(ids.len(), 48);
+}
+
+#[test]
+fn bench_times_every_operation_on_a_synthetic_workspace() {
+    let env = Env::new();
+    let dir = env.root().join("bench");
+    let r = env
+        .run(&[
+            "bench",
+            "--entries",
+            "30",
+            "--runs",
+            "3",
+            "--slow-runs",
+            "1",
+            "--dir",
+            dir.to_str().unwrap_or_default(),
+            "--keep",
+            "--json",
+        ])
+        .ok();
+    let v = r.json();
+    let rows = v["results"].as_array().cloned().unwrap_or_default();
+    let ops: Vec<&str> = rows
+        .iter()
+        .filter_map(|r| r["operation"].as_str())
+        .collect();
+    assert_eq!(ops, ["rebuild", "show", "list", "stats", "add", "verify"]);
+    for row in &rows {
+        assert!(row["median_ms"].as_f64().unwrap_or(0.0) > 0.0, "{row}");
+        assert_eq!(row["entries"], 30);
+    }
+    // 30 creates plus an update for every tenth entry.
+    assert_eq!(rows[0]["events"], 33);
+    // The synthetic log is a valid log: the kept workspace verifies, and holds the 3 adds.
+    let verify = env
+        .command(&["verify", "--json"])
+        .env("MEMLOG_WORKSPACE", dir.join("n30"))
+        .env("MEMLOG_PROJECT", "bench")
+        .output();
+    let verify = output(verify);
+    assert_eq!(verify.code, 0, "{}", verify.stdout);
+    assert_eq!(verify.json()["events"], 36);
 }

@@ -9,7 +9,7 @@ fn dump(project: &Project) -> String {
     let session = Session::open(project, Duration::from_secs(5)).unwrap_or_else(|e| panic!("{e}"));
     let mut out = Vec::new();
     session
-        .store
+        .store()
         .dump(&mut out)
         .unwrap_or_else(|e| panic!("{e}"));
     String::from_utf8(out).unwrap_or_default()
@@ -21,7 +21,7 @@ fn rebuilt_dump(project: &Project) -> String {
     session.rebuild().unwrap_or_else(|e| panic!("{e}"));
     let mut out = Vec::new();
     session
-        .store
+        .store()
         .dump(&mut out)
         .unwrap_or_else(|e| panic!("{e}"));
     String::from_utf8(out).unwrap_or_default()
@@ -91,7 +91,7 @@ fn truncation_at_every_byte_offset_recovers_the_longest_complete_prefix() {
             let session = Session::open(&p, Duration::from_secs(5))
                 .unwrap_or_else(|e| panic!("cut {cut}: {e}"));
             assert_eq!(
-                session.store.event_count().unwrap_or(usize::MAX),
+                session.store().event_count().unwrap_or(usize::MAX),
                 complete,
                 "cut at {cut}"
             );
