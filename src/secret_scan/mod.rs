@@ -1,1 +1,668 @@
-//! Secret detection (in progress).
+//! Secret detection for everything memlog is asked to store.
+//!
+//! A memory log is committed to git and read by every later agent, so one leaked credential is
+//! copied to every clone. Each rule is a regular expression (the `regex` crate: linear time, no
+//! backtracking, safe on megabytes of hostile input) plus, where the shape alone is not enough,
+//! a validation of the match: a Luhn check for card numbers, the number ranges of US social
+//! security numbers, a placeholder test (`${VAR}`, `<redacted>`, `[API_KEY]`, `****`) and an
+//! entropy test for values assigned to secret-like names.
+//!
+//! What is deliberately *not* a rule: "any run of 20 word characters". That pattern, suggested
+//! by some checklists, matches every commit SHA, permalink, UUID and long identifier; the rules
+//! here look for the prefixes and contexts credentials actually have.
+//!
+//! A [`Finding`] holds where and what kind, never the matched text.
+
+use regex::Regex;
+use std::sync::LazyLock;
+
+#[cfg(test)]
+mod tests;
+
+/// One detected secret: which rule, and where. Never the value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    /// Stable rule id, e.g. `aws-access-key-id`.
+    pub rule: &'static str,
+    /// What the rule detects, in words.
+    pub description: &'static str,
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column, in characters.
+    pub column: usize,
+    /// Byte offset of the secret's first byte.
+    pub start: usize,
+    /// Byte offset just past the secret.
+    pub end: usize,
+}
+
+/// How a match is confirmed.
+#[derive(Clone, Copy)]
+enum Check {
+    /// The shape is specific enough.
+    None,
+    /// Capture group 1 must not be a placeholder.
+    NotPlaceholder,
+    /// Capture group 1 (the last group) must look random: not a placeholder, at least 16
+    /// characters, two character classes and enough entropy.
+    Random,
+    /// Capture group 1 is a password: not a placeholder and not an ordinary word.
+    Password,
+    /// The digits pass the Luhn check and start like a card number.
+    Card,
+    /// A valid US social security number (area, group and serial ranges).
+    Ssn,
+    /// A URL parameter value that is long enough to be a signature or key.
+    LongValue,
+    /// A value of at least 8 characters that is not a placeholder.
+    Token,
+}
+
+struct Rule {
+    id: &'static str,
+    description: &'static str,
+    re: Regex,
+    check: Check,
+}
+
+/// Rule table: (id, description, pattern, check). Order matters: when two findings overlap, the
+/// earlier (more specific) rule wins.
+const TEXT_RULES: &[(&str, &str, &str, Check)] = &[
+    (
+        "private-key",
+        "private key block",
+        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----",
+        Check::None,
+    ),
+    (
+        "aws-access-key-id",
+        "AWS access key id",
+        r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA)[0-9A-Z]{16}\b",
+        Check::None,
+    ),
+    (
+        "aws-secret-access-key",
+        "AWS secret access key",
+        r#"(?i)aws_?secret_?(?:access_?)?key["']?\s*(?:[:=]|=>)\s*["']?([A-Za-z0-9/+=]{40})\b"#,
+        Check::NotPlaceholder,
+    ),
+    (
+        "gcp-api-key",
+        "Google API key",
+        r"\bAIza[0-9A-Za-z_-]{35}",
+        Check::None,
+    ),
+    (
+        "azure-storage-key",
+        "Azure storage account key",
+        r"(?i)AccountKey=([A-Za-z0-9+/]{40,}={0,2})",
+        Check::NotPlaceholder,
+    ),
+    (
+        "digitalocean-token",
+        "DigitalOcean token",
+        r"\bdo[opr]_v1_[a-f0-9]{64}\b",
+        Check::None,
+    ),
+    (
+        "github-token",
+        "GitHub token",
+        r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,255}\b",
+        Check::None,
+    ),
+    (
+        "github-fine-grained-token",
+        "GitHub fine-grained personal access token",
+        r"\bgithub_pat_[A-Za-z0-9_]{50,255}\b",
+        Check::None,
+    ),
+    (
+        "gitlab-token",
+        "GitLab token",
+        r"\bgl(?:pat|dt|rt|ptt|cbt|oas)-[A-Za-z0-9_-]{20,}",
+        Check::None,
+    ),
+    (
+        "bitbucket-app-password",
+        "Bitbucket app password",
+        r"\bATBB[A-Za-z0-9_=.-]{28,}",
+        Check::None,
+    ),
+    (
+        "npm-token",
+        "npm access token",
+        r"\bnpm_[A-Za-z0-9]{36}\b",
+        Check::None,
+    ),
+    (
+        "pypi-token",
+        "PyPI upload token",
+        r"\bpypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{40,}",
+        Check::None,
+    ),
+    (
+        "crates-io-token",
+        "crates.io API token",
+        r"\bcio[a-zA-Z0-9]{32}\b",
+        Check::None,
+    ),
+    (
+        "docker-hub-token",
+        "Docker Hub personal access token",
+        r"\bdckr_pat_[A-Za-z0-9_-]{27,}",
+        Check::None,
+    ),
+    (
+        "slack-token",
+        "Slack token",
+        r"\bxox[abposr]-[A-Za-z0-9-]{10,}",
+        Check::None,
+    ),
+    (
+        "slack-webhook",
+        "Slack webhook URL",
+        r"hooks\.slack\.com/(?:services|workflows)/T[A-Za-z0-9_]+/[A-Za-z0-9_]+/[A-Za-z0-9_]{8,}",
+        Check::None,
+    ),
+    (
+        "discord-webhook",
+        "Discord webhook URL",
+        r"discord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_-]{20,}",
+        Check::None,
+    ),
+    (
+        "telegram-bot-token",
+        "Telegram bot token",
+        r"\b\d{8,10}:AA[A-Za-z0-9_-]{33}\b",
+        Check::None,
+    ),
+    (
+        "stripe-key",
+        "Stripe secret or restricted key",
+        r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}\b",
+        Check::None,
+    ),
+    (
+        "square-token",
+        "Square access token",
+        r"\b(?:EAAA|sq0atp-|sq0csp-)[A-Za-z0-9_-]{22,}",
+        Check::None,
+    ),
+    (
+        "paypal-braintree-token",
+        "PayPal/Braintree access token",
+        r"access_token\$(?:production|sandbox)\$[a-z0-9]{16}\$[a-f0-9]{32}",
+        Check::None,
+    ),
+    (
+        "anthropic-api-key",
+        "Anthropic API key",
+        r"\bsk-ant-[A-Za-z0-9_-]{32,}",
+        Check::None,
+    ),
+    (
+        "openai-api-key",
+        "OpenAI API key",
+        r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{32,}",
+        Check::Random,
+    ),
+    (
+        "huggingface-token",
+        "Hugging Face token",
+        r"\bhf_[A-Za-z0-9]{34,}\b",
+        Check::None,
+    ),
+    (
+        "groq-api-key",
+        "Groq API key",
+        r"\bgsk_[A-Za-z0-9]{40,}\b",
+        Check::None,
+    ),
+    (
+        "replicate-token",
+        "Replicate API token",
+        r"\br8_[A-Za-z0-9]{37,}\b",
+        Check::None,
+    ),
+    (
+        "sendgrid-api-key",
+        "SendGrid API key",
+        r"\bSG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}\b",
+        Check::None,
+    ),
+    (
+        "twilio-api-key",
+        "Twilio API key",
+        r"\bSK[0-9a-fA-F]{32}\b",
+        Check::None,
+    ),
+    (
+        "mailgun-api-key",
+        "Mailgun API key",
+        r"\bkey-[0-9a-zA-Z]{32}\b",
+        Check::None,
+    ),
+    (
+        "jwt",
+        "JSON Web Token",
+        r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
+        Check::None,
+    ),
+    (
+        "credentials-in-url",
+        "password in a URL or connection string",
+        r"(?i)\b[a-z][a-z0-9+.-]{1,20}://[^\s:/@?#]+:([^\s@/?#]+)@[^\s/@]+",
+        Check::NotPlaceholder,
+    ),
+    (
+        "authorization-header",
+        "credentials in an Authorization header",
+        r"(?i)\bauthorization\s*[:=]\s*[\x22']?(?:bearer|basic|token|digest)\s+([A-Za-z0-9._~+/=-]{8,})",
+        Check::NotPlaceholder,
+    ),
+    (
+        "bearer-token",
+        "bearer token",
+        r"(?i)\bbearer\s+([A-Za-z0-9._~+/_-]{20,}=*)",
+        Check::Random,
+    ),
+    (
+        "oauth-client-secret",
+        "OAuth client secret",
+        r#"(?i)\bclient[_-]?secret["']?\s*(?:[:=]|=>)\s*["']?([A-Za-z0-9._~+/-]{8,})"#,
+        Check::NotPlaceholder,
+    ),
+    (
+        "password-assignment",
+        "password assigned in text or configuration",
+        r#"(?i)(?:password|passwd|passwort|pwd)["']?\s*(?:[:=]|=>|\s+is\s+)\s*["']?([^\s"',;`)]+)|--password[= ]["']?([^\s"']+)"#,
+        Check::Password,
+    ),
+    (
+        "secret-assignment",
+        "secret value assigned to a secret-like name",
+        r#"(?i)\b[A-Za-z0-9_.-]*(?:secret|token|api_?key|apikey|access_?key|private_?key|credential|auth_?key|signing_?key|passphrase)[A-Za-z0-9_.-]*["']?\s*(?:[:=]|=>)\s*["']?([A-Za-z0-9+/=_.~-]{16,})"#,
+        Check::Random,
+    ),
+    (
+        "ssh-private-key-file",
+        "SSH private key material",
+        r"\bPuTTY-User-Key-File-\d+:",
+        Check::None,
+    ),
+    (
+        "credit-card-number",
+        "credit card number",
+        r"\b\d(?:[ -]?\d){12,18}\b",
+        Check::Card,
+    ),
+    (
+        "us-ssn",
+        "US social security number",
+        r"\b\d{3}-\d{2}-\d{4}\b",
+        Check::Ssn,
+    ),
+];
+
+/// Rules that apply to evidence URIs in addition to the text rules.
+const URI_RULES: &[(&str, &str, &str, Check)] = &[
+    (
+        "url-token-parameter",
+        "token, key or password in a URL parameter",
+        r"(?i)[?&;](?:access_token|refresh_token|id_token|token|api_?key|apikey|key|secret|client_secret|password|passwd|pwd|auth|session|sessionid|code)=([^&#\s]+)",
+        Check::Token,
+    ),
+    (
+        "signed-url-signature",
+        "signature of a signed URL",
+        r"(?i)[?&;](?:x-amz-signature|x-amz-credential|x-amz-security-token|x-goog-signature|x-goog-credential|signature|sig|sv|se)=([^&#\s]+)",
+        Check::LongValue,
+    ),
+    (
+        "url-userinfo-token",
+        "token in the user part of a URL",
+        r"(?i)^[a-z][a-z0-9+.-]*://([^\s:/@]{20,})@",
+        Check::Random,
+    ),
+    (
+        "sensitive-path",
+        "path to a credentials file",
+        r"(?i)(?:^|[/\\:])(?:\.ssh/(?:id_[a-z0-9_]+|authorized_keys|identity)|\.aws/(?:credentials|config)|etc/(?:shadow|gshadow|master\.passwd)|\.env(?:\.(?:local|prod|production|staging|dev|development|test))?|\.netrc|_netrc|\.pgpass|\.git-credentials|\.docker/config\.json|\.kube/config|\.npmrc|\.pypirc|id_(?:rsa|dsa|ecdsa|ed25519)|[^/\\\s]+\.(?:pem|key|p12|pfx|jks|keystore|kdbx))(?:$|[?#])",
+        Check::None,
+    ),
+];
+
+fn compile(table: &'static [(&str, &str, &str, Check)]) -> Vec<Rule> {
+    table
+        .iter()
+        .map(|(id, description, pattern, check)| Rule {
+            id,
+            description,
+            re: Regex::new(pattern).unwrap_or_else(|e| panic!("secret rule {id}: {e}")),
+            check: *check,
+        })
+        .collect()
+}
+
+static TEXT: LazyLock<Vec<Rule>> = LazyLock::new(|| compile(TEXT_RULES));
+static URI: LazyLock<Vec<Rule>> = LazyLock::new(|| compile(URI_RULES));
+
+/// Every rule: (id, description), text rules first, then the URI-only rules.
+pub fn rules() -> Vec<(&'static str, &'static str)> {
+    TEXT_RULES
+        .iter()
+        .chain(URI_RULES)
+        .map(|(id, d, _, _)| (*id, *d))
+        .collect()
+}
+
+/// Scans free text: an entry's summary, content, subject, tags and evidence notes, or any file.
+pub fn scan_text(text: &str) -> Vec<Finding> {
+    finish(text, scan_with(&TEXT, text))
+}
+
+/// Scans an evidence URI: the text rules plus credentials in the user part, token-like query
+/// parameters, signed-URL signatures and paths of credential files.
+pub fn scan_uri(uri: &str) -> Vec<Finding> {
+    let mut raw = scan_with(&URI, uri);
+    raw.extend(scan_with(&TEXT, uri));
+    finish(uri, raw)
+}
+
+/// (rule index in combined order, rule, start, end)
+type Raw = (usize, &'static Rule, usize, usize);
+
+fn scan_with(rules: &'static [Rule], text: &str) -> Vec<Raw> {
+    let mut out = Vec::new();
+    for (rank, rule) in rules.iter().enumerate() {
+        for caps in rule.re.captures_iter(text) {
+            let Some(whole) = caps.get(0) else { continue };
+            // The secret itself is the last group that matched, else the whole match.
+            let value = (1..caps.len())
+                .rev()
+                .find_map(|i| caps.get(i))
+                .unwrap_or(whole);
+            if confirm(rule.check, value.as_str(), text, whole.start()) {
+                out.push((rank, rule, value.start(), value.end()));
+            }
+        }
+    }
+    out
+}
+
+fn finish(text: &str, mut raw: Vec<Raw>) -> Vec<Finding> {
+    // Prefer the more specific rule (earlier in its table), then the longer span.
+    raw.sort_by_key(|(rank, _, start, end)| (*rank, *start, usize::MAX - (end - start)));
+    let mut kept: Vec<Raw> = Vec::new();
+    for r in raw {
+        if !kept.iter().any(|k| r.2 < k.3 && k.2 < r.3) {
+            kept.push(r);
+        }
+    }
+    kept.sort_by_key(|r| r.2);
+    kept.into_iter()
+        .map(|(_, rule, start, end)| {
+            let (line, column) = position(text, start);
+            Finding {
+                rule: rule.id,
+                description: rule.description,
+                line,
+                column,
+                start,
+                end,
+            }
+        })
+        .collect()
+}
+
+fn position(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset];
+    let line = before.bytes().filter(|b| *b == b'\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    (line, before[line_start..].chars().count() + 1)
+}
+
+fn confirm(check: Check, value: &str, text: &str, match_start: usize) -> bool {
+    match check {
+        Check::None => true,
+        Check::NotPlaceholder => !is_placeholder(value),
+        Check::Random => !is_placeholder(value) && looks_random(value),
+        Check::Password => is_password(value, text, match_start),
+        Check::Card => is_card_number(value),
+        Check::Ssn => is_ssn(value),
+        Check::LongValue => value.len() >= 16 && !is_placeholder(value),
+        Check::Token => value.len() >= 8 && !is_placeholder(value),
+    }
+}
+
+/// Template and redaction forms that stand for a secret without being one.
+pub fn is_placeholder(value: &str) -> bool {
+    let v = value.trim_matches(|c| matches!(c, '"' | '\'' | '`' | ',' | ';' | ')' | '('));
+    if v.is_empty() {
+        return true;
+    }
+    let lower = v.to_ascii_lowercase();
+    let first = v.chars().next().unwrap_or(' ');
+    if matches!(first, '$' | '<' | '[' | '{' | '%' | '*' | '#' | '@' | '&')
+        || v.contains("${")
+        || v.contains("{{")
+        || v.contains("<")
+        || v.contains("%(")
+    {
+        return true;
+    }
+    // A run of one character: xxxx, ****, 0000, ....
+    let mut chars = v.chars();
+    if let Some(c) = chars.next()
+        && v.chars().count() >= 3
+        && chars.all(|d| d.eq_ignore_ascii_case(&c))
+    {
+        return true;
+    }
+    const WORDS: &[&str] = &[
+        "redacted",
+        "placeholder",
+        "changeme",
+        "change_me",
+        "your",
+        "yourpassword",
+        "xxx",
+        "none",
+        "null",
+        "nil",
+        "empty",
+        "unset",
+        "hidden",
+        "masked",
+        "omitted",
+        "secret",
+        "password",
+        "required",
+        "optional",
+        "string",
+        "str",
+        "true",
+        "false",
+        "todo",
+        "tbd",
+        "example",
+        "sample",
+        "dummy",
+        "n/a",
+        "undefined",
+        "process.env",
+        "os.environ",
+        "env",
+        "getenv",
+        "vault",
+        "ssm",
+        "keychain",
+        "secretsmanager",
+        "from",
+        "see",
+        "in",
+        "the",
+        "a",
+        "an",
+    ];
+    if WORDS.contains(&lower.as_str()) {
+        return true;
+    }
+    lower.starts_with("your_")
+        || lower.starts_with("your-")
+        || lower.starts_with("process.env")
+        || lower.starts_with("os.environ")
+        || lower.starts_with("os.getenv")
+        || lower.starts_with("env.")
+        || lower.starts_with("env[")
+        || lower.starts_with("std::env")
+        || lower.starts_with("secrets.")
+        || lower.starts_with("vault:")
+        || lower.starts_with("arn:aws:secretsmanager")
+        || lower.contains("redacted")
+}
+
+/// Shannon entropy in bits per character.
+fn entropy(s: &str) -> f64 {
+    let mut counts = [0u32; 256];
+    for b in s.bytes() {
+        counts[usize::from(b)] += 1;
+    }
+    let n = s.len() as f64;
+    counts
+        .iter()
+        .filter(|c| **c > 0)
+        .map(|c| {
+            let p = f64::from(*c) / n;
+            -p * p.log2()
+        })
+        .sum()
+}
+
+fn classes(s: &str) -> usize {
+    [
+        s.bytes().any(|b| b.is_ascii_lowercase()),
+        s.bytes().any(|b| b.is_ascii_uppercase()),
+        s.bytes().any(|b| b.is_ascii_digit()),
+        s.bytes().any(|b| !b.is_ascii_alphanumeric()),
+    ]
+    .iter()
+    .filter(|x| **x)
+    .count()
+}
+
+/// A value that looks machine-generated rather than a word, identifier or path.
+fn looks_random(value: &str) -> bool {
+    let v = value.trim_end_matches('=');
+    if v.len() < 16 || is_placeholder(v) {
+        return false;
+    }
+    // Identifiers and paths: words joined by separators, without digits.
+    let digits = v.bytes().filter(u8::is_ascii_digit).count();
+    if digits == 0 && v.split(['_', '-', '.', '/']).all(|w| w.len() <= 12) {
+        return false;
+    }
+    if v.contains('/') && v.split('/').count() > 2 && digits < 4 {
+        return false;
+    }
+    classes(v) >= 2 && entropy(v) >= 3.3
+}
+
+fn is_password(value: &str, text: &str, match_start: usize) -> bool {
+    let v = value.trim_matches(|c| matches!(c, '"' | '\'' | '`' | '.' | ',' | ';' | ':'));
+    if v.chars().count() < 4 || is_placeholder(v) {
+        return false;
+    }
+    // `password is rotated`, `password: see the vault`: prose, not a value. A password in prose
+    // form ("the password is X") must at least not be a plain lowercase word.
+    let prose = text[match_start..].to_ascii_lowercase().contains(" is ");
+    let plain_word = v.bytes().all(|b| b.is_ascii_lowercase());
+    if plain_word && (prose || v.len() < 6 || COMMON_WORDS.contains(&v)) {
+        return false;
+    }
+    // Function calls and references, e.g. `password=get_password()` or `password: config.db`.
+    if v.contains('(') || (v.contains('.') && plain_word_parts(v)) {
+        return false;
+    }
+    true
+}
+
+/// Ordinary words that follow "password:" in prose and documentation.
+const COMMON_WORDS: &[&str] = &[
+    "policy",
+    "rotation",
+    "rotated",
+    "length",
+    "manager",
+    "reset",
+    "expired",
+    "expiry",
+    "field",
+    "prompt",
+    "hashing",
+    "hashed",
+    "stored",
+    "storage",
+    "protected",
+    "authentication",
+    "default",
+    "configured",
+    "missing",
+    "invalid",
+    "incorrect",
+    "changed",
+    "updated",
+    "provided",
+    "encrypted",
+];
+
+fn plain_word_parts(v: &str) -> bool {
+    v.split('.')
+        .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'))
+}
+
+fn is_card_number(value: &str) -> bool {
+    let digits: Vec<u32> = value.chars().filter_map(|c| c.to_digit(10)).collect();
+    if !(13..=19).contains(&digits.len()) {
+        return false;
+    }
+    // Separators, if any, must group the digits like a printed card (all spaces or all dashes).
+    let seps: Vec<char> = value.chars().filter(|c| !c.is_ascii_digit()).collect();
+    if seps.windows(2).any(|w| w[0] != w[1]) {
+        return false;
+    }
+    let prefix = |n: usize| digits[..n].iter().fold(0u32, |acc, d| acc * 10 + d);
+    let brand = digits[0] == 4
+        || (51..=55).contains(&prefix(2))
+        || (2221..=2720).contains(&prefix(4))
+        || matches!(prefix(2), 34 | 37 | 36 | 38 | 65 | 35 | 62)
+        || prefix(4) == 6011
+        || (644..=649).contains(&prefix(3))
+        || (300..=305).contains(&prefix(3));
+    if !brand {
+        return false;
+    }
+    let sum: u32 = digits
+        .iter()
+        .rev()
+        .enumerate()
+        .map(|(i, d)| {
+            if i % 2 == 1 {
+                let x = d * 2;
+                if x > 9 { x - 9 } else { x }
+            } else {
+                *d
+            }
+        })
+        .sum();
+    sum.is_multiple_of(10)
+}
+
+fn is_ssn(value: &str) -> bool {
+    let parts: Vec<&str> = value.split('-').collect();
+    let [area, group, serial] = parts.as_slice() else {
+        return false;
+    };
+    let area: u32 = area.parse().unwrap_or(0);
+    area != 0 && area != 666 && area < 900 && *group != "00" && *serial != "0000"
+}
