@@ -11,6 +11,7 @@ pub mod event_log;
 pub mod evidence_uri;
 pub mod lock;
 pub mod parallel;
+pub mod policy;
 pub mod project;
 pub mod secret_scan;
 pub mod session;

@@ -152,6 +152,10 @@ impl Project {
     pub fn write_lock_path(&self) -> PathBuf {
         self.state_dir().join("write.lock")
     }
+    /// Local log of rejected secrets (rule, field, actor, time; never the value).
+    pub fn security_log_path(&self) -> PathBuf {
+        self.state_dir().join("security.jsonl")
+    }
     pub fn quarantine_path(&self) -> PathBuf {
         self.state_dir().join("quarantine.jsonl")
     }

@@ -452,6 +452,24 @@ impl Store {
         Ok(out)
     }
 
+    /// Ids of hot entries whose index dimension `dim` (e.g. `subject`) equals `value`.
+    ///
+    /// # Errors
+    /// When the store cannot be read.
+    pub fn ids_with(&self, dim: &str, value: &str) -> Result<Vec<String>> {
+        let mut prefix = Vec::with_capacity(dim.len() + value.len() + 2);
+        prefix.extend_from_slice(dim.as_bytes());
+        prefix.push(0);
+        prefix.extend_from_slice(value.as_bytes());
+        prefix.push(0);
+        let mut ids = Vec::new();
+        for item in self.ks[K_INDEX].prefix(&prefix) {
+            let key = item.key().map_err(|e| self.err(e))?;
+            ids.push(String::from_utf8_lossy(&key[prefix.len()..]).into_owned());
+        }
+        Ok(ids)
+    }
+
     /// Number of hot entries.
     ///
     /// # Errors

@@ -4,11 +4,15 @@
 use crate::durable;
 use crate::error::{Error, Result};
 use crate::lock::FileLock;
+use crate::policy::{Policy, Warning, log_detections};
 use crate::project::Project;
 use crate::session::Session;
+use crate::store::Store;
+use crate::validate::Invalid;
 use projections::{EntryFields, EntryState, Event, EventData, Status};
 use serde::Serialize;
 use serde_json::{Map, Value};
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 /// Who writes, when, and how long to wait for locks.
@@ -17,6 +21,8 @@ pub struct WriteContext {
     pub actor: String,
     pub at: String,
     pub lock_timeout: Duration,
+    /// Check everything, write nothing (`memlog validate`).
+    pub dry_run: bool,
 }
 
 /// A change to make, already validated.
@@ -87,6 +93,9 @@ pub struct Written {
     /// The entry after the write, when the projections could be updated.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub entry: Option<EntryState>,
+    /// Policy warnings: reported, not blocking.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<Warning>,
 }
 
 /// Refuses changes that make no sense for the target's current state.
@@ -212,19 +221,33 @@ pub fn write(
     change: Change,
     check: impl FnOnce(&Session, Option<&EntryState>) -> Result<Change>,
 ) -> Result<Written> {
+    if ctx.dry_run && !project.config_path().is_file() {
+        // Validating against a project that does not exist yet: nothing to open, nothing to
+        // create. Only the checks that need no store apply, and no target exists.
+        return dry_run_without_store(project, ctx, change);
+    }
+    let policy = Policy::load(project)?;
     project.ensure_state_dir()?;
     let mut session = match Session::open(project, ctx.lock_timeout) {
         Ok(s) => s,
         Err(Error::LockTimeout { .. }) if change.target().is_none() => {
             // The store is busy; a create needs nothing from it. Append, and let the next
             // reader catch up.
-            return write_without_store(project, ctx, change);
+            return write_without_store(project, ctx, &policy, change);
         }
         Err(e) => return Err(e),
     };
     let target = change.target().map(|t| session.resolve(t)).transpose()?;
     let change = retarget(change, target.as_deref());
-    let write_lock = FileLock::acquire(&project.write_lock_path(), "write", ctx.lock_timeout)?;
+    let write_lock = if ctx.dry_run {
+        None
+    } else {
+        Some(FileLock::acquire(
+            &project.write_lock_path(),
+            "write",
+            ctx.lock_timeout,
+        )?)
+    };
     session.catch_up()?;
     let state = match &target {
         Some(t) => Some(session.store().entry(t)?.ok_or_else(|| Error::NotFound {
@@ -237,8 +260,25 @@ pub fn write(
         precondition(&change, s)?;
     }
     let change = check(&session, state.as_ref())?;
+    let warnings = gate(
+        project,
+        ctx,
+        &policy,
+        Some(session.store()),
+        &change,
+        state.as_ref(),
+    )?;
     let heads = state.as_ref().map(|s| s.heads.clone()).unwrap_or_default();
     let (events, id, superseded) = build_events(change, heads, ctx)?;
+    if ctx.dry_run {
+        return Ok(Written {
+            id,
+            superseded,
+            events: events.into_iter().map(|e| e.id).collect(),
+            entry: None,
+            warnings,
+        });
+    }
     append(project, &events)?;
     drop(write_lock);
     session.catch_up()?;
@@ -247,18 +287,103 @@ pub fn write(
         id,
         superseded,
         events: events.into_iter().map(|e| e.id).collect(),
+        warnings,
     })
 }
 
-fn write_without_store(project: &Project, ctx: &WriteContext, change: Change) -> Result<Written> {
+/// Runs the write policy on the change's final fields; rejected secrets are logged (without
+/// their values) to the project's security log.
+fn gate(
+    project: &Project,
+    ctx: &WriteContext,
+    policy: &Policy,
+    store: Option<&Store>,
+    change: &Change,
+    state: Option<&EntryState>,
+) -> Result<Vec<Warning>> {
+    let (verdict, operation) = match change {
+        Change::Create { fields, status } => {
+            (policy.check(store, fields, *status, None, None)?, "create")
+        }
+        Change::Supersede {
+            target,
+            fields,
+            status,
+            ..
+        } => (
+            policy.check(store, fields, *status, Some(target), None)?,
+            "supersede",
+        ),
+        Change::Update { set, .. } | Change::Resolve { set, .. } => {
+            let Some(state) = state else {
+                return Ok(Vec::new());
+            };
+            let (fields, status) = projections::fold::apply_set(state, set)
+                .map_err(|m| Error::Invalid(Invalid::one("set", "type", m)))?;
+            let only: BTreeSet<String> = set.keys().cloned().collect();
+            let status = status.unwrap_or(state.status);
+            (
+                policy.check(store, &fields, status, Some(&state.id), Some(&only))?,
+                "update",
+            )
+        }
+        Change::Deprecate { .. } | Change::Pin { .. } | Change::Unpin { .. } => {
+            return Ok(Vec::new());
+        }
+    };
+    verdict.into_result().or_else(|(invalid, detections)| {
+        if !ctx.dry_run {
+            log_detections(project, &ctx.at, &ctx.actor, operation, &detections)?;
+        }
+        Err(Error::Invalid(invalid))
+    })
+}
+
+fn store_skipped() -> Warning {
+    Warning {
+        field: "entry".into(),
+        rule: "store_busy",
+        message: "the store was busy: duplicate and reference checks were skipped".into(),
+    }
+}
+
+fn write_without_store(
+    project: &Project,
+    ctx: &WriteContext,
+    policy: &Policy,
+    change: Change,
+) -> Result<Written> {
+    let mut warnings = gate(project, ctx, policy, None, &change, None)?;
+    warnings.push(store_skipped());
     let (events, id, superseded) = build_events(change, Vec::new(), ctx)?;
-    let _lock = FileLock::acquire(&project.write_lock_path(), "write", ctx.lock_timeout)?;
-    append(project, &events)?;
+    if !ctx.dry_run {
+        let _lock = FileLock::acquire(&project.write_lock_path(), "write", ctx.lock_timeout)?;
+        append(project, &events)?;
+    }
     Ok(Written {
         id,
         superseded,
         events: events.into_iter().map(|e| e.id).collect(),
         entry: None,
+        warnings,
+    })
+}
+
+fn dry_run_without_store(project: &Project, ctx: &WriteContext, change: Change) -> Result<Written> {
+    if let Some(t) = change.target() {
+        return Err(Error::NotFound {
+            project: project.name.to_string(),
+            prefix: t.to_owned(),
+        });
+    }
+    let (events, id, superseded) = build_events(change.clone(), Vec::new(), ctx)?;
+    let warnings = gate(project, ctx, &Policy::defaults(), None, &change, None)?;
+    Ok(Written {
+        id,
+        superseded,
+        events: events.into_iter().map(|e| e.id).collect(),
+        entry: None,
+        warnings,
     })
 }
 

@@ -202,7 +202,7 @@ fn apply(state: Option<EntryState>, event: &Event) -> Applied {
     match &event.data {
         EventData::Create { .. } => {}
         EventData::Update { set, reason } | EventData::Resolve { set, reason } => {
-            match patched(&state, set) {
+            match apply_set(&state, set) {
                 Ok((fields, status)) => {
                     state.fields = fields;
                     if let Some(status) = status
@@ -269,7 +269,11 @@ fn apply(state: Option<EntryState>, event: &Event) -> Applied {
 }
 
 /// Applies a `set` map to the fields, returning the new fields and the new status, if set.
-fn patched(
+/// The fields and (if `set` names one) the status after applying an update's `set` to `state`.
+///
+/// # Errors
+/// When a value has the wrong type for its field.
+pub fn apply_set(
     state: &EntryState,
     set: &Map<String, Value>,
 ) -> Result<(EntryFields, Option<Status>), String> {

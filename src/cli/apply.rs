@@ -31,7 +31,7 @@ struct Skipped {
     problems: Vec<crate::validate::Problem>,
 }
 
-fn read_input(path: Option<&str>) -> Result<String> {
+pub(super) fn read_input(path: Option<&str>) -> Result<String> {
     let mut buf = Vec::new();
     match path {
         None | Some("-") => {
@@ -56,7 +56,7 @@ fn read_input(path: Option<&str>) -> Result<String> {
 }
 
 /// The list of updates in any of the accepted shapes.
-fn updates_of(value: Value) -> Result<Vec<Value>> {
+pub(super) fn updates_of(value: Value) -> Result<Vec<Value>> {
     match value {
         Value::Array(items) => Ok(items),
         Value::Object(mut map) if map.contains_key("memory_updates") => {
@@ -108,7 +108,12 @@ fn field_str(
 }
 
 /// Applies one update; returns the written result or why it was skipped.
-fn apply_one(ctx: &Ctx, project: &Project, update: &Value) -> Result<crate::writer::Written> {
+pub(super) fn apply_one(
+    ctx: &Ctx,
+    project: &Project,
+    update: &Value,
+    dry_run: bool,
+) -> Result<crate::writer::Written> {
     let Value::Object(map) = update else {
         return Err(Error::Invalid(Invalid::one(
             "update",
@@ -141,7 +146,8 @@ fn apply_one(ctx: &Ctx, project: &Project, update: &Value) -> Result<crate::writ
         Some(v) => entry_input_from_json(v, "entry.")?,
         None => EntryInput::default(),
     };
-    let wctx = ctx.write_context()?;
+    let mut wctx = ctx.write_context()?;
+    wctx.dry_run = dry_run;
     let need_target = || {
         Invalid::one(
             "target_id",
@@ -227,13 +233,18 @@ fn apply_one(ctx: &Ctx, project: &Project, update: &Value) -> Result<crate::writ
     }
 }
 
-pub fn run(ctx: &Ctx, args: ApplyArgs, out: &mut Out) -> Result<ExitCode> {
-    let (project_name, file) = match args.args.as_slice() {
+/// `[PROJECT] [FILE|-]`: one argument is a file when it is `-` or names an existing file.
+pub(super) fn project_and_file(args: &[String]) -> (Option<&str>, Option<&str>) {
+    match args {
         [] => (None, None),
         [one] if one == "-" || std::path::Path::new(one).is_file() => (None, Some(one.as_str())),
         [one] => (Some(one.as_str()), None),
         [p, f, ..] => (Some(p.as_str()), Some(f.as_str())),
-    };
+    }
+}
+
+pub fn run(ctx: &Ctx, args: ApplyArgs, out: &mut Out) -> Result<ExitCode> {
+    let (project_name, file) = project_and_file(&args.args);
     let text = read_input(file)?;
     let value: Value = serde_json::from_str(&text).map_err(|e| {
         Error::Invalid(Invalid::one(
@@ -248,7 +259,7 @@ pub fn run(ctx: &Ctx, args: ApplyArgs, out: &mut Out) -> Result<ExitCode> {
     let mut applied = Vec::new();
     let mut skipped = Vec::new();
     for (index, update) in updates.iter().enumerate() {
-        match apply_one(ctx, &project, update) {
+        match apply_one(ctx, &project, update, false) {
             Ok(w) => applied.push(w),
             Err(
                 e @ (Error::LockTimeout { .. }
@@ -268,11 +279,7 @@ pub fn run(ctx: &Ctx, args: ApplyArgs, out: &mut Out) -> Result<ExitCode> {
                         .get("operation")
                         .and_then(Value::as_str)
                         .map(str::to_owned),
-                    code: if matches!(e, Error::NotFound { .. }) {
-                        "NOT_FOUND"
-                    } else {
-                        "VALIDATION_ERROR"
-                    },
+                    code: super::output::error_code(&e),
                     message: e.to_string(),
                     problems,
                 });
@@ -283,7 +290,7 @@ pub fn run(ctx: &Ctx, args: ApplyArgs, out: &mut Out) -> Result<ExitCode> {
     if out.json {
         let entries: Vec<Value> = applied
             .iter()
-            .map(|w| json!({"id": w.id, "superseded": w.superseded, "events": w.events}))
+            .map(|w| json!({"id": w.id, "superseded": w.superseded, "events": w.events, "warnings": w.warnings}))
             .collect();
         out.json(&json!({"success": skipped.is_empty(), "applied": entries, "skipped": skipped}));
     } else {

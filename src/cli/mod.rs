@@ -3,6 +3,7 @@
 
 mod apply;
 mod bench;
+mod check;
 mod entry_args;
 mod init;
 mod lifecycle_ops;
@@ -105,6 +106,11 @@ pub enum Command {
     Rebuild(rebuild::ProjectArg),
     /// Print the full projection state canonically, to compare two stores
     Dump(rebuild::ProjectArg),
+    /// Check Memory_Update objects against the schema and the write policy, writing nothing
+    Validate(check::ValidateArgs),
+    /// Detect credentials in text: `memlog secrets scan [FILE...]` (a pre-commit hook)
+    #[command(subcommand)]
+    Secrets(check::SecretsCommand),
     /// Time whole-process operations on a synthetic workspace
     Bench(bench::BenchArgs),
 }
@@ -158,6 +164,7 @@ impl Ctx {
             actor: self.actor()?,
             at: self.now(),
             lock_timeout: self.lock_timeout(),
+            dry_run: false,
         })
     }
 
@@ -251,5 +258,7 @@ fn run(ctx: &Ctx, command: Command, out: &mut Out) -> Result<ExitCode> {
         Command::Rebuild(a) => rebuild::rebuild(ctx, a, out),
         Command::Dump(a) => rebuild::dump(ctx, a, out),
         Command::Bench(a) => bench::run(ctx, a, out),
+        Command::Validate(a) => check::validate(ctx, a, out),
+        Command::Secrets(c) => check::secrets(ctx, c, out),
     }
 }

@@ -61,6 +61,11 @@ impl Out {
     }
 }
 
+/// Prints a warning line on standard error.
+pub fn warn(text: &str) {
+    let _ = writeln!(std::io::stderr(), "warning: {}", safe(text));
+}
+
 /// Strips control characters so stored text can never drive the terminal.
 pub fn safe(text: &str) -> String {
     text.chars()
@@ -80,13 +85,30 @@ pub fn clip(text: &str, n: usize) -> String {
     }
 }
 
+/// The requirement's error code for a rejected entry: secrets first, then evidence.
+pub fn invalid_code(inv: &crate::validate::Invalid) -> &'static str {
+    let has = |c: &str| inv.problems.iter().any(|p| p.constraint == c);
+    if has("secret") {
+        "SECRET_DETECTED"
+    } else if has("evidence_uri") || has("evidence_strength") {
+        "EVIDENCE_INVALID"
+    } else {
+        "VALIDATION_ERROR"
+    }
+}
+
+/// The error code of the JSON error format for `e`.
+pub fn error_code(e: &Error) -> &'static str {
+    classify(e).1
+}
+
 fn classify(e: &Error) -> (ExitCode, &'static str, Value) {
     match e {
         Error::Invalid(inv) => {
             let first = inv.problems.first();
             (
                 ExitCode::Rejected,
-                "VALIDATION_ERROR",
+                invalid_code(inv),
                 json!({
                     "field": first.map(|p| p.field.clone()),
                     "constraint": first.map(|p| p.constraint),

@@ -53,7 +53,12 @@ pub fn print_written(ctx: &Ctx, w: &Written, verb: &str, out: &mut Out) {
             }
         }
         out.json(&v);
-    } else if let Some(old) = &w.superseded {
+        return;
+    }
+    for warning in &w.warnings {
+        super::output::warn(&format!("{}: {}", warning.field, warning.message));
+    }
+    if let Some(old) = &w.superseded {
         out.line(format!("{} (supersedes {old})", w.id));
     } else {
         let _ = verb;

@@ -369,6 +369,24 @@ pub fn scan_uri(uri: &str) -> Vec<Finding> {
     finish(uri, raw)
 }
 
+/// Scans a whole document (a file, a log, a diff): the text rules everywhere, and the URI rules
+/// (except credential-file paths, which prose mentions freely) on every `http(s)://` URL in it.
+pub fn scan_document(text: &str) -> Vec<Finding> {
+    static URL: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r#"(?i)\b[a-z][a-z0-9+.-]{1,20}://[^\s"'<>`\\]+"#)
+            .unwrap_or_else(|e| panic!("url pattern: {e}"))
+    });
+    let mut raw = scan_with(&TEXT, text);
+    for url in URL.find_iter(text) {
+        for (rank, rule, start, end) in scan_with(&URI, url.as_str()) {
+            if rule.id != "sensitive-path" {
+                raw.push((rank, rule, url.start() + start, url.start() + end));
+            }
+        }
+    }
+    finish(text, raw)
+}
+
 /// (rule index in combined order, rule, start, end)
 type Raw = (usize, &'static Rule, usize, usize);
 

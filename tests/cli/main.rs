@@ -4,4 +4,5 @@ mod common;
 mod end_to_end;
 mod failures;
 mod merge;
+mod policy;
 mod replay;

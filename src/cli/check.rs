@@ -1,0 +1,300 @@
+//! `validate` (a dry run of `apply`) and `secrets scan` (the detector over any text).
+
+use super::apply::{apply_one, project_and_file, read_input, updates_of};
+use super::output::{error_code, invalid_code, safe};
+use super::{Ctx, ExitCode, Out};
+use crate::error::{Error, Result};
+use crate::project::Project;
+use crate::validate::Problem;
+use crate::workspace::{ProjectName, Workspace};
+use serde::Serialize;
+use serde_json::Value;
+use std::path::PathBuf;
+
+#[derive(Debug, clap::Args)]
+pub struct ValidateArgs {
+    /// [PROJECT] [FILE|-]: the project to check against (duplicates, targets, its policy) and the
+    /// JSON file (default: stdin)
+    #[arg(num_args = 0..=2, value_name = "PROJECT|FILE")]
+    pub args: Vec<String>,
+}
+
+/// The verdict on one Memory_Update.
+#[derive(Debug, Serialize)]
+struct Verdict {
+    index: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    operation: Option<String>,
+    valid: bool,
+    errors: Vec<ErrorItem>,
+    warnings: Vec<crate::policy::Warning>,
+}
+
+#[derive(Debug, Serialize)]
+struct ErrorItem {
+    code: &'static str,
+    field: String,
+    constraint: &'static str,
+    message: String,
+}
+
+fn errors_of(e: &Error) -> Vec<ErrorItem> {
+    match e {
+        Error::Invalid(inv) => inv
+            .problems
+            .iter()
+            .map(
+                |Problem {
+                     field,
+                     constraint,
+                     message,
+                 }| ErrorItem {
+                    code: invalid_code(&crate::validate::Invalid {
+                        problems: vec![Problem {
+                            field: field.clone(),
+                            constraint,
+                            message: message.clone(),
+                        }],
+                    }),
+                    field: field.clone(),
+                    constraint,
+                    message: message.clone(),
+                },
+            )
+            .collect(),
+        Error::NotFound { .. } | Error::AmbiguousId { .. } => vec![ErrorItem {
+            code: error_code(e),
+            field: "target_id".into(),
+            constraint: "exists",
+            message: e.to_string(),
+        }],
+        other => vec![ErrorItem {
+            code: error_code(other),
+            field: "update".into(),
+            constraint: "policy",
+            message: other.to_string(),
+        }],
+    }
+}
+
+/// The project to check against; one that does not exist (yet) still gets the checks that need
+/// no store, and nothing is created.
+fn project_to_check(ctx: &Ctx, name: Option<&str>) -> Result<Project> {
+    match ctx.project(name) {
+        Ok(p) => Ok(p),
+        Err(Error::NoProject { project, root }) => Ok(Project::new(
+            &Workspace::at(&root)?,
+            ProjectName::new(&project)?,
+        )),
+        Err(Error::NoWorkspace { .. } | Error::AmbiguousProject { .. }) => {
+            let ws = Workspace::at(&std::env::current_dir()?)?;
+            Ok(Project::new(
+                &ws,
+                ProjectName::new(name.unwrap_or("default"))?,
+            ))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+pub fn validate(ctx: &Ctx, args: ValidateArgs, out: &mut Out) -> Result<ExitCode> {
+    let (project_name, file) = project_and_file(&args.args);
+    let parsed = read_input(file).and_then(|text| {
+        serde_json::from_str::<Value>(&text).map_err(|e| {
+            Error::Invalid(crate::validate::Invalid::one(
+                "input",
+                "format",
+                format!("input is not valid JSON: {e}"),
+            ))
+        })
+    });
+    let (single, verdicts) = match parsed.and_then(|v| Ok((v.is_object(), updates_of(v)?))) {
+        Err(e @ Error::Invalid(_)) => (
+            true,
+            vec![Verdict {
+                index: 0,
+                operation: None,
+                valid: false,
+                errors: errors_of(&e),
+                warnings: Vec::new(),
+            }],
+        ),
+        Err(e) => return Err(e),
+        Ok((is_object, updates)) => {
+            let project = project_to_check(ctx, project_name)?;
+            let verdicts = updates
+                .iter()
+                .enumerate()
+                .map(|(index, update)| {
+                    let operation = update
+                        .get("operation")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned);
+                    match apply_one(ctx, &project, update, true) {
+                        Ok(w) => Ok(Verdict {
+                            index,
+                            operation,
+                            valid: true,
+                            errors: Vec::new(),
+                            warnings: w.warnings,
+                        }),
+                        Err(
+                            e @ (Error::LockTimeout { .. } | Error::Io(_) | Error::Store { .. }),
+                        ) => Err(e),
+                        Err(e) => Ok(Verdict {
+                            index,
+                            operation,
+                            valid: false,
+                            errors: errors_of(&e),
+                            warnings: Vec::new(),
+                        }),
+                    }
+                })
+                .collect::<Result<Vec<_>>>()?;
+            (is_object && updates.len() == 1, verdicts)
+        }
+    };
+    let all_valid = verdicts.iter().all(|v| v.valid);
+    if out.json {
+        if single && let [one] = verdicts.as_slice() {
+            out.json(one);
+        } else {
+            out.json(&verdicts);
+        }
+    } else {
+        for v in &verdicts {
+            out.line(format!(
+                "update {}{}: {}",
+                v.index,
+                v.operation
+                    .as_deref()
+                    .map(|o| format!(" ({})", safe(o)))
+                    .unwrap_or_default(),
+                if v.valid { "valid" } else { "invalid" }
+            ));
+            for e in &v.errors {
+                out.line(format!(
+                    "  error   {} [{}]: {}",
+                    e.field,
+                    e.code,
+                    safe(&e.message)
+                ));
+            }
+            for w in &v.warnings {
+                out.line(format!("  warning {}: {}", w.field, safe(&w.message)));
+            }
+        }
+    }
+    Ok(if all_valid {
+        ExitCode::Ok
+    } else {
+        ExitCode::Problems
+    })
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum SecretsCommand {
+    /// Scan files (or stdin) for credentials; exit 1 when any is found
+    Scan(ScanArgs),
+    /// List the detection rules
+    Rules,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ScanArgs {
+    /// Files to scan; `-` or none reads stdin
+    #[arg(value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+}
+
+#[derive(Debug, Serialize)]
+struct Hit {
+    path: String,
+    line: usize,
+    column: usize,
+    rule: &'static str,
+    description: &'static str,
+}
+
+/// Largest file scanned; larger ones are reported, not read.
+const MAX_SCAN_BYTES: u64 = 64 * 1024 * 1024;
+
+pub fn secrets(_ctx: &Ctx, command: SecretsCommand, out: &mut Out) -> Result<ExitCode> {
+    let args = match command {
+        SecretsCommand::Rules => {
+            let rules = crate::secret_scan::rules();
+            if out.json {
+                let v: Vec<Value> = rules
+                    .iter()
+                    .map(|(id, d)| serde_json::json!({"rule": id, "description": d}))
+                    .collect();
+                out.json(&v);
+            } else {
+                for (id, d) in rules {
+                    out.line(format!("{id:<28} {d}"));
+                }
+            }
+            return Ok(ExitCode::Ok);
+        }
+        SecretsCommand::Scan(a) => a,
+    };
+    let inputs: Vec<Option<PathBuf>> = if args.files.is_empty() {
+        vec![None]
+    } else {
+        args.files
+            .into_iter()
+            .map(|f| (f.as_os_str() != "-").then_some(f))
+            .collect()
+    };
+    let mut hits = Vec::new();
+    for input in inputs {
+        let (name, bytes) = match &input {
+            None => {
+                let mut buf = Vec::new();
+                std::io::Read::read_to_end(
+                    &mut std::io::Read::take(std::io::stdin(), MAX_SCAN_BYTES),
+                    &mut buf,
+                )?;
+                ("-".to_owned(), buf)
+            }
+            Some(path) => {
+                if fs_err::metadata(path)?.len() > MAX_SCAN_BYTES {
+                    return Err(Error::Usage(format!(
+                        "{} is larger than 64 MiB; scan it in parts",
+                        path.display()
+                    )));
+                }
+                (path.display().to_string(), fs_err::read(path)?)
+            }
+        };
+        let text = String::from_utf8_lossy(&bytes);
+        for f in crate::secret_scan::scan_document(&text) {
+            hits.push(Hit {
+                path: name.clone(),
+                line: f.line,
+                column: f.column,
+                rule: f.rule,
+                description: f.description,
+            });
+        }
+    }
+    if out.json {
+        out.json(&serde_json::json!({"clean": hits.is_empty(), "findings": hits}));
+    } else {
+        for h in &hits {
+            out.line(format!(
+                "{}:{}:{}: {} ({})",
+                safe(&h.path),
+                h.line,
+                h.column,
+                h.rule,
+                h.description
+            ));
+        }
+    }
+    Ok(if hits.is_empty() {
+        ExitCode::Ok
+    } else {
+        ExitCode::Problems
+    })
+}

@@ -1,0 +1,346 @@
+//! The write policy: what a complete entry must satisfy beyond its schema before it is written.
+//!
+//! Every path that writes (add, apply, supersede, update, resolve, and whatever comes later)
+//! goes through [`crate::writer::write`], which runs these checks on the final fields. Checks
+//! that need only the entry are in [`Policy::check_entry`]; those that need the store
+//! (duplicates, references, the size of the project) in [`Policy::check_against_store`].
+
+use crate::error::{Error, Result};
+use crate::evidence_uri::{TicketPatterns, UriKind, check_evidence_uri};
+use crate::project::{Project, WritePolicy};
+use crate::secret_scan::{Finding, scan_text, scan_uri};
+use crate::store::Store;
+use crate::validate::{Invalid, Problem};
+use projections::{EntryFields, EvidenceType, Status};
+use serde::Serialize;
+use std::collections::BTreeSet;
+
+/// Something worth knowing about a write that does not block it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Warning {
+    pub field: String,
+    pub rule: &'static str,
+    pub message: String,
+}
+
+/// A secret found in a field: the field and the rule, never the value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Detection {
+    pub field: String,
+    pub rule: &'static str,
+}
+
+/// The outcome of the policy checks on one entry.
+#[derive(Debug, Default)]
+pub struct Verdict {
+    pub problems: Vec<Problem>,
+    pub warnings: Vec<Warning>,
+    pub detections: Vec<Detection>,
+}
+
+impl Verdict {
+    fn problem(&mut self, field: impl Into<String>, constraint: &'static str, message: String) {
+        self.problems.push(Problem {
+            field: field.into(),
+            constraint,
+            message,
+        });
+    }
+
+    /// The problems as an error, if there are any.
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] when a check failed.
+    pub fn into_result(self) -> std::result::Result<Vec<Warning>, (Invalid, Vec<Detection>)> {
+        if self.problems.is_empty() {
+            Ok(self.warnings)
+        } else {
+            Err((
+                Invalid {
+                    problems: self.problems,
+                },
+                self.detections,
+            ))
+        }
+    }
+
+    fn merge(&mut self, other: Self) {
+        self.problems.extend(other.problems);
+        self.warnings.extend(other.warnings);
+        self.detections.extend(other.detections);
+    }
+}
+
+/// Evidence types that count as strong evidence for decisions, requirements and invariants.
+const STRONG: [EvidenceType; 4] = [
+    EvidenceType::Code,
+    EvidenceType::Artifact,
+    EvidenceType::Ticket,
+    EvidenceType::Doc,
+];
+
+/// A project's write policy, ready to check entries.
+pub struct Policy {
+    write: WritePolicy,
+    tickets: TicketPatterns,
+}
+
+fn uri_kind(t: EvidenceType) -> UriKind {
+    match t {
+        EvidenceType::Code => UriKind::Code,
+        EvidenceType::Artifact => UriKind::Artifact,
+        EvidenceType::Log => UriKind::Log,
+        EvidenceType::Screenshot => UriKind::Screenshot,
+        EvidenceType::Assumption => UriKind::Assumption,
+        EvidenceType::Ticket => UriKind::Ticket,
+        EvidenceType::Doc => UriKind::Doc,
+    }
+}
+
+impl Policy {
+    /// The policy of a new project.
+    pub fn defaults() -> Self {
+        Self {
+            write: crate::project::Policies::default().write,
+            tickets: TicketPatterns::empty(),
+        }
+    }
+
+    /// The policy in the project's `memlog.json`.
+    ///
+    /// # Errors
+    /// When the configuration cannot be read or a ticket pattern is not a valid regex.
+    pub fn load(project: &Project) -> Result<Self> {
+        let write = project.config()?.policies.write;
+        let tickets =
+            TicketPatterns::new(&write.ticket_patterns).map_err(|problem| Error::CorruptFile {
+                path: project.config_path(),
+                problem: format!("policies.{problem}; fix the pattern in memlog.json"),
+            })?;
+        Ok(Self { write, tickets })
+    }
+
+    /// Checks that need only the entry: secrets in every text field, evidence URIs by type,
+    /// strong evidence for decisions, requirements and invariants, and the low-confidence
+    /// warning. `only`, when given, limits the checks to those fields (an update checks what
+    /// it changes, not what was accepted before).
+    pub fn check_entry(
+        &self,
+        fields: &EntryFields,
+        status: Status,
+        only: Option<&BTreeSet<String>>,
+    ) -> Verdict {
+        let wants = |f: &str| only.is_none_or(|o| o.contains(f));
+        let mut v = Verdict::default();
+        let text = |v: &mut Verdict, field: String, findings: Vec<Finding>| {
+            if let Some(f) = findings.first() {
+                v.problem(
+                    field.clone(),
+                    "secret",
+                    format!(
+                        "looks like a {} (rule {}, line {}, column {}); credentials must never \
+                         be stored in memory: remove it and refer to where it is kept instead \
+                         (e.g. the name of the vault entry)",
+                        f.description, f.rule, f.line, f.column
+                    ),
+                );
+                v.detections.push(Detection {
+                    field,
+                    rule: f.rule,
+                });
+            }
+        };
+        for (name, value) in [
+            ("subject", &fields.subject),
+            ("scope", &fields.scope),
+            ("summary", &fields.summary),
+            ("content", &fields.content),
+        ] {
+            if wants(name) {
+                text(&mut v, name.to_owned(), scan_text(value));
+            }
+        }
+        if wants("tags") {
+            for (i, tag) in fields.tags.iter().enumerate() {
+                text(&mut v, format!("tags[{i}]"), scan_text(tag));
+            }
+        }
+        if wants("evidence") {
+            for (i, e) in fields.evidence.iter().enumerate() {
+                let uri_findings = scan_uri(&e.uri);
+                let leaked = !uri_findings.is_empty();
+                text(&mut v, format!("evidence[{i}].uri"), uri_findings);
+                text(&mut v, format!("evidence[{i}].note"), scan_text(&e.note));
+                if leaked {
+                    continue;
+                }
+                if let Err(p) = check_evidence_uri(uri_kind(e.kind), &e.uri, &self.tickets) {
+                    v.problem(
+                        format!("evidence[{i}].uri"),
+                        "evidence_uri",
+                        format!("{} ({})", p.message, p.rule),
+                    );
+                }
+            }
+        }
+        let strong_needed = self
+            .write
+            .strong_evidence_kinds
+            .iter()
+            .any(|k| k == fields.kind.as_str());
+        if strong_needed
+            && status != Status::Draft
+            && (wants("evidence") || wants("kind") || wants("status"))
+            && !fields.evidence.iter().any(|e| STRONG.contains(&e.kind))
+        {
+            v.problem(
+                "evidence",
+                "evidence_strength",
+                format!(
+                    "a {} needs code, artifact, ticket or doc evidence (it has {}); add e.g. \
+                     --evidence code:src/file.rs#L10:what it shows, or record it as a draft",
+                    fields.kind.as_str(),
+                    if fields.evidence.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        fields
+                            .evidence
+                            .iter()
+                            .map(|e| e.kind.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    }
+                ),
+            );
+        }
+        if wants("confidence") && fields.confidence < self.write.low_confidence_warning {
+            v.warnings.push(Warning {
+                field: "confidence".into(),
+                rule: "low_confidence",
+                message: format!(
+                    "confidence {} is below {}: the entry is hidden from default queries until \
+                     it is confirmed",
+                    fields.confidence, self.write.low_confidence_warning
+                ),
+            });
+        }
+        v
+    }
+
+    /// Checks that need the store: no active entry with the same subject, scope and summary
+    /// (other than `exclude`, the entry being replaced or changed), related entries exist, and
+    /// the project-size warning.
+    ///
+    /// # Errors
+    /// When the store cannot be read.
+    pub fn check_against_store(
+        &self,
+        store: &Store,
+        fields: &EntryFields,
+        status: Status,
+        exclude: Option<&str>,
+        only: Option<&BTreeSet<String>>,
+    ) -> Result<Verdict> {
+        let wants = |f: &str| only.is_none_or(|o| o.contains(f));
+        let mut v = Verdict::default();
+        if status == Status::Active && (wants("subject") || wants("scope") || wants("summary")) {
+            for id in store.ids_with("subject", &fields.subject)? {
+                if Some(id.as_str()) == exclude {
+                    continue;
+                }
+                if let Some(other) = store.entry(&id)?
+                    && other.status == Status::Active
+                    && other.fields.scope == fields.scope
+                    && other.fields.summary == fields.summary
+                {
+                    v.problem(
+                        "summary",
+                        "duplicate",
+                        format!(
+                            "active entry {id} already has this subject, scope and summary; \
+                             supersede or update it instead of adding a copy"
+                        ),
+                    );
+                    break;
+                }
+            }
+        }
+        if wants("related_entries") {
+            for (i, id) in fields.related_entries.iter().enumerate() {
+                if Some(id.as_str()) == exclude || store.entry(id)?.is_none() {
+                    v.problem(
+                        format!("related_entries[{i}]"),
+                        "reference",
+                        format!(
+                            "related entry {} does not exist in this project; use a full id \
+                             from `memlog list`",
+                            id.escape_debug()
+                        ),
+                    );
+                }
+            }
+        }
+        if exclude.is_none() {
+            let n = store.hot_count()?;
+            if u64::try_from(n).unwrap_or(u64::MAX) >= self.write.max_entries_warning {
+                v.warnings.push(Warning {
+                    field: "project".into(),
+                    rule: "many_entries",
+                    message: format!(
+                        "the project holds {n} active-index entries (policy warns at {}); \
+                         consider consolidating: deprecate or supersede what is outdated",
+                        self.write.max_entries_warning
+                    ),
+                });
+            }
+        }
+        Ok(v)
+    }
+
+    /// Both kinds of checks; the store ones only when a store is given.
+    ///
+    /// # Errors
+    /// When the store cannot be read.
+    pub fn check(
+        &self,
+        store: Option<&Store>,
+        fields: &EntryFields,
+        status: Status,
+        exclude: Option<&str>,
+        only: Option<&BTreeSet<String>>,
+    ) -> Result<Verdict> {
+        let mut v = self.check_entry(fields, status, only);
+        if let Some(store) = store {
+            v.merge(self.check_against_store(store, fields, status, exclude, only)?);
+        }
+        Ok(v)
+    }
+}
+
+/// Appends secret detections to the project's local security log (`.memlog/security.jsonl`):
+/// time, actor, operation, field and rule. Never the value.
+///
+/// # Errors
+/// When the log cannot be written.
+pub fn log_detections(
+    project: &Project,
+    at: &str,
+    actor: &str,
+    operation: &str,
+    detections: &[Detection],
+) -> Result<()> {
+    if detections.is_empty() || !project.dir.exists() {
+        return Ok(());
+    }
+    project.ensure_state_dir()?;
+    let mut bytes = Vec::new();
+    for d in detections {
+        let line = serde_json::json!({
+            "at": at, "actor": actor, "operation": operation, "field": d.field, "rule": d.rule,
+            "action": "rejected",
+        });
+        bytes.extend_from_slice(line.to_string().as_bytes());
+        bytes.push(b'\n');
+    }
+    crate::durable::append(&project.security_log_path(), &bytes)
+}

@@ -1,0 +1,380 @@
+//! The write policy on every write path: secrets, evidence, duplicates, references, warnings;
+//! `validate` and `secrets scan`.
+
+use crate::common::{Env, Run};
+use proptest::prelude::*;
+use serde_json::{Value, json};
+use std::io::Write;
+use std::process::Stdio;
+
+const FAKE_TOKEN: &str = "ghp_FAKEFAKEFAKEFAKEFAKEFAKEFAKEFAKE0000";
+
+fn add_args<'a>(summary: &'a str, content: &'a str, evidence: &'a str) -> Vec<&'a str> {
+    vec![
+        "add",
+        "--section",
+        "decisions",
+        "--kind",
+        "decision",
+        "--subject",
+        "auth",
+        "--scope",
+        "repo",
+        "--summary",
+        summary,
+        "--content",
+        content,
+        "--confidence",
+        "0.8",
+        "--evidence",
+        evidence,
+    ]
+}
+
+fn with_json(mut args: Vec<&str>) -> Vec<&str> {
+    args.push("--json");
+    args
+}
+
+fn log_bytes(env: &Env) -> Vec<u8> {
+    std::fs::read(env.log()).unwrap_or_default()
+}
+
+fn run_stdin(env: &Env, args: &[&str], input: &[u8]) -> Run {
+    let mut child = env
+        .command(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn: {e}"));
+    if let Some(mut stdin) = child.stdin.take() {
+        let _ = stdin.write_all(input);
+    }
+    crate::common::output(child.wait_with_output())
+}
+
+#[test]
+fn a_secret_is_refused_on_every_write_path_and_never_echoed() {
+    let env = Env::with_project();
+    let id = env.add("auth", "Sessions expire after 30 minutes");
+    let before = log_bytes(&env);
+    let content = format!("the deploy uses {FAKE_TOKEN}");
+    let assert_refused = |r: Run, what: &str| {
+        assert_eq!(r.code, 3, "{what}: {}{}", r.stdout, r.stderr);
+        assert!(
+            !r.stdout.contains("FAKEFAKE") && !r.stderr.contains("FAKEFAKE"),
+            "{what} echoed the secret"
+        );
+    };
+    // add
+    let r = env.run(&with_json(add_args(
+        "Deploy token",
+        &content,
+        "code:src/deploy.rs:where",
+    )));
+    let err = r.json();
+    assert_eq!(err["error"]["code"], "SECRET_DETECTED");
+    assert_eq!(err["error"]["details"]["field"], "content");
+    assert_refused(r, "add");
+    // a secret in an evidence URI and note
+    let uri = format!("code:https://{FAKE_TOKEN}@github.com/o/r/blob/main/a.rs:where");
+    assert_refused(env.run(&add_args("Deploy", "x", &uri)), "evidence uri");
+    let note = format!("code:src/a.rs:token {FAKE_TOKEN}");
+    assert_refused(env.run(&add_args("Deploy", "x", &note)), "evidence note");
+    // update, supersede
+    assert_refused(env.run(&["update", &id, "--content", &content]), "update");
+    assert_refused(
+        env.run(&[
+            "supersede",
+            &id,
+            "--summary",
+            "Sessions expire after 15 minutes",
+            "--content",
+            &content,
+        ]),
+        "supersede",
+    );
+    // apply (a single update is refused outright; in a batch it is skipped)
+    let update = json!({"operation": "create", "entry": {
+        "section": "learnings", "kind": "other", "subject": "ci", "scope": "repo",
+        "summary": "CI token", "content": content, "confidence": 0.9,
+        "evidence": [{"type": "assumption", "uri": "none", "note": "n"}]}});
+    let r = run_stdin(
+        &env,
+        &["apply", "--json", "-"],
+        update.to_string().as_bytes(),
+    );
+    assert_refused(r, "apply");
+    let batch = json!([update, {"operation": "deprecate", "target_id": id}]);
+    let r = run_stdin(
+        &env,
+        &["apply", "--json", "-"],
+        batch.to_string().as_bytes(),
+    );
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    assert_eq!(r.json()["skipped"][0]["code"], "SECRET_DETECTED");
+    assert!(!r.stdout.contains("FAKEFAKE"));
+    // Only the deprecate of the batch was written; the rest of the log is untouched.
+    let after = log_bytes(&env);
+    assert_eq!(&after[..before.len()], before.as_slice());
+    assert_eq!(
+        after[before.len()..]
+            .iter()
+            .filter(|b| **b == b'\n')
+            .count(),
+        1
+    );
+    assert!(!String::from_utf8_lossy(&after).contains("FAKEFAKE"));
+    // Every detection is in the security log, without the value.
+    let security =
+        std::fs::read_to_string(env.root().join("ai-memory/demo/.memlog/security.jsonl"))
+            .unwrap_or_default();
+    assert!(!security.contains("FAKEFAKE"));
+    let records: Vec<Value> = security
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    assert!(records.len() >= 7, "{security}");
+    assert!(
+        records
+            .iter()
+            .all(|r| r["rule"].is_string() && r["field"].is_string() && r["actor"] == "agent-7")
+    );
+}
+
+#[test]
+fn evidence_must_fit_its_type_and_the_kind() {
+    let env = Env::with_project();
+    let code = |r: &Run| {
+        r.json()["error"]["code"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    // A decision needs strong evidence; an assumption is not enough, unless it is a draft.
+    let r = env.run(&with_json(add_args(
+        "Use argon2",
+        "x",
+        "assumption:gut:feels right",
+    )));
+    assert_eq!((r.code, code(&r).as_str()), (3, "EVIDENCE_INVALID"));
+    let mut draft = add_args("Use argon2", "x", "assumption:gut:feels right");
+    draft.extend(["--status", "draft"]);
+    env.run(&draft).ok();
+    // Code evidence is a permalink or a workspace path: no absolute paths, no traversal.
+    for bad in [
+        "code:/etc/passwd:x",
+        "code:../../outside.rs:x",
+        "code:https://example.com/page:x",
+    ] {
+        let r = env.run(&with_json(add_args("Use bcrypt", "x", bad)));
+        assert_eq!(
+            (r.code, code(&r).as_str()),
+            (3, "EVIDENCE_INVALID"),
+            "{bad}"
+        );
+    }
+    // Tickets: known trackers, and patterns the project adds in memlog.json.
+    env.run(&add_args(
+        "Use scrypt",
+        "x",
+        "ticket:https://github.com/o/r/issues/12:discussion",
+    ))
+    .ok();
+    let r = env.run(&add_args(
+        "Use yescrypt",
+        "x",
+        "ticket:https://tracker.example.com/t/42:discussion",
+    ));
+    assert_eq!(r.code, 3);
+    let config = env.root().join("ai-memory/demo/memlog.json");
+    let mut cfg: Value =
+        serde_json::from_str(&std::fs::read_to_string(&config).unwrap_or_default())
+            .unwrap_or_default();
+    cfg["policies"]["write"]["ticket_patterns"] = json!([r"https://tracker\.example\.com/t/\d+"]);
+    std::fs::write(&config, cfg.to_string()).unwrap_or_else(|e| panic!("{e}"));
+    env.run(&add_args(
+        "Use yescrypt",
+        "x",
+        "ticket:https://tracker.example.com/t/42:discussion",
+    ))
+    .ok();
+}
+
+#[test]
+fn duplicates_and_missing_references_are_refused_warnings_are_reported() {
+    let env = Env::with_project();
+    let id = env.add("auth", "Sessions expire after 30 minutes");
+    let r = env.run(&[
+        "add",
+        "--json",
+        "--section",
+        "decisions",
+        "--kind",
+        "decision",
+        "--subject",
+        "auth",
+        "--scope",
+        "repo",
+        "--summary",
+        "Sessions expire after 30 minutes",
+        "--content",
+        "again",
+        "--confidence",
+        "0.8",
+        "--evidence",
+        "code:src/lib.rs:x",
+    ]);
+    assert_eq!(r.code, 3);
+    assert_eq!(r.json()["error"]["details"]["constraint"], "duplicate");
+    assert!(r.stdout.contains(&id));
+    let r = env.run(&[
+        "add",
+        "--json",
+        "--section",
+        "learnings",
+        "--kind",
+        "other",
+        "--subject",
+        "auth",
+        "--scope",
+        "repo",
+        "--summary",
+        "Related to nothing",
+        "--content",
+        "x",
+        "--confidence",
+        "0.8",
+        "--evidence",
+        "assumption:x:y",
+        "--related",
+        "m-0000000000",
+    ]);
+    assert_eq!(r.json()["error"]["details"]["field"], "related_entries[0]");
+    // Low confidence is a warning, not a refusal.
+    let r = env
+        .run(&[
+            "add",
+            "--json",
+            "--section",
+            "learnings",
+            "--kind",
+            "hypothesis",
+            "--subject",
+            "cache",
+            "--scope",
+            "repo",
+            "--summary",
+            "The cache may be cold at night",
+            "--content",
+            "x",
+            "--confidence",
+            "0.3",
+            "--evidence",
+            "assumption:x:a hunch",
+        ])
+        .ok();
+    assert_eq!(r.json()["warnings"][0]["rule"], "low_confidence");
+}
+
+#[test]
+fn validate_reports_each_item_and_writes_nothing() {
+    let env = Env::with_project();
+    env.add("auth", "Sessions expire after 30 minutes");
+    let before = log_bytes(&env);
+    let input = json!([
+        {"operation": "create", "entry": {"section": "observations", "kind": "metric",
+         "subject": "api", "scope": "service:api", "summary": "p95 is 210 ms", "content": "x",
+         "confidence": 0.4, "evidence": [{"type": "log", "uri": "logs/load.txt", "note": "run"}]}},
+        {"operation": "create", "entry": {"section": "observations", "kind": "metric",
+         "subject": "api", "scope": "service:api", "summary": "p95", "content": FAKE_TOKEN,
+         "confidence": 0.9, "evidence": [{"type": "log", "uri": "logs/load.txt", "note": "run"}]}},
+        {"operation": "supersede", "target_id": "m-zzzzzzzzzz", "entry": {"summary": "x"}},
+        {"operation": "explode"}
+    ]);
+    let r = run_stdin(
+        &env,
+        &["validate", "--json", "-"],
+        input.to_string().as_bytes(),
+    );
+    assert_eq!(r.code, 1);
+    let v = r.json();
+    let valid: Vec<bool> = v
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|i| i["valid"].as_bool())
+        .collect();
+    assert_eq!(valid, [true, false, false, false]);
+    assert_eq!(v[0]["warnings"][0]["rule"], "low_confidence");
+    assert_eq!(v[1]["errors"][0]["code"], "SECRET_DETECTED");
+    assert_eq!(v[2]["errors"][0]["code"], "NOT_FOUND");
+    assert_eq!(v[3]["errors"][0]["field"], "operation");
+    assert!(!r.stdout.contains("FAKEFAKE"));
+    assert_eq!(log_bytes(&env), before);
+    // One object in, one verdict out; against a project that does not exist, nothing is created.
+    let one = input[0].to_string();
+    let r = run_stdin(
+        &env,
+        &["validate", "--json", "-p", "elsewhere", "-"],
+        one.as_bytes(),
+    );
+    assert_eq!(
+        (r.code, r.json()["valid"].as_bool()),
+        (0, Some(true)),
+        "{}",
+        r.stdout
+    );
+    assert!(!env.root().join("ai-memory/elsewhere").exists());
+}
+
+#[test]
+fn secrets_scan_works_as_a_pre_commit_hook() {
+    let env = Env::with_project();
+    env.add("auth", "Sessions expire after 30 minutes");
+    let clean = env.run(&["secrets", "scan", "ai-memory/demo/events.jsonl"]);
+    assert_eq!(clean.code, 0, "{}", clean.stdout);
+    let file = env.root().join("notes.txt");
+    std::fs::write(
+        &file,
+        format!("fine line\nexport GITHUB_TOKEN={FAKE_TOKEN}\n"),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let r = env.run(&["secrets", "scan", "notes.txt"]);
+    assert_eq!(r.code, 1);
+    assert_eq!(
+        r.stdout.trim(),
+        "notes.txt:2:21: github-token (GitHub token)"
+    );
+    let r = run_stdin(
+        &env,
+        &["secrets", "scan", "--json"],
+        b"see https://x.example.com/a?token=FAKE1234abcdEFGH",
+    );
+    assert_eq!(r.json()["findings"][0]["rule"], "url-token-parameter");
+    assert!(!r.stdout.contains("FAKE1234"));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    /// Arbitrary bytes into validate, apply and secrets scan: no crash (a clean exit code),
+    /// and for validate and scan nothing is written.
+    #[test]
+    fn arbitrary_input_never_crashes_or_writes(bytes in prop::collection::vec(any::<u8>(), 0..2048), json_ish in "[\\[\\]{}\",:a-z0-9 .-]{0,300}") {
+        let env = Env::with_project();
+        let before = log_bytes(&env);
+        for input in [bytes.as_slice(), json_ish.as_bytes()] {
+            for args in [&["validate", "-"][..], &["secrets", "scan", "-"][..]] {
+                let r = run_stdin(&env, args, input);
+                prop_assert!((0..=3).contains(&r.code), "{args:?}: exit {} {}", r.code, r.stderr);
+                prop_assert!(!r.stderr.contains("panicked"));
+                prop_assert_eq!(log_bytes(&env), before.clone());
+            }
+            let r = run_stdin(&env, &["apply", "-"], input);
+            prop_assert!((0..=4).contains(&r.code), "apply: exit {} {}", r.code, r.stderr);
+            prop_assert!(!r.stderr.contains("panicked"));
+        }
+    }
+}
