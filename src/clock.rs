@@ -44,6 +44,19 @@ pub fn format_timestamp(t: DateTime<Utc>) -> String {
 /// # Errors
 /// A message naming the accepted forms.
 pub fn parse_time(s: &str) -> Result<DateTime<Utc>, String> {
+    // chrono alone tolerates signed years and padded fields; accept only the plain layouts.
+    static LAYOUT: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(
+            r"^\d{4}-\d{2}-\d{2}(?:T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:\d{2})?)?$",
+        )
+        .unwrap_or_else(|e| panic!("time layout: {e}"))
+    });
+    if !LAYOUT.is_match(s) {
+        return Err(format!(
+            "`{}` is not an ISO 8601 time; use e.g. 2026-11-22T10:31:12Z, 2026-11-22T10:31:12+01:00 or 2026-11-22",
+            s.escape_debug()
+        ));
+    }
     if let Ok(t) = DateTime::parse_from_rfc3339(s) {
         return Ok(t.with_timezone(&Utc));
     }
@@ -56,7 +69,7 @@ pub fn parse_time(s: &str) -> Result<DateTime<Utc>, String> {
         return Ok(t.and_utc());
     }
     Err(format!(
-        "`{s}` is not an ISO 8601 time; use e.g. 2026-11-22T10:31:12Z, 2026-11-22T10:31:12+01:00 or 2026-11-22"
+        "`{s}` is not a valid time (no such date or hour); use e.g. 2026-11-22T10:31:12Z"
     ))
 }
 
@@ -66,4 +79,32 @@ pub fn parse_time(s: &str) -> Result<DateTime<Utc>, String> {
 /// As [`parse_time`].
 pub fn normalize_time(s: &str) -> Result<String, String> {
     parse_time(s).map(format_timestamp)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_time;
+
+    #[test]
+    fn only_plain_iso_8601_layouts_are_times() {
+        for ok in [
+            "2026-11-22",
+            "2026-11-22T10:31:12Z",
+            "2026-11-22T10:31:12.5+01:00",
+            "2026-11-22T10:31:12",
+        ] {
+            assert!(parse_time(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "+2026-11-22",
+            " 2026-11-22",
+            "2026-1-2",
+            "2026-11-22 10:31:12",
+            "2026-02-30",
+            "2026-11-22T25:00:00Z",
+            "yesterday",
+        ] {
+            assert!(parse_time(bad).is_err(), "{bad}");
+        }
+    }
 }

@@ -266,12 +266,18 @@ impl Session {
         Ok(n)
     }
 
-    /// Resolves a full id or unique prefix to an entry id.
+    /// Resolves a full id or unique prefix (with or without `m-`) to an entry id.
     ///
     /// # Errors
     /// [`Error::NotFound`] or [`Error::AmbiguousId`].
     pub fn resolve(&self, prefix: &str) -> Result<String> {
-        let ids = self.store().ids_with_prefix(prefix, 5)?;
+        // Ids are shown with their `m-`; people also type the part after it.
+        let full = if prefix.starts_with(projections::event::ENTRY_PREFIX) {
+            prefix.to_owned()
+        } else {
+            format!("{}{prefix}", projections::event::ENTRY_PREFIX)
+        };
+        let ids = self.store().ids_with_prefix(&full, 5)?;
         match ids.len() {
             0 => Err(Error::NotFound {
                 project: self.project.name.to_string(),

@@ -96,6 +96,9 @@ pub struct Written {
     /// Policy warnings: reported, not blocking.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<Warning>,
+    /// A torn tail set aside when the store was opened.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quarantined: Option<crate::session::QuarantineNote>,
 }
 
 /// Refuses changes that make no sense for the target's current state.
@@ -268,7 +271,10 @@ pub fn write(
         &change,
         state.as_ref(),
     )?;
-    let heads = state.as_ref().map(|s| s.heads.clone()).unwrap_or_default();
+    let heads = match &state {
+        Some(s) => parents_for(session.store(), &change, s)?,
+        None => Vec::new(),
+    };
     let (events, id, superseded) = build_events(change, heads, ctx)?;
     if ctx.dry_run {
         return Ok(Written {
@@ -277,6 +283,7 @@ pub fn write(
             events: events.into_iter().map(|e| e.id).collect(),
             entry: None,
             warnings,
+            quarantined: None,
         });
     }
     append(project, &events)?;
@@ -288,7 +295,24 @@ pub fn write(
         superseded,
         events: events.into_iter().map(|e| e.id).collect(),
         warnings,
+        quarantined: session.report.quarantined.clone(),
     })
+}
+
+/// The parents of an event on `state`: all its heads for a resolve (which joins them), else
+/// the latest head only, so that writing to an entry in conflict keeps the conflict visible
+/// until someone resolves it.
+fn parents_for(store: &Store, change: &Change, state: &EntryState) -> Result<Vec<String>> {
+    if !state.in_conflict() || matches!(change, Change::Resolve { .. }) {
+        return Ok(state.heads.clone());
+    }
+    let latest = store
+        .entry_events(&state.id)?
+        .into_iter()
+        .filter(|e| state.heads.contains(&e.id))
+        .max_by(|a, b| (&a.at, &a.id).cmp(&(&b.at, &b.id)))
+        .map(|e| e.id);
+    Ok(latest.map_or_else(|| state.heads.clone(), |h| vec![h]))
 }
 
 /// Runs the write policy on the change's final fields; rejected secrets are logged (without
@@ -366,6 +390,7 @@ fn write_without_store(
         events: events.into_iter().map(|e| e.id).collect(),
         entry: None,
         warnings,
+        quarantined: None,
     })
 }
 
@@ -384,6 +409,7 @@ fn dry_run_without_store(project: &Project, ctx: &WriteContext, change: Change) 
         events: events.into_iter().map(|e| e.id).collect(),
         entry: None,
         warnings,
+        quarantined: None,
     })
 }
 

@@ -87,12 +87,9 @@ pub fn fold_entry(events: &[Event]) -> Folded {
     let mut out = Folded::default();
     let mut heads: BTreeSet<&str> = BTreeSet::new();
     for event in ordered {
-        let concurrent = event
-            .parents
-            .iter()
-            .map(String::as_str)
-            .collect::<BTreeSet<_>>()
-            != heads;
+        // A fork: the event builds on something that is no longer a head, so another writer
+        // got there first. (Extending one head of an open conflict is not a new fork.)
+        let concurrent = event.parents.iter().any(|p| !heads.contains(p.as_str()));
         let was_conflict = heads.len() > 1;
         for p in &event.parents {
             heads.remove(p.as_str());

@@ -27,7 +27,7 @@ pub struct EntryFlags {
     #[arg(long)]
     pub confidence: Option<f64>,
     /// Evidence as TYPE:URI:NOTE (repeatable), or a JSON object {"type","uri","note"}
-    #[arg(long, value_name = "TYPE:URI[:NOTE]")]
+    #[arg(long, value_name = "TYPE:URI:NOTE")]
     pub evidence: Vec<String>,
     /// A tag (repeatable)
     #[arg(long = "tag", value_name = "TAG")]

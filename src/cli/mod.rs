@@ -168,6 +168,15 @@ impl Ctx {
         })
     }
 
+    /// Opens a caught-up session, telling the user about a torn tail that was set aside.
+    pub fn open_session(&self, project: &Project) -> Result<crate::session::Session> {
+        let session = crate::session::Session::open(project, self.lock_timeout())?;
+        if let Some(q) = &session.report.quarantined {
+            output::warn(&quarantine_message(q));
+        }
+        Ok(session)
+    }
+
     pub fn workspace(&self) -> Result<Workspace> {
         match &self.global.workspace {
             Some(dir) => Workspace::at(dir),
@@ -211,6 +220,15 @@ impl Ctx {
         };
         Project::open(&ws, name)
     }
+}
+
+/// What to tell the user about a quarantined torn tail.
+pub fn quarantine_message(q: &crate::session::QuarantineNote) -> String {
+    format!(
+        "the log ended in an incomplete line ({} bytes at offset {}, e.g. from a killed writer); \
+         it was moved to {} and the log now ends at the last complete event",
+        q.bytes, q.offset, q.file
+    )
 }
 
 /// Runs the CLI with `args` (program name first) and returns the process exit code.

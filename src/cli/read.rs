@@ -17,6 +17,7 @@ pub struct ShowArgs {
 #[derive(Debug, clap::Args)]
 pub struct ListArgs {
     /// Project (default: --project, or the workspace's only project)
+    #[arg(id = "project_name", value_name = "PROJECT")]
     pub project: Option<String>,
     /// Only this status (active, superseded, deprecated, draft)
     #[arg(long)]
@@ -52,7 +53,7 @@ pub struct AuditArgs {
 
 fn open(ctx: &Ctx, project: Option<&str>) -> Result<Session> {
     let p = ctx.project(project)?;
-    Session::open(&p, ctx.lock_timeout())
+    ctx.open_session(&p)
 }
 
 fn value_text(v: &Value) -> String {
@@ -196,20 +197,20 @@ pub fn list(ctx: &Ctx, args: ListArgs, out: &mut Out) -> Result<ExitCode> {
         return Ok(ExitCode::Ok);
     }
     out.line(format!(
-        "{:<12}  {:<24}  {:<12}  {:<12}  {:<11}  {:<24}  {:<16}  {:>4}  {}",
+        "{:<12}  {:<24}  {:<12}  {:<12}  {:<11}  {:<24}  {:<20}  {:>4}  {}",
         "ID", "UPDATED", "SECTION", "KIND", "STATUS", "SUBJECT", "SCOPE", "CONF", "SUMMARY"
     ));
     for s in &entries {
         let low = if s.fields.confidence < 0.5 { "!" } else { " " };
         out.line(format!(
-            "{:<12}  {:<24}  {:<12}  {:<12}  {:<11}  {:<24}  {:<16}  {:>4.2}{low} {}",
+            "{:<12}  {:<24}  {:<12}  {:<12}  {:<11}  {:<24}  {:<20}  {:>4.2}{low} {}",
             s.id,
             s.updated_at,
             s.fields.section.as_str(),
             s.fields.kind.as_str(),
             s.status.as_str(),
             clip(&s.fields.subject, 24),
-            clip(&s.fields.scope, 16),
+            clip(&s.fields.scope, 20),
             s.fields.confidence,
             clip(&s.fields.summary, 80)
         ));

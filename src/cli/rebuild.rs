@@ -2,19 +2,19 @@
 
 use super::{Ctx, ExitCode, Out};
 use crate::error::Result;
-use crate::session::Session;
 use serde_json::json;
 
 #[derive(Debug, clap::Args)]
 pub struct ProjectArg {
     /// Project (default: --project, or the workspace's only project)
+    #[arg(id = "project_name", value_name = "PROJECT")]
     pub project: Option<String>,
 }
 
 pub fn rebuild(ctx: &Ctx, args: ProjectArg, out: &mut Out) -> Result<ExitCode> {
     let project = ctx.project(args.project.as_deref())?;
     let started = std::time::Instant::now();
-    let mut session = Session::open(&project, ctx.lock_timeout())?;
+    let mut session = ctx.open_session(&project)?;
     let events = session.rebuild()?;
     let elapsed = started.elapsed();
     if out.json {
@@ -30,7 +30,7 @@ pub fn rebuild(ctx: &Ctx, args: ProjectArg, out: &mut Out) -> Result<ExitCode> {
 
 pub fn dump(ctx: &Ctx, args: ProjectArg, out: &mut Out) -> Result<ExitCode> {
     let project = ctx.project(args.project.as_deref())?;
-    let session = Session::open(&project, ctx.lock_timeout())?;
+    let session = ctx.open_session(&project)?;
     let mut w = std::io::BufWriter::new(out.raw());
     match session.store().dump(&mut w) {
         Err(crate::Error::Io(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(ExitCode::Ok),

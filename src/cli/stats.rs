@@ -2,13 +2,13 @@
 
 use super::{Ctx, ExitCode, Out};
 use crate::error::Result;
-use crate::session::Session;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
 #[derive(Debug, clap::Args)]
 pub struct StatsArgs {
     /// Project (default: --project, or the workspace's only project)
+    #[arg(id = "project_name", value_name = "PROJECT")]
     pub project: Option<String>,
 }
 
@@ -22,7 +22,7 @@ fn series(map: &BTreeMap<String, i64>) -> Value {
 
 pub fn run(ctx: &Ctx, args: StatsArgs, out: &mut Out) -> Result<ExitCode> {
     let project = ctx.project(args.project.as_deref())?;
-    let session = Session::open(&project, ctx.lock_timeout())?;
+    let session = ctx.open_session(&project)?;
     let s = session.store().stats()?;
     let mut agents: Vec<(&String, &i64)> = s.entries_by_agent.iter().collect();
     agents.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));

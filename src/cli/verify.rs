@@ -7,6 +7,7 @@ use crate::error::Result;
 #[derive(Debug, clap::Args)]
 pub struct VerifyArgs {
     /// Project (default: --project, or the workspace's only project)
+    #[arg(id = "project_name", value_name = "PROJECT")]
     pub project: Option<String>,
 }
 

@@ -9,6 +9,7 @@ use crate::writer::{Change, Written, write};
 #[derive(Debug, clap::Args)]
 pub struct AddArgs {
     /// Project (default: --project, or the workspace's only project)
+    #[arg(id = "project_name", value_name = "PROJECT")]
     pub project: Option<String>,
     #[command(flatten)]
     pub entry: EntryFlags,
@@ -57,6 +58,9 @@ pub fn print_written(ctx: &Ctx, w: &Written, verb: &str, out: &mut Out) {
     }
     for warning in &w.warnings {
         super::output::warn(&format!("{}: {}", warning.field, warning.message));
+    }
+    if let Some(q) = &w.quarantined {
+        super::output::warn(&super::quarantine_message(q));
     }
     if let Some(old) = &w.superseded {
         out.line(format!("{} (supersedes {old})", w.id));

@@ -270,3 +270,27 @@ fn bench_times_every_operation_on_a_synthetic_workspace() {
     assert_eq!(verify.code, 0, "{}", verify.stdout);
     assert_eq!(verify.json()["events"], 36);
 }
+
+#[test]
+fn project_flag_and_short_ids_work_after_any_command() {
+    let env = Env::with_project();
+    let id = env.add("auth", "Sessions expire after 30 minutes");
+    env.run(&["init", "other"]).ok();
+    // Two projects: commands need a project, given either way and in any position.
+    for args in [
+        &["list", "-p", "demo"][..],
+        &["-p", "demo", "list"][..],
+        &["list", "demo"][..],
+        &["stats", "--project", "demo", "--json"][..],
+        &["verify", "-p", "demo"][..],
+    ] {
+        env.run(args).ok();
+    }
+    // Ids without their `m-` work for writes as for reads.
+    env.run(&["pin", &id[2..], "-p", "demo"]).ok();
+    let shown = env
+        .run(&["show", &id[2..8], "-p", "demo", "--json"])
+        .ok()
+        .json();
+    assert_eq!(shown["pinned"], true);
+}

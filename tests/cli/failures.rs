@@ -81,8 +81,13 @@ fn a_torn_last_line_is_quarantined_and_writing_goes_on() {
         .unwrap_or_else(|e| panic!("{e}"));
     drop(f);
     assert_eq!(env.run(&["verify"]).code, 1);
-    let listed = env.run(&["list", "--json"]).ok().json();
-    assert_eq!(listed.as_array().map(Vec::len), Some(1));
+    let listed = env.run(&["list", "--json"]).ok();
+    assert!(
+        listed.stderr.contains("incomplete line") && listed.stderr.contains("quarantine.jsonl"),
+        "the quarantine is reported: {}",
+        listed.stderr
+    );
+    assert_eq!(listed.json().as_array().map(Vec::len), Some(1));
     let quarantine =
         std::fs::read_to_string(env.root().join("ai-memory/demo/.memlog/quarantine.jsonl"))
             .unwrap_or_default();

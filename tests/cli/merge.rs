@@ -63,6 +63,19 @@ fn real_git_merge_of_two_branches() {
     // The deterministic winner is the later write.
     assert_eq!(shown["confidence"], 0.7);
 
+    // Other writes to an entry in conflict extend one head: the conflict stays visible, once.
+    env.run_at(
+        "2026-11-23T12:00:00Z",
+        &["pin", &shared[2..], "--reason", "keep"],
+    )
+    .ok();
+    let shown = env.run(&["show", &shared, "--json"]).ok().json();
+    assert_eq!(
+        (shown["conflict"].as_bool(), shown["pinned"].as_bool()),
+        (Some(true), Some(true))
+    );
+    assert_eq!(shown["heads"].as_array().map(Vec::len), Some(2));
+
     env.run_at(
         "2026-11-24T00:00:00Z",
         &[
@@ -91,9 +104,11 @@ fn real_git_merge_of_two_branches() {
             )
         })
         .collect();
-    assert!(
-        dims.contains(&"conflict:open".to_owned())
-            && dims.contains(&"conflict:resolved".to_owned()),
+    assert_eq!(
+        dims.iter()
+            .filter(|d| d.starts_with("conflict:"))
+            .collect::<Vec<_>>(),
+        ["conflict:open", "conflict:resolved"],
         "{dims:?}"
     );
 
