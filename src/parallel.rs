@@ -12,8 +12,11 @@ where
     R: Send,
     F: Fn(&[T]) -> R + Sync,
 {
+    if items.len() < MIN_PARALLEL {
+        return vec![f(items)];
+    }
     let n = threads();
-    if n == 1 || items.len() < MIN_PARALLEL {
+    if n == 1 {
         return vec![f(items)];
     }
     let size = items.len().div_ceil(n);

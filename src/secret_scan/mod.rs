@@ -61,8 +61,134 @@ enum Check {
 struct Rule {
     id: &'static str,
     description: &'static str,
-    re: Regex,
+    pattern: &'static str,
+    /// Compiled on first use: most text holds none of a rule's keywords, and compiling every
+    /// rule would cost a short-lived process more than the scan itself.
+    re: std::sync::OnceLock<Regex>,
     check: Check,
+}
+
+impl Rule {
+    fn regex(&self) -> &Regex {
+        self.re.get_or_init(|| {
+            Regex::new(self.pattern).unwrap_or_else(|e| panic!("secret rule {}: {e}", self.id))
+        })
+    }
+
+    /// Whether `lower` (the text in ASCII lowercase) could hold a match at all.
+    fn may_match(&self, lower: &str) -> bool {
+        match keywords(self.id) {
+            // Credentials in a URL need both the scheme separator and the userinfo `@`.
+            Some(words) if matches!(self.id, "credentials-in-url" | "url-userinfo-token") => {
+                words.iter().any(|w| lower.contains(w)) && lower.contains('@')
+            }
+            Some(words) => words.iter().any(|w| lower.contains(w)),
+            None if self.id == "credit-card-number" => has_digit_run(lower, 13),
+            None if self.id == "us-ssn" => has_ssn_shape(lower),
+            None => true,
+        }
+    }
+}
+
+/// Whether `text` has `n` digits in a row, allowing single spaces or dashes between them (the
+/// way card numbers are printed).
+fn has_digit_run(text: &str, n: usize) -> bool {
+    let mut digits = 0;
+    let mut after_separator = false;
+    for b in text.bytes() {
+        if b.is_ascii_digit() {
+            digits += 1;
+            after_separator = false;
+            if digits >= n {
+                return true;
+            }
+        } else if (b == b' ' || b == b'-') && digits > 0 && !after_separator {
+            after_separator = true;
+        } else {
+            digits = 0;
+            after_separator = false;
+        }
+    }
+    false
+}
+
+/// Whether `text` has `ddd-dd-dddd` somewhere.
+fn has_ssn_shape(text: &str) -> bool {
+    text.as_bytes().windows(11).any(|w| {
+        w.iter().enumerate().all(|(i, b)| match i {
+            3 | 6 => *b == b'-',
+            _ => b.is_ascii_digit(),
+        })
+    })
+}
+
+/// Text (lowercase) that every match of a rule contains; `None` for rules without one.
+fn keywords(id: &str) -> Option<&'static [&'static str]> {
+    Some(match id {
+        "private-key" => &["private key"],
+        "aws-access-key-id" => &[
+            "akia", "asia", "abia", "acca", "agpa", "aida", "aroa", "anpa",
+        ],
+        "aws-secret-access-key" => &["secret"],
+        "gcp-api-key" => &["aiza"],
+        "azure-storage-key" => &["accountkey="],
+        "digitalocean-token" => &["_v1_"],
+        "github-token" => &["ghp_", "gho_", "ghu_", "ghs_", "ghr_"],
+        "github-fine-grained-token" => &["github_pat_"],
+        "gitlab-token" => &["glpat-", "gldt-", "glrt-", "glptt-", "glcbt-", "gloas-"],
+        "bitbucket-app-password" => &["atbb"],
+        "npm-token" => &["npm_"],
+        "pypi-token" => &["pypi-"],
+        "crates-io-token" => &["cio"],
+        "docker-hub-token" => &["dckr_pat_"],
+        "slack-token" => &["xox"],
+        "slack-webhook" => &["hooks.slack.com"],
+        "discord-webhook" => &["/api/webhooks/"],
+        "telegram-bot-token" => &[":aa"],
+        "stripe-key" => &["_live_", "_test_"],
+        "square-token" => &["eaaa", "sq0"],
+        "paypal-braintree-token" => &["access_token$"],
+        "anthropic-api-key" => &["sk-ant-"],
+        "openai-api-key" => &["sk-"],
+        "huggingface-token" => &["hf_"],
+        "groq-api-key" => &["gsk_"],
+        "replicate-token" => &["r8_"],
+        "sendgrid-api-key" => &["sg."],
+        "twilio-api-key" => &["sk"],
+        "mailgun-api-key" => &["key-"],
+        "jwt" => &["eyj"],
+        "credentials-in-url" | "url-userinfo-token" => &["://"],
+        "authorization-header" => &["authorization"],
+        "bearer-token" => &["bearer"],
+        "oauth-client-secret" => &["client"],
+        "password-assignment" => &["passw", "pwd"],
+        "secret-assignment" => &["secret", "token", "key", "credential", "auth", "passphrase"],
+        "ssh-private-key-file" => &["putty"],
+        "url-token-parameter" | "signed-url-signature" => &["="],
+        "sensitive-path" => &[
+            ".ssh/",
+            ".aws/",
+            "shadow",
+            "passwd",
+            ".env",
+            "netrc",
+            "pgpass",
+            "git-credentials",
+            ".docker/",
+            ".kube/",
+            ".npmrc",
+            ".pypirc",
+            "id_",
+            ".pem",
+            ".key",
+            ".p12",
+            ".pfx",
+            ".jks",
+            "keystore",
+            ".kdbx",
+        ],
+        _ => return None,
+    })
 }
 
 /// Rule table: (id, description, pattern, check). Order matters: when two findings overlap, the
@@ -338,7 +464,8 @@ fn compile(table: &'static [(&str, &str, &str, Check)]) -> Vec<Rule> {
         .map(|(id, description, pattern, check)| Rule {
             id,
             description,
-            re: Regex::new(pattern).unwrap_or_else(|e| panic!("secret rule {id}: {e}")),
+            pattern,
+            re: std::sync::OnceLock::new(),
             check: *check,
         })
         .collect()
@@ -392,8 +519,12 @@ type Raw = (usize, &'static Rule, usize, usize);
 
 fn scan_with(rules: &'static [Rule], text: &str) -> Vec<Raw> {
     let mut out = Vec::new();
+    let lower = text.to_ascii_lowercase();
     for (rank, rule) in rules.iter().enumerate() {
-        for caps in rule.re.captures_iter(text) {
+        if !rule.may_match(&lower) {
+            continue;
+        }
+        for caps in rule.regex().captures_iter(text) {
             let Some(whole) = caps.get(0) else { continue };
             // The secret itself is the last group that matched, else the whole match.
             let value = (1..caps.len())
