@@ -55,10 +55,28 @@ impl Invalid {
             problems: vec![Problem {
                 field: field.into(),
                 constraint,
-                message: message.into(),
+                message: redact_secrets(&message.into()),
             }],
         }
     }
+}
+
+/// Messages quote what was submitted (`kind` is `…`); a credential pasted into the wrong field
+/// must still never be echoed, so anything the secret detector flags is replaced.
+pub fn redact_secrets(message: &str) -> String {
+    let findings = crate::secret_scan::scan_text(message);
+    if findings.is_empty() {
+        return message.to_owned();
+    }
+    let mut out = String::with_capacity(message.len());
+    let mut last = 0;
+    for f in findings {
+        out.push_str(&message[last..f.start]);
+        out.push_str("[redacted]");
+        last = f.end;
+    }
+    out.push_str(&message[last..]);
+    out
 }
 
 #[derive(Default)]
@@ -76,7 +94,7 @@ impl Checker {
         self.problems.push(Problem {
             field: field.into(),
             constraint,
-            message: message.into(),
+            message: redact_secrets(&message.into()),
         });
     }
 

@@ -169,8 +169,10 @@ fn classify(e: &Error) -> (ExitCode, &'static str, Value) {
 
 /// Prints an error (JSON on stdout under `--json`, text on stderr otherwise) and returns the exit code.
 pub fn report_error(e: &Error, json_mode: bool) -> i32 {
-    let (code, name, details) = classify(e);
-    let message = e.to_string();
+    let (code, name, mut details) = classify(e);
+    // Errors quote their input (an id, a value, a path); never echo a credential.
+    let message = crate::validate::redact_secrets(&e.to_string());
+    redact_strings(&mut details);
     if json_mode {
         let body = json!({"success": false, "error": {"code": name, "message": message, "details": details}});
         let _ = writeln!(
@@ -182,6 +184,15 @@ pub fn report_error(e: &Error, json_mode: bool) -> i32 {
         let _ = writeln!(std::io::stderr(), "error: {}", safe(&message));
     }
     code as i32
+}
+
+fn redact_strings(v: &mut Value) {
+    match v {
+        Value::String(s) => *s = crate::validate::redact_secrets(s),
+        Value::Array(items) => items.iter_mut().for_each(redact_strings),
+        Value::Object(map) => map.values_mut().for_each(redact_strings),
+        _ => {}
+    }
 }
 
 /// Prints a usage error from clap (help and version go to stdout with exit 0).
@@ -200,15 +211,19 @@ pub fn clap_error(e: &clap::Error, json_mode: bool) -> i32 {
             0
         };
     }
+    // clap quotes the offending argument, which could be a credential typed in the wrong place.
+    let text = crate::validate::redact_secrets(&e.to_string());
     if json_mode {
-        let body = json!({"success": false, "error": {"code": "USAGE_ERROR", "message": e.kind().to_string(), "details": {"usage": e.to_string()}}});
+        let body = json!({"success": false, "error": {"code": "USAGE_ERROR", "message": e.kind().to_string(), "details": {"usage": text}}});
         let _ = writeln!(
             std::io::stdout(),
             "{}",
             serde_json::to_string_pretty(&body).unwrap_or_default()
         );
-    } else {
+    } else if text == e.to_string() {
         let _ = e.print();
+    } else {
+        let _ = write!(std::io::stderr(), "{text}");
     }
     ExitCode::Usage as i32
 }

@@ -378,3 +378,29 @@ proptest! {
         }
     }
 }
+
+/// A credential typed into the wrong place (an enum field, an id, a number flag) is refused and
+/// never echoed by the error, in text or JSON.
+#[test]
+fn errors_never_echo_a_credential() {
+    let env = Env::with_project();
+    let mut wrong_kind = add_args("x", "y", "code:src/a.rs:n");
+    wrong_kind[4] = FAKE_TOKEN;
+    for args in [
+        wrong_kind.clone(),
+        with_json(wrong_kind),
+        vec!["show", FAKE_TOKEN],
+        vec!["--json", "pin", FAKE_TOKEN],
+        vec!["add", "--confidence", FAKE_TOKEN],
+        vec!["--json", "add", "--confidence", FAKE_TOKEN],
+    ] {
+        let r = env.run(&args);
+        assert!(matches!(r.code, 2..=4), "{args:?}: {}", r.code);
+        assert!(
+            !r.stdout.contains("FAKEFAKE") && !r.stderr.contains("FAKEFAKE"),
+            "{args:?} echoed: {}{}",
+            r.stdout,
+            r.stderr
+        );
+    }
+}
