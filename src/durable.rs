@@ -78,6 +78,26 @@ pub struct TornTail {
 ///
 /// # Errors
 /// When the files cannot be read, written or synced.
+/// Whether the log ends in an incomplete line (cheap: reads the last byte).
+///
+/// # Errors
+/// When the log exists but cannot be read.
+pub fn has_torn_tail(log: &Path) -> Result<bool> {
+    let mut file = match fs_err::File::open(log) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(e.into()),
+    };
+    let len = file.metadata()?.len();
+    if len == 0 {
+        return Ok(false);
+    }
+    let mut last = [0u8; 1];
+    file.seek(SeekFrom::Start(len - 1))?;
+    file.read_exact(&mut last)?;
+    Ok(last[0] != b'\n')
+}
+
 pub fn quarantine_torn_tail(log: &Path, quarantine: &Path) -> Result<Option<TornTail>> {
     let mut file = match fs_err::OpenOptions::new().read(true).write(true).open(log) {
         Ok(f) => f,

@@ -101,13 +101,25 @@ fn decode_with_lines(
     Ok(events)
 }
 
-/// Moves a torn tail to quarantine, but only when no writer is appending right now.
+/// Moves a torn tail to quarantine, but only when no writer is appending right now (it waits a
+/// moment for one that is).
 ///
 /// # Errors
 /// When the files cannot be read or written.
 pub fn recover_torn_tail(project: &Project) -> Result<Option<QuarantineNote>> {
-    let Some(_write) = FileLock::try_acquire(&project.write_lock_path())? else {
+    if !durable::has_torn_tail(&project.log_path())? {
         return Ok(None);
+    }
+    // A writer holds the lock only for one append; wait briefly for it. If it is still busy,
+    // its line is about to complete and nothing needs recovering.
+    let _write = match FileLock::acquire(
+        &project.write_lock_path(),
+        "write",
+        Duration::from_millis(250),
+    ) {
+        Ok(lock) => lock,
+        Err(Error::LockTimeout { .. }) => return Ok(None),
+        Err(e) => return Err(e),
     };
     Ok(
         durable::quarantine_torn_tail(&project.log_path(), &project.quarantine_path())?.map(
