@@ -131,6 +131,13 @@ fn derive(folded: Folded) -> EntryRecords {
     }
 }
 
+/// Entries folded per step of a rebuild: enough to keep every core busy, few enough that the
+/// derived records of one step stay small.
+const STREAM_CHUNK: usize = 8192;
+
+/// Keyspaces keyed by entry id, which a rebuild writes as one stream in entry order.
+const STREAMED: [usize; 5] = [K_ENTRY_EVENTS, K_ENTRIES, K_COLD, K_VERSIONS, K_AUDIT];
+
 impl Store {
     /// Opens (creating if needed) the store at `path`. A store of another format is wiped.
     /// Returns the store and whether it is empty (and so needs a full build).
@@ -345,53 +352,93 @@ impl Store {
     }
 
     fn ingest_all(&self, events: Vec<(Event, String)>, fingerprint: &Fingerprint) -> Result<usize> {
-        let mut tables: [Vec<(Vec<u8>, Vec<u8>)>; 8] = Default::default();
         let mut seen = std::collections::HashSet::with_capacity(events.len());
+        let mut lines: Vec<(Vec<u8>, Vec<u8>)> = Vec::with_capacity(events.len());
         let mut by_entry: BTreeMap<String, Vec<Event>> = BTreeMap::new();
         for (event, line) in events {
             if !seen.insert(event.id.clone()) {
                 continue;
             }
-            let mut k = event.entry.clone().into_bytes();
-            k.extend_from_slice(event.id.as_bytes());
-            tables[K_ENTRY_EVENTS].push((k, Vec::new()));
-            tables[K_EVENTS].push((event.id.clone().into_bytes(), line.into_bytes()));
+            lines.push((event.id.clone().into_bytes(), line.into_bytes()));
             by_entry.entry(event.entry.clone()).or_default().push(event);
         }
-        let applied = seen.len();
-        // Folding is independent per entry: spread the entries over the cores.
-        let groups: Vec<Vec<Event>> = by_entry.into_values().collect();
-        let parts = crate::parallel::map_chunks(&groups, |chunk| {
-            let mut stats = Stats::default();
-            let mut kvs = Vec::new();
-            for events in chunk {
-                let records = derive(fold_entry(events));
-                if let Some(s) = &records.state {
-                    stats.apply(s, 1);
-                }
-                kvs.extend(records.kvs);
-            }
-            (stats, kvs)
-        });
+        drop(seen);
+        let applied = lines.len();
+
+        // Keyspaces keyed by entry id (entry_events, entries, cold, versions, audit) are written
+        // as a stream, a chunk of entries at a time in ascending id order, so the derived records
+        // of the whole log never sit in memory at once. Index keys and raw events are keyed
+        // otherwise and are sorted at the end.
+        let mut streams = STREAMED
+            .iter()
+            .map(|&k| self.ks[k].start_ingestion().map_err(|e| self.err(e)))
+            .collect::<Result<Vec<_>>>()?;
+        let mut index: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
         let mut stats = Stats::default();
-        for (part, kvs) in parts {
-            stats.merge(&part);
-            for (k, key, value) in kvs {
-                tables[k].push((key, value));
+        let mut groups = by_entry.into_iter();
+        loop {
+            let chunk: Vec<(String, Vec<Event>)> = groups.by_ref().take(STREAM_CHUNK).collect();
+            if chunk.is_empty() {
+                break;
+            }
+            let parts = crate::parallel::map_chunks(&chunk, |part| {
+                let mut stats = Stats::default();
+                let mut kvs = Vec::new();
+                for (entry, events) in part {
+                    for e in events {
+                        let mut k = entry.clone().into_bytes();
+                        k.extend_from_slice(e.id.as_bytes());
+                        kvs.push((K_ENTRY_EVENTS, k, Vec::new()));
+                    }
+                    let records = derive(fold_entry(events));
+                    if let Some(s) = &records.state {
+                        stats.apply(s, 1);
+                    }
+                    kvs.extend(records.kvs);
+                }
+                (stats, kvs)
+            });
+            drop(chunk);
+            let mut by_keyspace: [Vec<(Vec<u8>, Vec<u8>)>; 8] = Default::default();
+            for (part, kvs) in parts {
+                stats.merge(&part);
+                for (k, key, value) in kvs {
+                    if k == K_INDEX {
+                        index.push((key, value));
+                    } else {
+                        by_keyspace[k].push((key, value));
+                    }
+                }
+            }
+            for (stream, k) in streams.iter_mut().zip(STREAMED) {
+                let table = &mut by_keyspace[k];
+                table.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+                for (key, value) in table.drain(..) {
+                    stream.write(key, value).map_err(|e| self.err(e))?;
+                }
             }
         }
-        tables[K_META].push((b"format".to_vec(), STORE_FORMAT.as_bytes().to_vec()));
-        tables[K_META].push((b"log".to_vec(), to_json(fingerprint)));
-        tables[K_META].push((b"stats".to_vec(), to_json(&stats)));
-        for (k, mut table) in tables.into_iter().enumerate() {
+        for stream in streams {
+            stream.finish().map_err(|e| self.err(e))?;
+        }
+
+        let mut meta = vec![
+            (b"format".to_vec(), STORE_FORMAT.as_bytes().to_vec()),
+            (b"log".to_vec(), to_json(fingerprint)),
+            (b"stats".to_vec(), to_json(&stats)),
+        ];
+        for (k, table) in [
+            (K_EVENTS, &mut lines),
+            (K_INDEX, &mut index),
+            (K_META, &mut meta),
+        ] {
+            table.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+            table.dedup_by(|a, b| a.0 == b.0);
             if table.is_empty() {
                 continue;
             }
-            // Ingestion wants ascending, unique keys.
-            table.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-            table.dedup_by(|a, b| a.0 == b.0);
             let mut ingestion = self.ks[k].start_ingestion().map_err(|e| self.err(e))?;
-            for (key, value) in table {
+            for (key, value) in table.drain(..) {
                 ingestion.write(key, value).map_err(|e| self.err(e))?;
             }
             ingestion.finish().map_err(|e| self.err(e))?;
