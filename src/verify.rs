@@ -43,24 +43,34 @@ pub fn verify_log(path: &Path) -> Result<Report> {
     let mut problems = Vec::new();
     let mut warnings = Vec::new();
     let complete = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
-    let mut lines = 0;
+    let all: Vec<event_log::Line<'_>> = event_log::lines(&bytes[..complete], 1, 0).collect();
+    let lines = all.len();
+    // Decoding (parse, canonical check, hashes) is the expensive part: spread it over the cores,
+    // then look at the results in line order.
+    let decoded = crate::parallel::map_chunks(&all, |chunk| {
+        chunk
+            .iter()
+            .map(|l| (!event_log::is_blank(l)).then(|| event_log::decode(path, l)))
+            .collect::<Vec<_>>()
+    });
     let mut events: Vec<(usize, u64, Event)> = Vec::new();
-    let mut by_id: HashMap<String, (usize, Vec<u8>)> = HashMap::new();
+    // The first line of each event id, and a hash of that line to tell duplicates from clashes.
+    let mut by_id: HashMap<String, (usize, blake3::Hash)> = HashMap::new();
     let mut duplicate_lines = 0;
-    for line in event_log::lines(&bytes[..complete], 1, 0) {
-        lines += 1;
-        if event_log::is_blank(&line) {
+    for (line, result) in all.iter().zip(decoded.into_iter().flatten()) {
+        let Some(result) = result else {
             warnings.push(Finding {
                 line: line.number,
                 offset: line.offset,
                 problem: "blank line".into(),
             });
             continue;
-        }
-        match event_log::decode(path, &line) {
+        };
+        match result {
             Ok(event) => {
-                if let Some((first, bytes)) = by_id.get(&event.id) {
-                    if bytes.as_slice() == line.bytes {
+                let hash = blake3::hash(line.bytes);
+                if let Some((first, seen)) = by_id.get(&event.id) {
+                    if *seen == hash {
                         duplicate_lines += 1;
                     } else {
                         problems.push(Finding {
@@ -74,7 +84,7 @@ pub fn verify_log(path: &Path) -> Result<Report> {
                     }
                     continue;
                 }
-                by_id.insert(event.id.clone(), (line.number, line.bytes.to_vec()));
+                by_id.insert(event.id.clone(), (line.number, hash));
                 events.push((line.number, line.offset, event));
             }
             Err(crate::error::Error::CorruptLog { problem, .. }) => {
@@ -97,11 +107,11 @@ pub fn verify_log(path: &Path) -> Result<Report> {
             ),
         });
     }
-    let where_is: HashMap<&str, (usize, u64, &str)> = events
+    drop(by_id);
+    let where_is: HashMap<String, (usize, u64, String)> = events
         .iter()
-        .map(|(n, o, e)| (e.id.as_str(), (*n, *o, e.entry.as_str())))
+        .map(|(n, o, e)| (e.id.clone(), (*n, *o, e.entry.clone())))
         .collect();
-    let mut per_entry: BTreeMap<&str, Vec<Event>> = BTreeMap::new();
     for (n, o, e) in &events {
         for p in &e.parents {
             match where_is.get(p.as_str()) {
@@ -118,18 +128,17 @@ pub fn verify_log(path: &Path) -> Result<Report> {
                 Some(_) => {}
             }
         }
-        per_entry
-            .entry(e.entry.as_str())
-            .or_default()
-            .push(e.clone());
     }
+    let event_count = events.len();
+    let mut per_entry: BTreeMap<String, Vec<Event>> = BTreeMap::new();
+    for (_, _, e) in events {
+        per_entry.entry(e.entry.clone()).or_default().push(e);
+    }
+    let place = |id: &str| where_is.get(id).map_or((0, 0), |(n, o, _)| (*n, *o));
     let mut conflicts = Vec::new();
     for (entry, evs) in &per_entry {
         if has_cycle(evs) {
-            let (n, o, _) = where_is
-                .get(evs[0].id.as_str())
-                .copied()
-                .unwrap_or((0, 0, ""));
+            let (n, o) = place(evs[0].id.as_str());
             problems.push(Finding {
                 line: n,
                 offset: o,
@@ -138,7 +147,7 @@ pub fn verify_log(path: &Path) -> Result<Report> {
         }
         let folded = fold_entry(evs);
         for (id, why) in folded.anomalies {
-            let (n, o, _) = where_is.get(id.as_str()).copied().unwrap_or((0, 0, ""));
+            let (n, o) = place(id.as_str());
             problems.push(Finding {
                 line: n,
                 offset: o,
@@ -150,7 +159,7 @@ pub fn verify_log(path: &Path) -> Result<Report> {
             .as_ref()
             .is_some_and(projections::EntryState::in_conflict)
         {
-            conflicts.push((*entry).to_owned());
+            conflicts.push(entry.clone());
         }
     }
     problems.sort_by_key(|f| (f.line, f.offset));
@@ -158,7 +167,7 @@ pub fn verify_log(path: &Path) -> Result<Report> {
         file: path.display().to_string(),
         ok: problems.is_empty(),
         lines,
-        events: events.len(),
+        events: event_count,
         duplicate_lines,
         entries: per_entry.len(),
         problems,

@@ -228,3 +228,30 @@ fn schema_violations_are_named() {
     ]);
     assert_eq!(r.code, 0, "{}", r.stderr);
 }
+
+#[test]
+fn a_duplicated_line_is_counted_once_and_verify_says_so() {
+    let env = Env::with_project();
+    env.add("a", "first");
+    env.add("b", "second");
+    let log = std::fs::read_to_string(env.log()).unwrap_or_default();
+    let first = log.lines().next().unwrap_or_default().to_owned();
+    std::fs::write(env.log(), format!("{log}{first}\n")).unwrap_or_else(|e| panic!("{e}"));
+    let report = env.run(&["verify", "--json"]).ok().json();
+    assert_eq!(
+        (
+            &report["ok"],
+            &report["lines"],
+            &report["events"],
+            &report["duplicate_lines"]
+        ),
+        (
+            &serde_json::json!(true),
+            &serde_json::json!(3),
+            &serde_json::json!(2),
+            &serde_json::json!(1)
+        )
+    );
+    let stats = env.run(&["stats", "--json"]).ok().json();
+    assert_eq!(stats["statistics"]["total_entries"], 2, "{stats}");
+}
