@@ -46,6 +46,9 @@ enum Check {
     /// Capture group 1 (the last group) must look random: not a placeholder, at least 16
     /// characters, two character classes and enough entropy.
     Random,
+    /// As `Random`, and the name it is assigned to is not a pagination cursor
+    /// (`next_page_token`, `cursor`): those are opaque, not secret.
+    Assigned,
     /// Capture group 1 is a password: not a placeholder and not an ordinary word.
     Password,
     /// The digits pass the Luhn check and start like a card number.
@@ -408,7 +411,7 @@ const TEXT_RULES: &[(&str, &str, &str, Check)] = &[
         "secret-assignment",
         "secret value assigned to a secret-like name",
         r#"(?i)\b[A-Za-z0-9_.-]*(?:secret|token|api_?key|apikey|access_?key|private_?key|credential|auth_?key|signing_?key|passphrase)[A-Za-z0-9_.-]*["']?\s*(?:[:=]|=>)\s*["']?([A-Za-z0-9+/=_.~-]{16,})"#,
-        Check::Random,
+        Check::Assigned,
     ),
     (
         "ssh-private-key-file",
@@ -576,6 +579,17 @@ fn confirm(check: Check, value: &str, text: &str, match_start: usize) -> bool {
         Check::None => true,
         Check::NotPlaceholder => !is_placeholder(value),
         Check::Random => !is_placeholder(value) && looks_random(value),
+        Check::Assigned => {
+            let name = text[match_start..]
+                .split([':', '='])
+                .next()
+                .unwrap_or_default()
+                .to_ascii_lowercase();
+            let cursor = ["page", "cursor", "next", "continuation"]
+                .iter()
+                .any(|w| name.contains(w));
+            !cursor && !is_placeholder(value) && looks_random(value)
+        }
         Check::Password => is_password(value, text, match_start),
         Check::Card => is_card_number(value),
         Check::Ssn => is_ssn(value),
@@ -706,9 +720,14 @@ fn looks_random(value: &str) -> bool {
     if v.len() < 16 || is_placeholder(v) {
         return false;
     }
-    // Identifiers and paths: words joined by separators, without digits.
+    // Identifiers and paths: short words joined by separators, each all letters or all digits
+    // (`kubernetes-controller-manager`, `color.primary.500`).
     let digits = v.bytes().filter(u8::is_ascii_digit).count();
-    if digits == 0 && v.split(['_', '-', '.', '/']).all(|w| w.len() <= 12) {
+    let word_like = |w: &str| {
+        w.len() <= 12
+            && (w.bytes().all(|b| b.is_ascii_alphabetic()) || w.bytes().all(|b| b.is_ascii_digit()))
+    };
+    if v.split(['_', '-', '.', '/']).all(word_like) {
         return false;
     }
     if v.contains('/') && v.split('/').count() > 2 && digits < 4 {
@@ -731,6 +750,13 @@ fn is_password(value: &str, text: &str, match_start: usize) -> bool {
     }
     // Function calls and references, e.g. `password=get_password()` or `password: config.db`.
     if v.contains('(') || (v.contains('.') && plain_word_parts(v)) {
+        return false;
+    }
+    // Type annotations (`password: SecretString`) and file paths (`--from-file=password=./pw.txt`).
+    let type_name = v.starts_with(|c: char| c.is_ascii_uppercase())
+        && v.bytes().all(|b| b.is_ascii_alphabetic())
+        && v.bytes().skip(1).any(|b| b.is_ascii_uppercase());
+    if type_name || ["./", "../", "/", "~/"].iter().any(|p| v.starts_with(p)) {
         return false;
     }
     true
