@@ -35,6 +35,11 @@ pub(super) fn read_input(path: Option<&str>) -> Result<String> {
     let mut buf = Vec::new();
     match path {
         None | Some("-") => {
+            if path.is_none() && std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+                return Err(Error::Usage(
+                    "no input: give a JSON file, or pipe the JSON in (`-` reads stdin)".into(),
+                ));
+            }
             std::io::stdin()
                 .take(MAX_INPUT_BYTES as u64 + 1)
                 .read_to_end(&mut buf)?;
@@ -233,11 +238,22 @@ pub(super) fn apply_one(
     }
 }
 
-/// `[PROJECT] [FILE|-]`: one argument is a file when it is `-` or names an existing file.
+/// A lone argument names a file when it exists, or looks like one (a path or a `.json` name), so
+/// that a mistyped file name is reported as missing instead of read as a project name.
+fn looks_like_file(arg: &str) -> bool {
+    let path = std::path::Path::new(arg);
+    path.is_file()
+        || arg.contains('/')
+        || path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("json") || e.eq_ignore_ascii_case("jsonl"))
+}
+
+/// `[PROJECT] [FILE|-]`: one argument is a file when it is `-` or [`looks_like_file`].
 pub(super) fn project_and_file(args: &[String]) -> (Option<&str>, Option<&str>) {
     match args {
         [] => (None, None),
-        [one] if one == "-" || std::path::Path::new(one).is_file() => (None, Some(one.as_str())),
+        [one] if one == "-" || looks_like_file(one) => (None, Some(one.as_str())),
         [one] => (Some(one.as_str()), None),
         [p, f, ..] => (Some(p.as_str()), Some(f.as_str())),
     }

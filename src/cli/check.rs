@@ -239,6 +239,11 @@ pub fn secrets(_ctx: &Ctx, command: SecretsCommand, out: &mut Out) -> Result<Exi
         SecretsCommand::Scan(a) => a,
     };
     let inputs: Vec<Option<PathBuf>> = if args.files.is_empty() {
+        if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+            return Err(Error::Usage(
+                "no input: give files to scan, or pipe text in (`-` reads stdin)".into(),
+            ));
+        }
         vec![None]
     } else {
         args.files
