@@ -72,48 +72,45 @@ pub struct TornTail {
     pub len: u64,
 }
 
+/// The length of the file if it ends in an incomplete line (reads only the last byte).
+fn torn_len(file: &mut fs_err::File) -> Result<Option<u64>> {
+    let len = file.metadata()?.len();
+    if len == 0 {
+        return Ok(None);
+    }
+    let mut last = [0u8; 1];
+    file.seek(SeekFrom::Start(len - 1))?;
+    file.read_exact(&mut last)?;
+    Ok((last[0] != b'\n').then_some(len))
+}
+
+/// Whether the log ends in an incomplete line.
+///
+/// # Errors
+/// When the log exists but cannot be read.
+pub fn has_torn_tail(log: &Path) -> Result<bool> {
+    match fs_err::File::open(log) {
+        Ok(mut file) => Ok(torn_len(&mut file)?.is_some()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// If `log` ends without a newline, moves the partial last line to `quarantine` (appended, with a
 /// newline) and truncates the log to its last complete line. The caller must hold the write lock:
 /// otherwise the "partial line" may be a write still in progress.
 ///
 /// # Errors
 /// When the files cannot be read, written or synced.
-/// Whether the log ends in an incomplete line (cheap: reads the last byte).
-///
-/// # Errors
-/// When the log exists but cannot be read.
-pub fn has_torn_tail(log: &Path) -> Result<bool> {
-    let mut file = match fs_err::File::open(log) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
-        Err(e) => return Err(e.into()),
-    };
-    let len = file.metadata()?.len();
-    if len == 0 {
-        return Ok(false);
-    }
-    let mut last = [0u8; 1];
-    file.seek(SeekFrom::Start(len - 1))?;
-    file.read_exact(&mut last)?;
-    Ok(last[0] != b'\n')
-}
-
 pub fn quarantine_torn_tail(log: &Path, quarantine: &Path) -> Result<Option<TornTail>> {
     let mut file = match fs_err::OpenOptions::new().read(true).write(true).open(log) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e.into()),
     };
-    let len = file.metadata()?.len();
-    if len == 0 {
+    let Some(len) = torn_len(&mut file)? else {
         return Ok(None);
-    }
-    let mut last = [0u8; 1];
-    file.seek(SeekFrom::Start(len - 1))?;
-    file.read_exact(&mut last)?;
-    if last[0] == b'\n' {
-        return Ok(None);
-    }
+    };
     // Scan backwards in chunks for the previous newline.
     let mut start = len;
     let mut buf = vec![0u8; 64 * 1024];

@@ -277,14 +277,7 @@ pub fn write(
     };
     let (events, id, superseded) = build_events(change, heads, ctx)?;
     if ctx.dry_run {
-        return Ok(Written {
-            id,
-            superseded,
-            events: events.into_iter().map(|e| e.id).collect(),
-            entry: None,
-            warnings,
-            quarantined: None,
-        });
+        return Ok(unstored(events, id, superseded, warnings));
     }
     append(project, &events)?;
     drop(write_lock);
@@ -384,14 +377,24 @@ fn write_without_store(
         let _lock = FileLock::acquire(&project.write_lock_path(), "write", ctx.lock_timeout)?;
         append(project, &events)?;
     }
-    Ok(Written {
+    Ok(unstored(events, id, superseded, warnings))
+}
+
+/// What a write did when the store was not consulted afterwards.
+fn unstored(
+    events: Vec<Event>,
+    id: String,
+    superseded: Option<String>,
+    warnings: Vec<Warning>,
+) -> Written {
+    Written {
         id,
         superseded,
         events: events.into_iter().map(|e| e.id).collect(),
         entry: None,
         warnings,
         quarantined: None,
-    })
+    }
 }
 
 fn dry_run_without_store(project: &Project, ctx: &WriteContext, change: Change) -> Result<Written> {
@@ -401,16 +404,9 @@ fn dry_run_without_store(project: &Project, ctx: &WriteContext, change: Change) 
             prefix: t.to_owned(),
         });
     }
-    let (events, id, superseded) = build_events(change.clone(), Vec::new(), ctx)?;
     let warnings = gate(project, ctx, &Policy::defaults(), None, &change, None)?;
-    Ok(Written {
-        id,
-        superseded,
-        events: events.into_iter().map(|e| e.id).collect(),
-        entry: None,
-        warnings,
-        quarantined: None,
-    })
+    let (events, id, superseded) = build_events(change, Vec::new(), ctx)?;
+    Ok(unstored(events, id, superseded, warnings))
 }
 
 fn retarget(change: Change, target: Option<&str>) -> Change {
