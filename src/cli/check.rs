@@ -1,7 +1,7 @@
 //! `validate` (a dry run of `apply`) and `secrets scan` (the detector over any text).
 
 use super::apply::{apply_one, project_and_file, read_input, updates_of};
-use super::output::{error_code, invalid_code, safe};
+use super::output::{constraint_code, error_code, safe};
 use super::{Ctx, ExitCode, Out};
 use crate::error::{Error, Result};
 use crate::project::Project;
@@ -49,13 +49,7 @@ fn errors_of(e: &Error) -> Vec<ErrorItem> {
                      constraint,
                      message,
                  }| ErrorItem {
-                    code: invalid_code(&crate::validate::Invalid {
-                        problems: vec![Problem {
-                            field: field.clone(),
-                            constraint,
-                            message: message.clone(),
-                        }],
-                    }),
+                    code: constraint_code(constraint),
                     field: field.clone(),
                     constraint,
                     message: message.clone(),

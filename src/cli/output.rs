@@ -87,13 +87,23 @@ pub fn clip(text: &str, n: usize) -> String {
 
 /// The requirement's error code for a rejected entry: secrets first, then evidence.
 pub fn invalid_code(inv: &crate::validate::Invalid) -> &'static str {
-    let has = |c: &str| inv.problems.iter().any(|p| p.constraint == c);
-    if has("secret") {
-        "SECRET_DETECTED"
-    } else if has("evidence_uri") || has("evidence_strength") {
-        "EVIDENCE_INVALID"
-    } else {
-        "VALIDATION_ERROR"
+    let codes: Vec<&str> = inv
+        .problems
+        .iter()
+        .map(|p| constraint_code(p.constraint))
+        .collect();
+    ["SECRET_DETECTED", "EVIDENCE_INVALID"]
+        .into_iter()
+        .find(|c| codes.contains(c))
+        .unwrap_or("VALIDATION_ERROR")
+}
+
+/// The error code of one problem, by its constraint.
+pub fn constraint_code(constraint: &str) -> &'static str {
+    match constraint {
+        "secret" => "SECRET_DETECTED",
+        "evidence_uri" | "evidence_strength" => "EVIDENCE_INVALID",
+        _ => "VALIDATION_ERROR",
     }
 }
 
