@@ -18,7 +18,8 @@ pub fn read_complete(path: &Path, offset: u64) -> Result<Vec<u8>> {
         Err(e) => return Err(e.into()),
     };
     file.seek(SeekFrom::Start(offset))?;
-    let mut buf = Vec::new();
+    let size = file.metadata()?.len().saturating_sub(offset);
+    let mut buf = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
     file.read_to_end(&mut buf)?;
     let complete = buf.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
     buf.truncate(complete);
