@@ -5,16 +5,13 @@
 
 pub mod cli;
 pub mod clock;
-pub mod durable;
 pub mod error;
-pub mod event_log;
 pub mod evidence_uri;
-pub mod lock;
+pub mod log;
 pub mod parallel;
 pub mod policy;
 pub mod project;
 pub mod secret_scan;
-pub mod session;
 pub mod store;
 pub mod validate;
 pub mod verify;

@@ -342,5 +342,5 @@ pub fn log_detections(
         bytes.extend_from_slice(line.to_string().as_bytes());
         bytes.push(b'\n');
     }
-    crate::durable::append(&project.security_log_path(), &bytes)
+    crate::log::durable::append(&project.security_log_path(), &bytes)
 }

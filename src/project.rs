@@ -1,6 +1,6 @@
 //! A project's files: its config, its log and its local state directory.
 
-use crate::durable;
+use crate::log::durable;
 use crate::error::{Error, Result};
 use crate::workspace::{GLOBAL_PROJECT, ProjectName, Workspace};
 use serde::{Deserialize, Serialize};

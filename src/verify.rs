@@ -1,7 +1,7 @@
 //! `verify`: checks every line of a log on its own and the log as a whole, without the store.
 
 use crate::error::Result;
-use crate::event_log;
+use crate::log::read as event_log;
 use projections::{Event, fold_entry};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};

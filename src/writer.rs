@@ -1,12 +1,12 @@
 //! Writing events: validate first, then append under the write lock with the entry's current
 //! heads as parents, then bring the projections up to date.
 
-use crate::durable;
+use crate::log::durable;
 use crate::error::{Error, Result};
-use crate::lock::FileLock;
+use crate::log::lock::FileLock;
 use crate::policy::{Policy, Warning, log_detections};
 use crate::project::Project;
-use crate::session::Session;
+use crate::store::session::Session;
 use crate::store::Store;
 use crate::validate::Invalid;
 use projections::{EntryFields, EntryState, Event, EventData, Status};
@@ -98,7 +98,7 @@ pub struct Written {
     pub warnings: Vec<Warning>,
     /// A torn tail set aside when the store was opened.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub quarantined: Option<crate::session::QuarantineNote>,
+    pub quarantined: Option<crate::store::session::QuarantineNote>,
 }
 
 /// Refuses changes that make no sense for the target's current state.

@@ -347,5 +347,5 @@ fn log_skipped(ctx: &Ctx, project: &Project, skipped: &[Skipped]) -> Result<()> 
         bytes.extend_from_slice(line.to_string().as_bytes());
         bytes.push(b'\n');
     }
-    crate::durable::append(&project.state_dir().join("apply-log.jsonl"), &bytes)
+    crate::log::durable::append(&project.state_dir().join("apply-log.jsonl"), &bytes)
 }

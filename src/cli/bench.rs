@@ -181,7 +181,7 @@ impl<'a> Bench<'a> {
         project::init(&ws, &name, &ctx.now())?;
         let project = Project::open(&ws, name)?;
         let (log, ids, events) = synthetic_log(entries)?;
-        crate::durable::append(&project.log_path(), log.as_bytes())?;
+        crate::log::durable::append(&project.log_path(), log.as_bytes())?;
         Ok(Self {
             exe,
             root: root.to_path_buf(),

@@ -169,8 +169,8 @@ impl Ctx {
     }
 
     /// Opens a caught-up session, telling the user about a torn tail that was set aside.
-    pub fn open_session(&self, project: &Project) -> Result<crate::session::Session> {
-        let session = crate::session::Session::open(project, self.lock_timeout())?;
+    pub fn open_session(&self, project: &Project) -> Result<crate::store::session::Session> {
+        let session = crate::store::session::Session::open(project, self.lock_timeout())?;
         if let Some(q) = &session.report.quarantined {
             output::warn(&quarantine_message(q));
         }
@@ -223,7 +223,7 @@ impl Ctx {
 }
 
 /// What to tell the user about a quarantined torn tail.
-pub fn quarantine_message(q: &crate::session::QuarantineNote) -> String {
+pub fn quarantine_message(q: &crate::store::session::QuarantineNote) -> String {
     format!(
         "the log ended in an incomplete line ({} bytes at offset {}, e.g. from a killed writer); \
          it was moved to {} and the log now ends at the last complete event",

@@ -3,7 +3,7 @@
 use super::output::{clip, safe};
 use super::{Ctx, ExitCode, Out};
 use crate::error::Result;
-use crate::session::Session;
+use crate::store::session::Session;
 use projections::EntryState;
 use projections::entry_json::to_flat_map;
 use serde_json::Value;

@@ -113,7 +113,7 @@ fn a_held_lock_times_out_with_a_clear_error() {
     env.add("a", "first");
     let lock_path = env.root().join("ai-memory/demo/.memlog/store.lock");
     let _held =
-        memlog::lock::FileLock::acquire(&lock_path, "store", std::time::Duration::from_secs(1))
+        memlog::log::lock::FileLock::acquire(&lock_path, "store", std::time::Duration::from_secs(1))
             .unwrap_or_else(|e| panic!("{e}"));
     let r = env.run(&["--lock-timeout", "200", "show", "m-", "--json"]);
     assert_eq!(r.code, 5);

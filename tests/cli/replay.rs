@@ -1,6 +1,6 @@
 use crate::common::Env;
 use memlog::project::Project;
-use memlog::session::Session;
+use memlog::store::session::Session;
 use memlog::workspace::{ProjectName, Workspace};
 use proptest::prelude::*;
 use std::time::Duration;
@@ -96,10 +96,10 @@ fn truncation_at_every_byte_offset_recovers_the_longest_complete_prefix() {
                 "cut at {cut}"
             );
         } else {
-            memlog::session::recover_torn_tail(&p).unwrap_or_else(|e| panic!("cut {cut}: {e}"));
-            let buf = memlog::event_log::read_complete(&p.log_path(), 0)
+            memlog::store::session::recover_torn_tail(&p).unwrap_or_else(|e| panic!("cut {cut}: {e}"));
+            let buf = memlog::log::read::read_complete(&p.log_path(), 0)
                 .unwrap_or_else(|e| panic!("{e}"));
-            let events = memlog::event_log::decode_all(&p.log_path(), &buf, 1, 0)
+            let events = memlog::log::read::decode_all(&p.log_path(), &buf, 1, 0)
                 .unwrap_or_else(|e| panic!("cut {cut}: {e}"));
             assert_eq!(events.len(), complete, "cut at {cut}");
         }
@@ -135,7 +135,7 @@ proptest! {
         for c in cuts.iter().chain(std::iter::once(&lines.len())) {
             let upto = (*c).clamp(written, lines.len());
             let chunk: String = lines[written..upto].iter().map(|l| format!("{l}\n")).collect();
-            memlog::durable::append(&p.log_path(), chunk.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+            memlog::log::durable::append(&p.log_path(), chunk.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
             written = upto;
             drop(dump(&p));
         }

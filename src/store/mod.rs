@@ -622,3 +622,4 @@ impl std::fmt::Debug for Store {
             .finish_non_exhaustive()
     }
 }
+pub mod session;

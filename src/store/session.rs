@@ -5,10 +5,10 @@
 //! (a merge, a checkout), every line is read and the events the store lacks are applied, provided
 //! none of the store's events went missing; otherwise the store is rebuilt.
 
-use crate::durable::{self, TornTail};
+use crate::log::durable::{self, TornTail};
 use crate::error::{Error, Result};
-use crate::event_log;
-use crate::lock::FileLock;
+use crate::log::read as event_log;
+use crate::log::lock::FileLock;
 use crate::project::Project;
 use crate::store::{Fingerprint, Store};
 use projections::Event;

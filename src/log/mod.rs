@@ -1,0 +1,5 @@
+//! The event log on disk: reading complete lines, appending durably, locks, torn-tail recovery.
+
+pub mod durable;
+pub mod lock;
+pub mod read;
