@@ -64,11 +64,21 @@ impl Verdict {
         }
     }
 
-    fn merge(&mut self, other: Self) {
+    /// Adds the problems, warnings and detections of `other`.
+    pub fn merge(&mut self, other: Self) {
         self.problems.extend(other.problems);
         self.warnings.extend(other.warnings);
         self.detections.extend(other.detections);
     }
+}
+
+fn secret_message(f: &Finding) -> String {
+    format!(
+        "looks like a {} (rule {}, line {}, column {}); credentials must never be stored in \
+         memory: remove it and refer to where it is kept instead (e.g. the name of the vault \
+         entry)",
+        f.description, f.rule, f.line, f.column
+    )
 }
 
 /// Evidence types that count as strong evidence for decisions, requirements and invariants.
@@ -120,6 +130,20 @@ impl Policy {
         Ok(Self { write, tickets })
     }
 
+    /// Checks a text that enters an event beside the entry's fields (a reason, the actor's
+    /// name) for secrets.
+    pub fn check_free_text(&self, field: &str, text: &str) -> Verdict {
+        let mut v = Verdict::default();
+        if let Some(f) = scan_text(text).first() {
+            v.problem(field, "secret", secret_message(f));
+            v.detections.push(Detection {
+                field: field.to_owned(),
+                rule: f.rule,
+            });
+        }
+        v
+    }
+
     /// Checks that need only the entry: secrets in every text field, evidence URIs by type,
     /// strong evidence for decisions, requirements and invariants, and the low-confidence
     /// warning. `only`, when given, limits the checks to those fields (an update checks what
@@ -134,16 +158,7 @@ impl Policy {
         let mut v = Verdict::default();
         let text = |v: &mut Verdict, field: String, findings: Vec<Finding>| {
             if let Some(f) = findings.first() {
-                v.problem(
-                    field.clone(),
-                    "secret",
-                    format!(
-                        "looks like a {} (rule {}, line {}, column {}); credentials must never \
-                         be stored in memory: remove it and refer to where it is kept instead \
-                         (e.g. the name of the vault entry)",
-                        f.description, f.rule, f.line, f.column
-                    ),
-                );
+                v.problem(field.clone(), "secret", secret_message(f));
                 v.detections.push(Detection {
                     field,
                     rule: f.rule,
@@ -342,5 +357,5 @@ pub fn log_detections(
         bytes.extend_from_slice(line.to_string().as_bytes());
         bytes.push(b'\n');
     }
-    crate::log::durable::append(&project.security_log_path(), &bytes)
+    crate::log::durable::append(&project.security_log_path(), &bytes).map(|_| ())
 }

@@ -1,7 +1,7 @@
 //! A project's files: its config, its log and its local state directory.
 
-use crate::log::durable;
 use crate::error::{Error, Result};
+use crate::log::durable;
 use crate::workspace::{GLOBAL_PROJECT, ProjectName, Workspace};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;

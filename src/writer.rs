@@ -1,18 +1,19 @@
 //! Writing events: validate first, then append under the write lock with the entry's current
 //! heads as parents, then bring the projections up to date.
 
-use crate::log::durable;
 use crate::error::{Error, Result};
+use crate::log::durable;
 use crate::log::lock::FileLock;
 use crate::policy::{Policy, Warning, log_detections};
 use crate::project::Project;
-use crate::store::session::Session;
 use crate::store::Store;
+use crate::store::session::Growth;
+use crate::store::session::Session;
 use crate::validate::Invalid;
 use projections::{EntryFields, EntryState, Event, EventData, Status};
 use serde::Serialize;
 use serde_json::{Map, Value};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 /// Who writes, when, and how long to wait for locks.
@@ -67,6 +68,18 @@ pub enum Change {
 }
 
 impl Change {
+    fn reason(&self) -> Option<&str> {
+        match self {
+            Self::Create { .. } => None,
+            Self::Supersede { reason, .. }
+            | Self::Deprecate { reason, .. }
+            | Self::Update { reason, .. }
+            | Self::Pin { reason, .. }
+            | Self::Unpin { reason, .. }
+            | Self::Resolve { reason, .. } => reason.as_deref(),
+        }
+    }
+
     fn target(&self) -> Option<&str> {
         match self {
             Self::Create { .. } => None,
@@ -200,24 +213,244 @@ fn build_events(
     })
 }
 
-/// Appends events as whole lines, after setting aside a torn tail. The caller holds the write lock.
-fn append(project: &Project, events: &[Event]) -> Result<()> {
-    durable::quarantine_torn_tail(&project.log_path(), &project.quarantine_path())?;
-    let mut bytes = Vec::new();
-    for e in events {
-        bytes.extend_from_slice(e.to_line()?.as_bytes());
-        bytes.push(b'\n');
-    }
-    durable::append(&project.log_path(), &bytes)
+/// One command's writes: the store lock and the write lock held for the whole batch, every
+/// change validated against the store and against the changes staged before it, then all their
+/// events appended with one write and one fsync, and projected in one catch-up.
+///
+/// A change whose target an earlier staged change touched commits what is staged first, so its
+/// checks see the real state. After the append, a failure to update the projections does not
+/// undo the write: the writes are reported as done, with a warning, and the next reader catches
+/// up.
+pub struct Batch<'a> {
+    project: &'a Project,
+    ctx: &'a WriteContext,
+    policy: Policy,
+    session: Session,
+    _write_lock: Option<FileLock>,
+    staged: Vec<Staged>,
+    /// Entries created or targeted by staged changes.
+    touched: BTreeSet<String>,
+    /// Subject, scope and summary of staged active creates, to refuse in-batch duplicates.
+    staged_keys: BTreeMap<(String, String, String), String>,
+    /// The many-entries warning is said once per batch.
+    warned_size: bool,
+    /// What earlier commits of this batch wrote.
+    done: Committed,
 }
 
-/// Validated change → events in the log → projections updated.
-///
-/// `check` runs with the caught-up session and the target's current state (if any) before
-/// anything is written, so it can refuse based on what the store holds (duplicates, existence).
+struct Staged {
+    events: Vec<Event>,
+    written: Written,
+}
+
+/// What committing a batch did.
+#[derive(Debug, Default)]
+pub struct Committed {
+    /// Every staged write, now in the log, in staging order.
+    pub written: Vec<Written>,
+    /// Set when the events are in the log but the projections could not be updated.
+    pub store_warning: Option<Warning>,
+}
+
+impl<'a> Batch<'a> {
+    /// Opens the store (caught up) and takes the write lock.
+    ///
+    /// # Errors
+    /// Lock timeouts, a corrupt log, I/O errors, an unreadable configuration.
+    pub fn open(project: &'a Project, ctx: &'a WriteContext) -> Result<Self> {
+        let policy = Policy::load(project)?;
+        project.ensure_state_dir()?;
+        let mut session = Session::open(project, ctx.lock_timeout)?;
+        let write_lock = if ctx.dry_run {
+            None
+        } else {
+            let lock = FileLock::acquire(&project.write_lock_path(), "write", ctx.lock_timeout)?;
+            if let Some(note) = crate::store::session::repair_tail_locked(project)? {
+                session.report.quarantined = Some(note);
+            }
+            session.catch_up(None)?;
+            Some(lock)
+        };
+        Ok(Self {
+            project,
+            ctx,
+            policy,
+            session,
+            _write_lock: write_lock,
+            staged: Vec::new(),
+            touched: BTreeSet::new(),
+            staged_keys: BTreeMap::new(),
+            warned_size: false,
+            done: Committed::default(),
+        })
+    }
+
+    /// The caught-up session (what is staged is not in it yet).
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    /// Number of staged, uncommitted writes.
+    pub fn staged(&self) -> usize {
+        self.staged.len()
+    }
+
+    /// Validates `change` and stages its events. `check` runs with the caught-up session and
+    /// the target's current state before anything is staged, and returns the final change.
+    ///
+    /// # Errors
+    /// Rejections (schema, policy, preconditions, in-batch duplicates), unknown targets; and
+    /// when an earlier staged change had to be committed first, that commit's errors.
+    pub fn stage(
+        &mut self,
+        change: Change,
+        check: impl FnOnce(&Session, Option<&EntryState>) -> Result<Change>,
+    ) -> Result<Written> {
+        let target = change
+            .target()
+            .map(|t| self.session.resolve(t))
+            .transpose()?;
+        if let Some(t) = &target
+            && self.touched.contains(t)
+        {
+            self.commit_staged()?;
+        }
+        let state = match &target {
+            Some(t) => Some(
+                self.session
+                    .store()
+                    .entry(t)?
+                    .ok_or_else(|| Error::NotFound {
+                        project: self.project.name.to_string(),
+                        prefix: t.clone(),
+                    })?,
+            ),
+            None => None,
+        };
+        let change = check(&self.session, state.as_ref())?;
+        if let Some(s) = &state {
+            precondition(&change, s)?;
+        }
+        let mut warnings = gate(
+            self.project,
+            self.ctx,
+            &self.policy,
+            Some(self.session.store()),
+            &change,
+            state.as_ref(),
+        )?;
+        if let Some(key) = duplicate_key(&change)
+            && let Some(first) = self.staged_keys.get(&key)
+        {
+            return Err(Error::Invalid(Invalid::one(
+                "summary",
+                "duplicate",
+                format!(
+                    "an earlier update of this batch ({first}) has this subject, scope and \
+                     summary; supersede or update it instead of adding a copy"
+                ),
+            )));
+        }
+        if self.warned_size {
+            warnings.retain(|w| w.rule != "many_entries");
+        }
+        self.warned_size |= warnings.iter().any(|w| w.rule == "many_entries");
+        let heads = match &state {
+            Some(s) => parents_for(self.session.store(), &change, s)?,
+            None => Vec::new(),
+        };
+        let key = duplicate_key(&change);
+        let (events, id, superseded) = build_events(change, heads, self.ctx)?;
+        if let Some(key) = key {
+            self.staged_keys.insert(key, id.clone());
+        }
+        self.touched.insert(id.clone());
+        if let Some(t) = &target {
+            self.touched.insert(t.clone());
+        }
+        let written = unstored(events.clone(), id, superseded, warnings);
+        if !self.ctx.dry_run {
+            self.staged.push(Staged {
+                events,
+                written: written.clone(),
+            });
+        }
+        Ok(written)
+    }
+
+    /// Appends everything staged (one write, one fsync) and updates the projections; returns
+    /// what was written since the last call, including commits that staging had to force.
+    ///
+    /// # Errors
+    /// When the append itself fails: then nothing of the last staged group was written (what
+    /// earlier forced commits wrote is in [`Batch::take_written`]).
+    pub fn flush(&mut self) -> Result<Committed> {
+        self.commit_staged()?;
+        Ok(std::mem::take(&mut self.done))
+    }
+
+    /// Writes committed by staging itself and not yet returned by [`Batch::flush`]: what a caller
+    /// must still report when the batch stops with an error.
+    pub fn take_written(&mut self) -> Committed {
+        std::mem::take(&mut self.done)
+    }
+
+    /// Appends the staged events and records them in `done`.
+    fn commit_staged(&mut self) -> Result<()> {
+        if self.staged.is_empty() {
+            return Ok(());
+        }
+        let staged = std::mem::take(&mut self.staged);
+        self.touched.clear();
+        let mut bytes = Vec::new();
+        for s in &staged {
+            for e in &s.events {
+                bytes.extend_from_slice(e.to_line()?.as_bytes());
+                bytes.push(b'\n');
+            }
+        }
+        let before = self.session.store().fingerprint()?.and_then(|f| f.stamp);
+        let after = durable::append(&self.project.log_path(), &bytes)?;
+        // From here on the events are durable: whatever fails next, they were written.
+        let growth = before.map(|before| Growth { before, after });
+        let written: Vec<Written> = staged.into_iter().map(|s| s.written).collect();
+        let store_warning = match self.session.catch_up(growth.as_ref()) {
+            Ok(()) => None,
+            Err(e) => Some(Warning {
+                field: "store".into(),
+                rule: "store_stale",
+                message: format!(
+                    "written to the log, but the projections could not be updated ({e}); the \
+                     next memlog command catches up"
+                ),
+            }),
+        };
+        self.done.written.extend(written);
+        self.done.store_warning = self.done.store_warning.take().or(store_warning);
+        Ok(())
+    }
+}
+
+/// The duplicate key of a change that creates an active entry.
+fn duplicate_key(change: &Change) -> Option<(String, String, String)> {
+    match change {
+        Change::Create { fields, status } | Change::Supersede { fields, status, .. }
+            if *status == Status::Active =>
+        {
+            Some((
+                fields.subject.clone(),
+                fields.scope.clone(),
+                fields.summary.clone(),
+            ))
+        }
+        _ => None,
+    }
+}
+
+/// Validated change → events in the log → projections updated: a batch of one.
 ///
 /// # Errors
-/// Lock timeouts, rejected preconditions, I/O and store errors.
+/// Lock timeouts, rejected preconditions, I/O errors.
 pub fn write(
     project: &Project,
     ctx: &WriteContext,
@@ -229,67 +462,20 @@ pub fn write(
         // create. Only the checks that need no store apply, and no target exists.
         return dry_run_without_store(project, ctx, change);
     }
-    let policy = Policy::load(project)?;
-    project.ensure_state_dir()?;
-    let mut session = match Session::open(project, ctx.lock_timeout) {
-        Ok(s) => s,
-        Err(Error::LockTimeout { .. }) if change.target().is_none() => {
-            // The store is busy; a create needs nothing from it. Append, and let the next
-            // reader catch up.
-            return write_without_store(project, ctx, &policy, change);
-        }
-        Err(e) => return Err(e),
-    };
-    let target = change.target().map(|t| session.resolve(t)).transpose()?;
-    let change = retarget(change, target.as_deref());
-    let write_lock = if ctx.dry_run {
-        None
-    } else {
-        Some(FileLock::acquire(
-            &project.write_lock_path(),
-            "write",
-            ctx.lock_timeout,
-        )?)
-    };
-    session.catch_up()?;
-    let state = match &target {
-        Some(t) => Some(session.store().entry(t)?.ok_or_else(|| Error::NotFound {
-            project: project.name.to_string(),
-            prefix: t.clone(),
-        })?),
-        None => None,
-    };
-    if let Some(s) = &state {
-        precondition(&change, s)?;
-    }
-    let change = check(&session, state.as_ref())?;
-    let warnings = gate(
-        project,
-        ctx,
-        &policy,
-        Some(session.store()),
-        &change,
-        state.as_ref(),
-    )?;
-    let heads = match &state {
-        Some(s) => parents_for(session.store(), &change, s)?,
-        None => Vec::new(),
-    };
-    let (events, id, superseded) = build_events(change, heads, ctx)?;
+    let mut batch = Batch::open(project, ctx)?;
+    let staged = batch.stage(change, check)?;
     if ctx.dry_run {
-        return Ok(unstored(events, id, superseded, warnings));
+        return Ok(staged);
     }
-    append(project, &events)?;
-    drop(write_lock);
-    session.catch_up()?;
-    Ok(Written {
-        entry: session.store().entry(&id)?,
-        id,
-        superseded,
-        events: events.into_iter().map(|e| e.id).collect(),
-        warnings,
-        quarantined: session.report.quarantined.clone(),
-    })
+    let quarantined = batch.session.report.quarantined.clone();
+    let committed = batch.flush()?;
+    let mut w = committed.written.into_iter().next().unwrap_or(staged);
+    if committed.store_warning.is_none() {
+        w.entry = batch.session.store().entry(&w.id).ok().flatten();
+    }
+    w.warnings.extend(committed.store_warning);
+    w.quarantined = quarantined;
+    Ok(w)
 }
 
 /// The parents of an event on `state`: all its heads for a resolve (which joins them), else
@@ -318,7 +504,7 @@ fn gate(
     change: &Change,
     state: Option<&EntryState>,
 ) -> Result<Vec<Warning>> {
-    let (verdict, operation) = match change {
+    let (mut verdict, operation) = match change {
         Change::Create { fields, status } => {
             (policy.check(store, fields, *status, None, None)?, "create")
         }
@@ -331,53 +517,38 @@ fn gate(
             policy.check(store, fields, *status, Some(target), None)?,
             "supersede",
         ),
-        Change::Update { set, .. } | Change::Resolve { set, .. } => {
-            let Some(state) = state else {
-                return Ok(Vec::new());
-            };
-            let (fields, status) = projections::fold::apply_set(state, set)
-                .map_err(|m| Error::Invalid(Invalid::one("set", "type", m)))?;
-            let only: BTreeSet<String> = set.keys().cloned().collect();
-            let status = status.unwrap_or(state.status);
-            (
-                policy.check(store, &fields, status, Some(&state.id), Some(&only))?,
-                "update",
-            )
-        }
-        Change::Deprecate { .. } | Change::Pin { .. } | Change::Unpin { .. } => {
-            return Ok(Vec::new());
-        }
+        Change::Update { set, .. } | Change::Resolve { set, .. } => match state {
+            None => (crate::policy::Verdict::default(), "update"),
+            Some(state) => {
+                let (fields, status) = projections::fold::apply_set(state, set)
+                    .map_err(|m| Error::Invalid(Invalid::one("set", "type", m)))?;
+                let status = status.unwrap_or(state.status);
+                // Promoting a draft makes a new active entry: it gets every check a create
+                // gets. Otherwise an update is checked on the fields it changes.
+                let promoted = state.status != Status::Active && status == Status::Active;
+                let only: BTreeSet<String> = set.keys().cloned().collect();
+                let only = (!promoted).then_some(&only);
+                (
+                    policy.check(store, &fields, status, Some(&state.id), only)?,
+                    "update",
+                )
+            }
+        },
+        Change::Deprecate { .. } => (crate::policy::Verdict::default(), "deprecate"),
+        Change::Pin { .. } => (crate::policy::Verdict::default(), "pin"),
+        Change::Unpin { .. } => (crate::policy::Verdict::default(), "unpin"),
     };
+    // Every text that enters an event is scanned, not only the entry's fields.
+    if let Some(reason) = change.reason() {
+        verdict.merge(policy.check_free_text("reason", reason));
+    }
+    verdict.merge(policy.check_free_text("actor", &ctx.actor));
     verdict.into_result().or_else(|(invalid, detections)| {
         if !ctx.dry_run {
             log_detections(project, &ctx.at, &ctx.actor, operation, &detections)?;
         }
         Err(Error::Invalid(invalid))
     })
-}
-
-fn store_skipped() -> Warning {
-    Warning {
-        field: "entry".into(),
-        rule: "store_busy",
-        message: "the store was busy: duplicate and reference checks were skipped".into(),
-    }
-}
-
-fn write_without_store(
-    project: &Project,
-    ctx: &WriteContext,
-    policy: &Policy,
-    change: Change,
-) -> Result<Written> {
-    let mut warnings = gate(project, ctx, policy, None, &change, None)?;
-    warnings.push(store_skipped());
-    let (events, id, superseded) = build_events(change, Vec::new(), ctx)?;
-    if !ctx.dry_run {
-        let _lock = FileLock::acquire(&project.write_lock_path(), "write", ctx.lock_timeout)?;
-        append(project, &events)?;
-    }
-    Ok(unstored(events, id, superseded, warnings))
 }
 
 /// What a write did when the store was not consulted afterwards.
@@ -407,37 +578,4 @@ fn dry_run_without_store(project: &Project, ctx: &WriteContext, change: Change) 
     let warnings = gate(project, ctx, &Policy::defaults(), None, &change, None)?;
     let (events, id, superseded) = build_events(change, Vec::new(), ctx)?;
     Ok(unstored(events, id, superseded, warnings))
-}
-
-fn retarget(change: Change, target: Option<&str>) -> Change {
-    let Some(t) = target.map(str::to_owned) else {
-        return change;
-    };
-    match change {
-        Change::Create { .. } => change,
-        Change::Supersede {
-            fields,
-            status,
-            reason,
-            ..
-        } => Change::Supersede {
-            target: t,
-            fields,
-            status,
-            reason,
-        },
-        Change::Deprecate { reason, .. } => Change::Deprecate { target: t, reason },
-        Change::Update { set, reason, .. } => Change::Update {
-            target: t,
-            set,
-            reason,
-        },
-        Change::Pin { reason, .. } => Change::Pin { target: t, reason },
-        Change::Unpin { reason, .. } => Change::Unpin { target: t, reason },
-        Change::Resolve { set, reason, .. } => Change::Resolve {
-            target: t,
-            set,
-            reason,
-        },
-    }
 }

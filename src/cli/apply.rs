@@ -1,15 +1,15 @@
 //! `apply`: Memory_Update objects, arrays of them, and AgentResults.
 
-use super::write_ops::print_written;
 use super::{Ctx, ExitCode, Out};
 use crate::error::{Error, Result};
 use crate::project::Project;
+use crate::store::session::Session;
 use crate::validate::{EntryInput, Invalid, check_create, check_reason, entry_input_from_json};
 use crate::workspace::ProjectName;
-use crate::writer::{Change, write};
+use crate::writer::{Batch, Change, WriteContext, Written, write};
 use serde::Serialize;
 use serde_json::{Value, json};
-use std::io::Read;
+use std::io::{BufRead, Read};
 
 #[derive(Debug, clap::Args)]
 pub struct ApplyArgs {
@@ -29,35 +29,6 @@ struct Skipped {
     message: String,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     problems: Vec<crate::validate::Problem>,
-}
-
-pub(super) fn read_input(path: Option<&str>) -> Result<String> {
-    let mut buf = Vec::new();
-    match path {
-        None | Some("-") => {
-            if path.is_none() && std::io::IsTerminal::is_terminal(&std::io::stdin()) {
-                return Err(Error::Usage(
-                    "no input: give a JSON file, or pipe the JSON in (`-` reads stdin)".into(),
-                ));
-            }
-            std::io::stdin()
-                .take(MAX_INPUT_BYTES as u64 + 1)
-                .read_to_end(&mut buf)?;
-        }
-        Some(p) => {
-            let f = fs_err::File::open(p)?;
-            f.take(MAX_INPUT_BYTES as u64 + 1).read_to_end(&mut buf)?;
-        }
-    }
-    if buf.len() > MAX_INPUT_BYTES {
-        return Err(Error::Invalid(Invalid::one(
-            "input",
-            "max_length",
-            "input is larger than 16 MiB; split it",
-        )));
-    }
-    String::from_utf8(buf)
-        .map_err(|_| Error::Invalid(Invalid::one("input", "format", "input is not UTF-8")))
 }
 
 /// The list of updates in any of the accepted shapes.
@@ -112,13 +83,28 @@ fn field_str(
     }
 }
 
-/// Applies one update; returns the written result or why it was skipped.
-pub(super) fn apply_one(
-    ctx: &Ctx,
-    project: &Project,
-    update: &Value,
-    dry_run: bool,
-) -> Result<crate::writer::Written> {
+/// Where updates go: a batch on an existing project, or (validating against a project that does
+/// not exist yet) the checks that need no store.
+pub(super) enum Sink<'b, 'a> {
+    Batch(&'b mut Batch<'a>),
+    NoProject(&'a Project, &'a WriteContext),
+}
+
+impl Sink<'_, '_> {
+    fn stage(
+        &mut self,
+        change: Change,
+        check: impl FnOnce(&Session, Option<&projections::EntryState>) -> Result<Change>,
+    ) -> Result<Written> {
+        match self {
+            Self::Batch(b) => b.stage(change, check),
+            Self::NoProject(project, wctx) => write(project, wctx, change, check),
+        }
+    }
+}
+
+/// Stages one update; returns the (not yet committed) result or why it was refused.
+pub(super) fn apply_one(sink: &mut Sink<'_, '_>, update: &Value) -> Result<Written> {
     let Value::Object(map) = update else {
         return Err(Error::Invalid(Invalid::one(
             "update",
@@ -151,8 +137,6 @@ pub(super) fn apply_one(
         Some(v) => entry_input_from_json(v, "entry.")?,
         None => EntryInput::default(),
     };
-    let mut wctx = ctx.write_context()?;
-    wctx.dry_run = dry_run;
     let need_target = || {
         Invalid::one(
             "target_id",
@@ -170,9 +154,7 @@ pub(super) fn apply_one(
                 )));
             }
             let (fields, status) = check_create(&input)?;
-            write(
-                project,
-                &wctx,
+            sink.stage(
                 Change::Create {
                     fields: fields.clone(),
                     status,
@@ -189,9 +171,7 @@ pub(super) fn apply_one(
                     "`entry` (the replacement) is required for supersede",
                 )));
             }
-            write(
-                project,
-                &wctx,
+            sink.stage(
                 Change::Deprecate {
                     target,
                     reason: None,
@@ -212,9 +192,7 @@ pub(super) fn apply_one(
         }
         "deprecate" => {
             let target = target.ok_or_else(need_target)?;
-            write(
-                project,
-                &wctx,
+            sink.stage(
                 Change::Deprecate {
                     target,
                     reason: reason.clone(),
@@ -259,79 +237,356 @@ pub(super) fn project_and_file(args: &[String]) -> (Option<&str>, Option<&str>) 
     }
 }
 
+/// The updates of an input, read as they come: JSON Lines (one update per line, any number of
+/// lines, in bounded memory), or one JSON document (an update, an array, an AgentResult) of at
+/// most [`MAX_INPUT_BYTES`].
+pub(super) struct Updates {
+    lines: Option<Box<dyn std::io::BufRead>>,
+    document: std::vec::IntoIter<Value>,
+    /// The document was a single object (not an array or a stream).
+    pub single_object: bool,
+    next_line: usize,
+}
+
+impl Updates {
+    /// Opens `path` (`-` or `None`: stdin) and decides its shape.
+    ///
+    /// # Errors
+    /// Unreadable input, a document that is not JSON or too large.
+    pub(super) fn open(path: Option<&str>) -> Result<Self> {
+        let mut reader: Box<dyn std::io::BufRead> = match path {
+            None | Some("-") => {
+                if path.is_none() && std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+                    return Err(Error::Usage(
+                        "no input: give a JSON file, or pipe the JSON in (`-` reads stdin)".into(),
+                    ));
+                }
+                Box::new(std::io::BufReader::new(std::io::stdin()))
+            }
+            Some(p) => Box::new(std::io::BufReader::new(fs_err::File::open(p)?)),
+        };
+        let mut first = Vec::new();
+        loop {
+            first.clear();
+            if (&mut reader)
+                .take(MAX_INPUT_BYTES as u64 + 1)
+                .read_until(b'\n', &mut first)?
+                == 0
+            {
+                return Ok(Self::document(Vec::new(), false));
+            }
+            if !first.iter().all(u8::is_ascii_whitespace) {
+                break;
+            }
+        }
+        let first_value = serde_json::from_slice::<Value>(&first).ok();
+        if let Some(value) = first_value {
+            let mut probe = Vec::new();
+            loop {
+                probe.clear();
+                if reader.read_until(b'\n', &mut probe)? == 0 {
+                    // The whole input was one line: one document.
+                    let single = value.is_object() && value.get("memory_updates").is_none();
+                    return Ok(Self::document(updates_of(value)?, single));
+                }
+                if !probe.iter().all(u8::is_ascii_whitespace) {
+                    break;
+                }
+            }
+            // Several lines, the first a whole JSON value: JSON Lines.
+            let rest = std::io::Cursor::new(probe).chain(reader);
+            let mut me = Self::document(updates_of_line(value), false);
+            me.lines = Some(Box::new(std::io::BufReader::new(rest)));
+            me.next_line = 2;
+            return Ok(me);
+        }
+        // One document over several lines.
+        let mut buf = first;
+        (&mut reader)
+            .take(MAX_INPUT_BYTES as u64 + 1)
+            .read_to_end(&mut buf)?;
+        if buf.len() > MAX_INPUT_BYTES {
+            return Err(Error::Invalid(Invalid::one(
+                "input",
+                "max_length",
+                "input is one JSON document larger than 16 MiB; give JSON Lines instead (one \
+                 Memory_Update per line), which has no size limit",
+            )));
+        }
+        let text = String::from_utf8(buf)
+            .map_err(|_| Error::Invalid(Invalid::one("input", "format", "input is not UTF-8")))?;
+        let value: Value = serde_json::from_str(&text).map_err(|e| {
+            Error::Invalid(Invalid::one(
+                "input",
+                "format",
+                format!("input is not valid JSON: {e}"),
+            ))
+        })?;
+        let single = value.is_object() && value.get("memory_updates").is_none();
+        Ok(Self::document(updates_of(value)?, single))
+    }
+
+    fn document(items: Vec<Value>, single_object: bool) -> Self {
+        Self {
+            lines: None,
+            document: items.into_iter(),
+            single_object,
+            next_line: 0,
+        }
+    }
+
+    /// The next update, or why its line is not one.
+    pub(super) fn next_update(&mut self) -> Option<Result<Value>> {
+        if let Some(v) = self.document.next() {
+            return Some(Ok(v));
+        }
+        let reader = self.lines.as_mut()?;
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            match reader
+                .take(MAX_INPUT_BYTES as u64 + 1)
+                .read_until(b'\n', &mut line)
+            {
+                Ok(0) => return None,
+                Ok(_) => {}
+                Err(e) => return Some(Err(e.into())),
+            }
+            let number = self.next_line;
+            self.next_line += 1;
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            if line.len() > MAX_INPUT_BYTES {
+                return Some(Err(Error::Invalid(Invalid::one(
+                    "input",
+                    "max_length",
+                    format!("line {number} is longer than 16 MiB"),
+                ))));
+            }
+            return Some(serde_json::from_slice::<Value>(&line).map_err(|e| {
+                Error::Invalid(Invalid::one(
+                    "input",
+                    "format",
+                    format!("line {number} is not valid JSON: {e}"),
+                ))
+            }));
+        }
+    }
+}
+
+/// In JSON Lines every line is one Memory_Update.
+fn updates_of_line(value: Value) -> Vec<Value> {
+    vec![value]
+}
+
+/// Skipped updates kept in full; beyond them only index and code are kept, so that a hostile
+/// input of any size costs bounded memory.
+const SKIPPED_IN_FULL: usize = 1000;
+/// Skipped updates named in the human summary.
+const SKIPPED_SHOWN: usize = 10;
+/// Updates staged before they are committed, bounding memory for inputs of any size.
+const COMMIT_EVERY: usize = 4096;
+
+/// One applied update, as reported.
+#[derive(Debug, Serialize)]
+struct Applied {
+    index: usize,
+    id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    superseded: Option<String>,
+    events: Vec<String>,
+    warnings: Vec<crate::policy::Warning>,
+}
+
+impl Applied {
+    fn of(index: usize, w: Written) -> Self {
+        Self {
+            index,
+            id: w.id,
+            superseded: w.superseded,
+            events: w.events,
+            warnings: w.warnings,
+        }
+    }
+}
+
+/// What an apply run did so far; reported whatever stops it.
+#[derive(Default)]
+struct Report {
+    applied: Vec<Applied>,
+    /// Indexes of staged updates, in staging order, matched to written results on commit.
+    staged: Vec<usize>,
+    skipped: Vec<Skipped>,
+    skipped_count: usize,
+    warnings: Vec<crate::policy::Warning>,
+    /// The first refusal, returned as the command's error when the input was one update.
+    first_error: Option<Error>,
+}
+
+impl Report {
+    fn committed(&mut self, c: crate::writer::Committed) {
+        let indexes = std::mem::take(&mut self.staged);
+        for (index, w) in indexes.into_iter().zip(c.written) {
+            self.applied.push(Applied::of(index, w));
+        }
+        self.warnings.extend(c.store_warning);
+    }
+
+    fn skip(&mut self, index: usize, operation: Option<String>, e: Error) {
+        self.skipped_count += 1;
+        let full = self.skipped.len() < SKIPPED_IN_FULL;
+        self.skipped.push(Skipped {
+            index,
+            operation,
+            code: super::output::error_code(&e),
+            message: if full { e.to_string() } else { String::new() },
+            problems: match &e {
+                Error::Invalid(inv) if full => inv.problems.clone(),
+                _ => Vec::new(),
+            },
+        });
+        self.first_error.get_or_insert(e);
+    }
+}
+
 pub fn run(ctx: &Ctx, args: ApplyArgs, out: &mut Out) -> Result<ExitCode> {
     let (project_name, file) = project_and_file(&args.args);
-    let text = read_input(file)?;
-    let value: Value = serde_json::from_str(&text).map_err(|e| {
-        Error::Invalid(Invalid::one(
-            "input",
-            "format",
-            format!("input is not valid JSON: {e}"),
-        ))
-    })?;
-    let updates = updates_of(value)?;
+    let mut updates = Updates::open(file)?;
     let project = project_for(ctx, project_name)?;
-    let single = updates.len() == 1;
-    let mut applied = Vec::new();
-    let mut skipped = Vec::new();
-    for (index, update) in updates.iter().enumerate() {
-        match apply_one(ctx, &project, update, false) {
-            Ok(w) => applied.push(w),
+    let wctx = ctx.write_context()?;
+    let mut batch = Batch::open(&project, &wctx)?;
+    if let Some(q) = &batch.session().report.quarantined {
+        super::output::warn(&super::quarantine_message(q));
+    }
+    let mut report = Report::default();
+    let mut stopped: Option<Error> = None;
+    let mut index = 0usize;
+    while let Some(item) = updates.next_update() {
+        let this = index;
+        index += 1;
+        let operation = item
+            .as_ref()
+            .ok()
+            .and_then(|u| u.get("operation"))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let result = item.and_then(|update| apply_one(&mut Sink::Batch(&mut batch), &update));
+        // Staging may have committed earlier updates (a later one touched their entry).
+        let forced = batch.take_written();
+        if !forced.written.is_empty() {
+            let keep = report
+                .staged
+                .split_off(report.staged.len().min(forced.written.len()));
+            report.committed(forced);
+            report.staged = keep;
+        }
+        match result {
+            Ok(_) => report.staged.push(this),
             Err(
                 e @ (Error::LockTimeout { .. }
                 | Error::Io(_)
                 | Error::Store { .. }
                 | Error::CorruptLog { .. }),
-            ) => return Err(e),
-            Err(e) if single => return Err(e),
-            Err(e) => {
-                let problems = match &e {
-                    Error::Invalid(inv) => inv.problems.clone(),
-                    _ => Vec::new(),
-                };
-                skipped.push(Skipped {
-                    index,
-                    operation: update
-                        .get("operation")
-                        .and_then(Value::as_str)
-                        .map(str::to_owned),
-                    code: super::output::error_code(&e),
-                    message: e.to_string(),
-                    problems,
-                });
+            ) => {
+                stopped = Some(e);
+                break;
+            }
+            Err(e) => report.skip(this, operation, e),
+        }
+        if batch.staged() >= COMMIT_EVERY {
+            match batch.flush() {
+                Ok(c) => report.committed(c),
+                Err(e) => {
+                    stopped = Some(e);
+                    break;
+                }
             }
         }
     }
-    log_skipped(ctx, &project, &skipped)?;
-    if out.json {
-        let entries: Vec<Value> = applied
-            .iter()
-            .map(|w| json!({"id": w.id, "superseded": w.superseded, "events": w.events, "warnings": w.warnings}))
-            .collect();
-        out.json(&json!({"success": skipped.is_empty(), "applied": entries, "skipped": skipped}));
-    } else {
-        for w in &applied {
-            print_written(ctx, w, "applied", out);
-        }
-        for s in &skipped {
-            let mut err = std::io::stderr();
-            let _ = std::io::Write::write_fmt(
-                &mut err,
-                format_args!(
-                    "skipped update {}: {}\n",
-                    s.index,
-                    super::output::safe(&s.message)
-                ),
-            );
+    if stopped.is_none() {
+        match batch.flush() {
+            Ok(c) => report.committed(c),
+            Err(e) => stopped = Some(e),
         }
     }
-    Ok(if !skipped.is_empty() && applied.is_empty() {
+    report.staged.clear();
+    drop(batch);
+    log_skipped(ctx, &project, &report.skipped)?;
+    let single = updates.single_object && index == 1;
+    if let Some(e) = stopped {
+        if report.applied.is_empty() {
+            return Err(e);
+        }
+        // Part of the input was written: say exactly what, then the error.
+        print_report(ctx, &report, out, single);
+        return Err(e);
+    }
+    if single
+        && report.applied.is_empty()
+        && let Some(e) = report.first_error.take()
+    {
+        // One update, refused: its error is the command's error.
+        return Err(e);
+    }
+    print_report(ctx, &report, out, single);
+    Ok(if report.skipped_count > 0 && report.applied.is_empty() {
         ExitCode::Rejected
-    } else if skipped.is_empty() {
+    } else if report.skipped_count == 0 {
         ExitCode::Ok
     } else {
         ExitCode::Problems
     })
+}
+
+fn print_report(ctx: &Ctx, report: &Report, out: &mut Out, _single: bool) {
+    if out.json {
+        out.json(&json!({
+            "success": report.skipped_count == 0,
+            "applied": report.applied,
+            "skipped": report.skipped,
+            "warnings": report.warnings,
+        }));
+        return;
+    }
+    let _ = ctx;
+    let mut said = std::collections::BTreeSet::new();
+    for a in &report.applied {
+        for w in &a.warnings {
+            // A warning about the project (its size) is said once, not once per update.
+            if w.field == "project" && !said.insert(w.rule) {
+                continue;
+            }
+            super::output::warn(&format!("update {}: {}: {}", a.index, w.field, w.message));
+        }
+        match &a.superseded {
+            Some(old) => out.line(format!("{} (supersedes {old})", a.id)),
+            None => out.line(&a.id),
+        }
+    }
+    for w in &report.warnings {
+        super::output::warn(&w.message);
+    }
+    for s in report.skipped.iter().take(SKIPPED_SHOWN) {
+        super::output::warn(&format!(
+            "skipped update {}: {}",
+            s.index,
+            super::output::safe(&s.message)
+        ));
+    }
+    if report.skipped_count > 0 {
+        super::output::warn(&format!(
+            "{} applied, {} skipped{}; `--json` lists every skipped update, and \
+             .memlog/apply-log.jsonl keeps them",
+            report.applied.len(),
+            report.skipped_count,
+            if report.skipped_count > SKIPPED_SHOWN {
+                format!(" (the first {SKIPPED_SHOWN} shown)")
+            } else {
+                String::new()
+            }
+        ));
+    }
 }
 
 /// Skipped updates are recorded in `.memlog/apply-log.jsonl` for later debugging.
@@ -347,5 +602,5 @@ fn log_skipped(ctx: &Ctx, project: &Project, skipped: &[Skipped]) -> Result<()> 
         bytes.extend_from_slice(line.to_string().as_bytes());
         bytes.push(b'\n');
     }
-    crate::log::durable::append(&project.state_dir().join("apply-log.jsonl"), &bytes)
+    crate::log::durable::append(&project.state_dir().join("apply-log.jsonl"), &bytes).map(|_| ())
 }

@@ -1,12 +1,13 @@
 //! `validate` (a dry run of `apply`) and `secrets scan` (the detector over any text).
 
-use super::apply::{apply_one, project_and_file, read_input, updates_of};
+use super::apply::{Sink, Updates, apply_one, project_and_file};
 use super::output::{constraint_code, error_code, safe};
 use super::{Ctx, ExitCode, Out};
 use crate::error::{Error, Result};
 use crate::project::Project;
 use crate::validate::Problem;
 use crate::workspace::{ProjectName, Workspace};
+use crate::writer::Batch;
 use serde::Serialize;
 use serde_json::Value;
 use std::path::PathBuf;
@@ -93,59 +94,65 @@ fn project_to_check(ctx: &Ctx, name: Option<&str>) -> Result<Project> {
 
 pub fn validate(ctx: &Ctx, args: ValidateArgs, out: &mut Out) -> Result<ExitCode> {
     let (project_name, file) = project_and_file(&args.args);
-    let parsed = read_input(file).and_then(|text| {
-        serde_json::from_str::<Value>(&text).map_err(|e| {
-            Error::Invalid(crate::validate::Invalid::one(
-                "input",
-                "format",
-                format!("input is not valid JSON: {e}"),
-            ))
-        })
-    });
-    let (single, verdicts) = match parsed.and_then(|v| Ok((v.is_object(), updates_of(v)?))) {
-        Err(e @ Error::Invalid(_)) => (
-            true,
-            vec![Verdict {
-                index: 0,
-                operation: None,
-                valid: false,
-                errors: errors_of(&e),
-                warnings: Vec::new(),
-            }],
-        ),
+    let refused = |e: &Error| Verdict {
+        index: 0,
+        operation: None,
+        valid: false,
+        errors: errors_of(e),
+        warnings: Vec::new(),
+    };
+    let (single, verdicts) = match Updates::open(file) {
+        Err(e @ Error::Invalid(_)) => (true, vec![refused(&e)]),
         Err(e) => return Err(e),
-        Ok((is_object, updates)) => {
+        Ok(mut updates) => {
             let project = project_to_check(ctx, project_name)?;
-            let verdicts = updates
-                .iter()
-                .enumerate()
-                .map(|(index, update)| {
-                    let operation = update
-                        .get("operation")
-                        .and_then(Value::as_str)
-                        .map(str::to_owned);
-                    match apply_one(ctx, &project, update, true) {
-                        Ok(w) => Ok(Verdict {
-                            index,
-                            operation,
-                            valid: true,
-                            errors: Vec::new(),
-                            warnings: w.warnings,
-                        }),
-                        Err(
-                            e @ (Error::LockTimeout { .. } | Error::Io(_) | Error::Store { .. }),
-                        ) => Err(e),
-                        Err(e) => Ok(Verdict {
-                            index,
-                            operation,
-                            valid: false,
-                            errors: errors_of(&e),
-                            warnings: Vec::new(),
-                        }),
+            let mut wctx = ctx.write_context()?;
+            wctx.dry_run = true;
+            // Against an existing project, the updates are checked as one batch, exactly as
+            // `apply` would stage them (duplicates within the input included).
+            let mut batch = if project.config_path().is_file() {
+                Some(Batch::open(&project, &wctx)?)
+            } else {
+                None
+            };
+            let mut verdicts = Vec::new();
+            let mut index = 0;
+            while let Some(item) = updates.next_update() {
+                let operation = item
+                    .as_ref()
+                    .ok()
+                    .and_then(|u| u.get("operation"))
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+                let result = item.and_then(|update| {
+                    let mut sink = match batch.as_mut() {
+                        Some(b) => Sink::Batch(b),
+                        None => Sink::NoProject(&project, &wctx),
+                    };
+                    apply_one(&mut sink, &update)
+                });
+                verdicts.push(match result {
+                    Ok(w) => Verdict {
+                        index,
+                        operation,
+                        valid: true,
+                        errors: Vec::new(),
+                        warnings: w.warnings,
+                    },
+                    Err(e @ (Error::LockTimeout { .. } | Error::Io(_) | Error::Store { .. })) => {
+                        return Err(e);
                     }
-                })
-                .collect::<Result<Vec<_>>>()?;
-            (is_object && updates.len() == 1, verdicts)
+                    Err(e) => Verdict {
+                        index,
+                        operation,
+                        valid: false,
+                        errors: errors_of(&e),
+                        warnings: Vec::new(),
+                    },
+                });
+                index += 1;
+            }
+            (updates.single_object && verdicts.len() == 1, verdicts)
         }
     };
     let all_valid = verdicts.iter().all(|v| v.valid);

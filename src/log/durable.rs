@@ -12,14 +12,16 @@ use std::path::Path;
 ///
 /// # Errors
 /// When the file cannot be opened, written or synced (the error names the path).
-pub fn append(path: &Path, bytes: &[u8]) -> Result<()> {
+pub fn append(path: &Path, bytes: &[u8]) -> Result<crate::log::stamp::FileStamp> {
     let mut file = fs_err::OpenOptions::new()
         .create(true)
         .append(true)
         .open(path)?;
     file.write_all(bytes)?;
     file.sync_data()?;
-    Ok(())
+    // The stamp of the file just written, from the open handle: what the store records as the
+    // state it has applied.
+    Ok(crate::log::stamp::FileStamp::of(&file.metadata()?))
 }
 
 /// Replaces `path` with `bytes` atomically: write a temporary sibling, fsync, rename, fsync the
@@ -63,13 +65,17 @@ fn sync_dir(dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// A partial last line removed from a log.
+/// A last line without its newline, and what was done with it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TornTail {
-    /// Byte offset where the partial line started.
+    /// Byte offset where the line started.
     pub offset: u64,
     /// How many bytes it had.
     pub len: u64,
+    /// True when the line was a complete, valid event missing only its newline (an editor or a
+    /// tool can drop it): the newline was added and the event kept. False when the line was
+    /// really torn and moved to quarantine.
+    pub completed: bool,
 }
 
 /// The length of the file if it ends in an incomplete line (reads only the last byte).
@@ -96,13 +102,18 @@ pub fn has_torn_tail(log: &Path) -> Result<bool> {
     }
 }
 
-/// If `log` ends without a newline, moves the partial last line to `quarantine` (appended, with a
+/// If `log` ends without a newline: when `is_whole(line)` says the last line is a complete event,
+/// adds the missing newline; otherwise moves the partial line to `quarantine` (appended, with a
 /// newline) and truncates the log to its last complete line. The caller must hold the write lock:
 /// otherwise the "partial line" may be a write still in progress.
 ///
 /// # Errors
 /// When the files cannot be read, written or synced.
-pub fn quarantine_torn_tail(log: &Path, quarantine: &Path) -> Result<Option<TornTail>> {
+pub fn repair_tail(
+    log: &Path,
+    quarantine: &Path,
+    is_whole: impl Fn(&[u8]) -> bool,
+) -> Result<Option<TornTail>> {
     let mut file = match fs_err::OpenOptions::new().read(true).write(true).open(log) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -130,6 +141,15 @@ pub fn quarantine_torn_tail(log: &Path, quarantine: &Path) -> Result<Option<Torn
     let mut torn = Vec::new();
     file.seek(SeekFrom::Start(offset))?;
     file.read_to_end(&mut torn)?;
+    if is_whole(&torn) {
+        file.write_all(b"\n")?;
+        file.sync_data()?;
+        return Ok(Some(TornTail {
+            offset,
+            len: len - offset,
+            completed: true,
+        }));
+    }
     torn.push(b'\n');
     append(quarantine, &torn)?;
     file.set_len(offset)?;
@@ -137,5 +157,6 @@ pub fn quarantine_torn_tail(log: &Path, quarantine: &Path) -> Result<Option<Torn
     Ok(Some(TornTail {
         offset,
         len: len - offset,
+        completed: false,
     }))
 }

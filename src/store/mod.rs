@@ -22,7 +22,11 @@ use std::path::{Path, PathBuf};
 
 /// Bumped whenever the layout or the meaning of a projection changes: a store of another format
 /// is rebuilt from the log, never misread.
-pub const STORE_FORMAT: &str = "memlog-store-4";
+pub const STORE_FORMAT: &str = "memlog-store-5";
+
+/// Journal size above which opening the store first flushes its memtables and starts a new
+/// journal, so that a process replays little whatever the history of writes.
+const CHECKPOINT_JOURNAL_BYTES: u64 = 512 * 1024;
 
 const KEYSPACES: [&str; 8] = [
     "meta",
@@ -42,10 +46,10 @@ pub struct Fingerprint {
     pub len: u64,
     /// Lines in that prefix.
     pub lines: u64,
-    /// Length of the last applied line, newline included.
-    pub tail_len: u64,
-    /// blake3 of the last applied line, newline included.
-    pub tail_hash: String,
+    /// Hashes of the applied prefix, block by block.
+    pub hashes: crate::log::stamp::BlockHashes,
+    /// The log file's stamp when the store last caught up with it.
+    pub stamp: Option<crate::log::stamp::FileStamp>,
 }
 
 /// The materialized projections of one project.
@@ -53,6 +57,21 @@ pub struct Store {
     path: PathBuf,
     db: Database,
     ks: [Keyspace; 8],
+}
+
+/// Bytes in the store's journal files as closed stores leave them (fjall trims a journal to its
+/// content when it closes it; a crashed process leaves it preallocated, which also calls for a
+/// checkpoint).
+fn journal_bytes(path: &Path) -> u64 {
+    std::fs::read_dir(path)
+        .map(|dir| {
+            dir.filter_map(std::result::Result::ok)
+                .filter(|e| e.path().extension().is_some_and(|x| x == "jnl"))
+                .filter_map(|e| e.metadata().ok())
+                .map(|m| m.len())
+                .sum()
+        })
+        .unwrap_or(0)
 }
 
 /// Index dimensions maintained for hot entries.
@@ -157,6 +176,10 @@ impl Store {
     /// [`Error::Store`] when fjall cannot open it.
     pub fn open(path: &Path) -> Result<(Self, bool)> {
         let mut store = Self::open_raw(path)?;
+        if journal_bytes(path) > CHECKPOINT_JOURNAL_BYTES {
+            store.checkpoint()?;
+            store = Self::open_raw(path)?;
+        }
         let format = store.ks[K_META]
             .get("format")
             .map_err(|e| Error::store(path, e))?;
@@ -599,6 +622,26 @@ impl Store {
                     String::from_utf8_lossy(&value)
                 )?;
             }
+        }
+        Ok(())
+    }
+
+    /// Writes every memtable to tables, closes the store and removes its journal, which then
+    /// holds nothing that is not in a table; the next open starts an empty one. fjall starts a
+    /// new journal only after 64 MiB and replays the whole active journal on every open, so
+    /// without this a store grown by single writes gets slower to open with every write.
+    fn checkpoint(self) -> Result<()> {
+        self.flush()?;
+        let path = self.path.clone();
+        drop(self);
+        for item in fs_err::read_dir(&path)? {
+            let item = item?;
+            if item.path().extension().is_some_and(|e| e == "jnl") {
+                fs_err::remove_file(item.path())?;
+            }
+        }
+        if let Ok(dir) = fs_err::File::open(&path) {
+            let _ = dir.sync_all();
         }
         Ok(())
     }

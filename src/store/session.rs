@@ -1,18 +1,29 @@
 //! A session on one project: the store lock held, the store opened and caught up with the log.
 //!
-//! Catch-up costs time in proportion to what is new: if the log only grew since the store last
-//! looked (same length prefix, same last line), only the new lines are read. If it was rewritten
-//! (a merge, a checkout), every line is read and the events the store lacks are applied, provided
-//! none of the store's events went missing; otherwise the store is rebuilt.
+//! Catch-up costs time in proportion to what is new, and always answers for the log on disk:
+//!
+//! - the log's file stamp equals the one recorded with the store: nothing changed (one `stat`);
+//! - this process appended to the log it had caught up with: apply those lines;
+//! - otherwise (another tool wrote the file: git, an editor, a crashed writer) the block hashes
+//!   of the applied prefix say whether the log only grew, or from where it was rewritten. Lines
+//!   after that point are recognised by id and verified by hash without decoding when the store
+//!   knows them; new lines are decoded. If none of the store's events went missing, the new ones
+//!   are applied; else the store is rebuilt. A line that fails verification is an error naming
+//!   file, line and offset, and the store is not touched, so a damaged log is never served from
+//!   projections built before the damage.
+//!
+//! The store is derived data: a store that cannot be opened or read is rebuilt from the log.
 
-use crate::log::durable::{self, TornTail};
 use crate::error::{Error, Result};
-use crate::log::read as event_log;
+use crate::log::durable::{self, TornTail};
 use crate::log::lock::FileLock;
+use crate::log::read as event_log;
+use crate::log::stamp::{BlockHashes, FileStamp};
 use crate::project::Project;
 use crate::store::{Fingerprint, Store};
 use projections::Event;
 use serde::Serialize;
+use std::collections::HashSet;
 use std::time::Duration;
 
 /// What opening the session had to do to bring the store up to date.
@@ -22,17 +33,43 @@ pub struct SyncReport {
     pub mode: &'static str,
     /// Events applied.
     pub applied: usize,
-    /// A torn last line moved to the quarantine file.
+    /// A last line without its newline that was repaired (kept) or set aside (quarantined).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub quarantined: Option<QuarantineNote>,
+    /// Why the store was rebuilt, when it was not simply missing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rebuilt_because: Option<String>,
+    /// Events whose parents are not in the log (a line deleted by hand, or a partial copy).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub missing_parents: Vec<MissingParent>,
 }
 
-/// A torn tail that was set aside.
+/// An event that names a parent the log does not hold.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct MissingParent {
+    pub entry: String,
+    pub event: String,
+    pub parent: String,
+}
+
+/// A last line without its newline, as reported to the user.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct QuarantineNote {
     pub offset: u64,
     pub bytes: u64,
+    /// The quarantine file, when the line was really torn and set aside.
     pub file: String,
+    /// True when the line was a whole event missing only its newline: it was kept.
+    pub kept: bool,
+}
+
+/// Lines this process appended to a log the store had fully applied.
+#[derive(Debug, Clone)]
+pub struct Growth {
+    /// The stamp the store recorded before the append.
+    pub before: FileStamp,
+    /// The stamp of the file right after the append.
+    pub after: FileStamp,
 }
 
 /// An open, caught-up store with its lock.
@@ -45,35 +82,6 @@ pub struct Session {
     _lock: FileLock,
 }
 
-fn tail_of(buf: &[u8]) -> (u64, String) {
-    // `buf` ends with a newline; the last line is everything after the previous one.
-    let body = &buf[..buf.len().saturating_sub(1)];
-    let start = body.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
-    let tail = &buf[start..];
-    (tail.len() as u64, blake3::hash(tail).to_hex().to_string())
-}
-
-fn fingerprint_after(prev: Option<&Fingerprint>, base: u64, buf: &[u8]) -> Option<Fingerprint> {
-    if buf.is_empty() {
-        return prev.cloned();
-    }
-    let lines = prev.map_or(0, |p| p.lines) + buf.iter().filter(|b| **b == b'\n').count() as u64;
-    let (tail_len, tail_hash) = tail_of(buf);
-    Some(Fingerprint {
-        len: base + buf.len() as u64,
-        lines,
-        tail_len,
-        tail_hash,
-    })
-}
-
-const EMPTY: Fingerprint = Fingerprint {
-    len: 0,
-    lines: 0,
-    tail_len: 0,
-    tail_hash: String::new(),
-};
-
 fn decode_with_lines(
     project: &Project,
     buf: &[u8],
@@ -84,11 +92,18 @@ fn decode_with_lines(
     let lines: Vec<event_log::Line<'_>> = event_log::lines(buf, first, base)
         .filter(|l| !event_log::is_blank(l))
         .collect();
-    let chunks = crate::parallel::map_chunks(&lines, |chunk| {
+    decode_lines(&path, &lines)
+}
+
+fn decode_lines(
+    path: &std::path::Path,
+    lines: &[event_log::Line<'_>],
+) -> Result<Vec<(Event, String)>> {
+    let chunks = crate::parallel::map_chunks(lines, |chunk| {
         chunk
             .iter()
             .map(|l| {
-                let event = event_log::decode(&path, l)?;
+                let event = event_log::decode(path, l)?;
                 // `decode` proved the line is UTF-8.
                 Ok((event, String::from_utf8_lossy(l.bytes).into_owned()))
             })
@@ -101,8 +116,13 @@ fn decode_with_lines(
     Ok(events)
 }
 
-/// Moves a torn tail to quarantine, but only when no writer is appending right now (it waits a
-/// moment for one that is).
+fn count_lines(buf: &[u8]) -> u64 {
+    buf.iter().filter(|b| **b == b'\n').count() as u64
+}
+
+/// Repairs a last line without its newline, but only when no writer is appending right now (it
+/// waits a moment for one that is). A line that is a whole, valid event gets its newline back;
+/// only a really torn line is moved to quarantine.
 ///
 /// # Errors
 /// When the files cannot be read or written.
@@ -121,94 +141,216 @@ pub fn recover_torn_tail(project: &Project) -> Result<Option<QuarantineNote>> {
         Err(Error::LockTimeout { .. }) => return Ok(None),
         Err(e) => return Err(e),
     };
+    repair_tail_locked(project)
+}
+
+/// [`recover_torn_tail`] for a caller that holds the write lock.
+///
+/// # Errors
+/// When the files cannot be read or written.
+pub fn repair_tail_locked(project: &Project) -> Result<Option<QuarantineNote>> {
+    let whole = |line: &[u8]| {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        std::str::from_utf8(line).is_ok_and(|l| projections::decode_line(l).is_ok())
+    };
     Ok(
-        durable::quarantine_torn_tail(&project.log_path(), &project.quarantine_path())?.map(
-            |TornTail { offset, len }| QuarantineNote {
+        durable::repair_tail(&project.log_path(), &project.quarantine_path(), whole)?.map(
+            |TornTail {
+                 offset,
+                 len,
+                 completed,
+             }| QuarantineNote {
                 offset,
                 bytes: len,
-                file: project.quarantine_path().display().to_string(),
+                file: if completed {
+                    String::new()
+                } else {
+                    project.quarantine_path().display().to_string()
+                },
+                kept: completed,
             },
         ),
     )
 }
 
+/// Removes what an interrupted rebuild left behind. The caller holds the store lock.
+fn remove_leftovers(project: &Project) {
+    let dir = project.store_dir();
+    for leftover in [
+        dir.with_extension("building"),
+        dir.with_extension("retired"),
+    ] {
+        if leftover.exists() {
+            // Best effort: a leftover that cannot be removed now is tried again next time.
+            let _ = fs_err::remove_dir_all(&leftover);
+        }
+    }
+}
+
 impl Session {
     /// Takes the store lock (waiting at most `timeout`), opens the store and catches it up.
+    /// A store that cannot be opened or read is rebuilt from the log.
     ///
     /// # Errors
-    /// [`Error::LockTimeout`], store errors, and [`Error::CorruptLog`] for a bad line.
+    /// [`Error::LockTimeout`], [`Error::CorruptLog`] for a bad line, I/O errors.
     pub fn open(project: &Project, timeout: Duration) -> Result<Self> {
         project.ensure_state_dir()?;
         let lock = FileLock::acquire(&project.store_lock_path(), "store", timeout)?;
-        let (store, _fresh) = Store::open(&project.store_dir())?;
+        remove_leftovers(project);
+        let quarantined = recover_torn_tail(project)?;
+        let (store, broken) = match Store::open(&project.store_dir()) {
+            Ok((store, _)) => (Some(store), None),
+            Err(e) => (None, Some(e.to_string())),
+        };
         let mut session = Self {
             project: project.clone(),
-            store: Some(store),
-            report: SyncReport::default(),
+            store,
+            report: SyncReport {
+                quarantined,
+                ..SyncReport::default()
+            },
             _lock: lock,
         };
-        session.report.quarantined = recover_torn_tail(project)?;
-        session.catch_up()?;
+        match broken {
+            None => match session.catch_up(None) {
+                Err(Error::Store { message, .. }) => {
+                    session.rebuild_because(format!("the store failed: {message}"))?;
+                }
+                other => other?,
+            },
+            Some(why) => {
+                session.rebuild_because(format!("the store could not be opened: {why}"))?
+            }
+        }
         Ok(session)
     }
 
-    /// Applies whatever the log holds that the store does not.
+    fn rebuild_because(&mut self, why: String) -> Result<()> {
+        self.rebuild()?;
+        self.report.rebuilt_because = Some(why);
+        Ok(())
+    }
+
+    /// Applies whatever the log holds that the store does not. `growth` describes lines this
+    /// process just appended to a log the store had fully applied.
     ///
     /// # Errors
-    /// As [`Session::open`].
-    pub fn catch_up(&mut self) -> Result<()> {
+    /// As [`Session::open`]; [`Error::Store`] when the store fails.
+    pub fn catch_up(&mut self, growth: Option<&Growth>) -> Result<()> {
         let path = self.project.log_path();
-        let len = match fs_err::metadata(&path) {
-            Ok(m) => m.len(),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
-            Err(e) => return Err(e.into()),
-        };
+        let stamp = FileStamp::at(&path).map_err(|e| Error::Io(io_context(&path, e)))?;
         let fp = self.store().fingerprint()?;
-        if let Some(fp) = &fp
-            && fp.len <= len
-            && self.prefix_matches(fp)?
-        {
-            let buf = event_log::read_complete(&path, fp.len)?;
-            if buf.is_empty() {
-                self.report.mode = if self.report.mode.is_empty() {
-                    "none"
-                } else {
-                    self.report.mode
-                };
-                return Ok(());
-            }
-            let events = decode_with_lines(
-                &self.project,
-                &buf,
-                usize::try_from(fp.lines).unwrap_or(0) + 1,
-                fp.len,
-            )?;
-            let next = fingerprint_after(Some(fp), fp.len, &buf).unwrap_or(EMPTY);
-            self.report.applied += self.store().apply(events, &next)?;
-            self.report.mode = "append";
+        if self.report.mode.is_empty() {
+            self.report.mode = "none";
+        }
+        let Some(fp) = fp else {
+            return self.rebuild().map(|_| ());
+        };
+        if fp.stamp.is_some() && fp.stamp == stamp {
             return Ok(());
         }
-        // No fingerprint, or the log was rewritten: read it all.
-        let buf = event_log::read_complete(&path, 0)?;
-        let events = decode_with_lines(&self.project, &buf, 1, 0)?;
-        let next = fingerprint_after(None, 0, &buf).unwrap_or(EMPTY);
-        let stored = self.store().event_count()?;
-        if fp.is_some() && stored > 0 {
-            let mut present = std::collections::BTreeSet::new();
-            for (e, _) in &events {
-                if self.store().has_event(&e.id)? {
-                    present.insert(e.id.as_str());
-                }
-            }
-            if present.len() == stored {
-                self.report.applied += self.store().apply(events, &next)?;
-                self.report.mode = "merge";
-                return Ok(());
+        let trusted = matches!((growth, &fp.stamp, &stamp),
+            (Some(g), Some(before), Some(now)) if g.before == *before && g.after == *now);
+        if trusted {
+            // Only the bytes after the last complete hashed block need reading.
+            let start = fp.hashes.partial_start() as u64;
+            let buf = event_log::read_complete(&path, start)?;
+            let applied_in_buf = usize::try_from(fp.len - start).unwrap_or(usize::MAX);
+            if buf.len() >= applied_in_buf {
+                return self.apply_growth(&fp, &buf[applied_in_buf..], &buf, stamp);
             }
         }
+        let buf = event_log::read_complete(&path, 0)?;
+        let len = usize::try_from(fp.len).unwrap_or(usize::MAX);
+        let same = fp.hashes.matching_prefix(&buf, len);
+        if same == len && buf.len() >= len {
+            let start = fp.hashes.partial_start();
+            return self.apply_growth(&fp, &buf[len..], &buf[start..], stamp);
+        }
+        self.apply_rewritten(&buf, same, stamp)
+    }
+
+    /// Applies `new` (the bytes after the applied prefix); `from_partial` holds the bytes from
+    /// the start of the fingerprint's partial block to the end.
+    fn apply_growth(
+        &mut self,
+        fp: &Fingerprint,
+        new: &[u8],
+        from_partial: &[u8],
+        stamp: Option<FileStamp>,
+    ) -> Result<()> {
+        let first = usize::try_from(fp.lines).unwrap_or(0) + 1;
+        let events = decode_with_lines(&self.project, new, first, fp.len)?;
+        let next = Fingerprint {
+            len: fp.len + new.len() as u64,
+            lines: fp.lines + count_lines(new),
+            hashes: fp.hashes.extended(from_partial),
+            stamp,
+        };
+        self.report.missing_parents = self.missing_parents_of(&events)?;
+        self.report.applied += self.store().apply(events, &next)?;
+        if self.report.mode == "none" {
+            self.report.mode = "append";
+        }
+        Ok(())
+    }
+
+    /// The log was rewritten from around byte `same`: apply the events the store lacks if none
+    /// of its events went missing, else rebuild.
+    fn apply_rewritten(&mut self, buf: &[u8], same: usize, stamp: Option<FileStamp>) -> Result<()> {
+        let path = self.project.log_path();
+        // Lines wholly inside the unchanged prefix are known; the rest are checked one by one.
+        let split = buf[..same.min(buf.len())]
+            .iter()
+            .rposition(|b| *b == b'\n')
+            .map_or(0, |i| i + 1);
+        let mut known: HashSet<&str> = HashSet::new();
+        let mut unknown = Vec::new();
+        for line in event_log::lines(buf, 1, 0).filter(|l| !event_log::is_blank(l)) {
+            let in_prefix = usize::try_from(line.offset).unwrap_or(usize::MAX) < split;
+            match crate::log::line_id::stated_id(line.bytes) {
+                Some((id, true)) if in_prefix || self.store().has_event(id)? => {
+                    known.insert(id);
+                }
+                _ => unknown.push(line),
+            }
+        }
+        let decoded = decode_lines(&path, &unknown)?;
+        let next = Fingerprint {
+            len: buf.len() as u64,
+            lines: count_lines(buf),
+            hashes: BlockHashes::of(buf),
+            stamp,
+        };
+        if known.len() == self.store().event_count()? {
+            self.report.missing_parents = self.missing_parents_of(&decoded)?;
+            self.report.applied += self.store().apply(decoded, &next)?;
+                self.report.mode = "merge";
+            return Ok(());
+        }
+        drop(known);
+        let events = decode_with_lines(&self.project, buf, 1, 0)?;
         self.report.applied += self.build(events, &next)?;
         self.report.mode = "rebuild";
         Ok(())
+    }
+
+    /// Events among `events` (just read) whose parents are neither in `events` nor in the store.
+    fn missing_parents_of(&self, events: &[(Event, String)]) -> Result<Vec<MissingParent>> {
+        let ids: HashSet<&str> = events.iter().map(|(e, _)| e.id.as_str()).collect();
+        let mut out = Vec::new();
+        for (e, _) in events {
+            for p in &e.parents {
+                if !ids.contains(p.as_str()) && !self.store().has_event(p)? {
+                    out.push(MissingParent {
+                        entry: e.entry.clone(),
+                        event: e.id.clone(),
+                        parent: p.clone(),
+                    });
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// The caught-up store.
@@ -222,10 +364,11 @@ impl Session {
     ///
     /// The new store is complete and flushed before the old one is removed, so a crash at any
     /// point leaves a usable store (the old one, or the new one) and at worst a stale staging
-    /// directory, which the next build removes.
+    /// directory, which the next session removes. The old store is never read.
     fn build(&mut self, events: Vec<(Event, String)>, next: &Fingerprint) -> Result<usize> {
         let dir = self.project.store_dir();
         let staging = dir.with_extension("building");
+        self.report.missing_parents = missing_parents_in(&events);
         let n = Store::build_at(&staging, events, next)?;
         drop(self.store.take());
         let retired = dir.with_extension("retired");
@@ -239,41 +382,29 @@ impl Session {
         let (store, _) = Store::open(&dir)?;
         self.store = Some(store);
         // The old store is garbage now; if it cannot be removed (a background thread of the
-        // closed database still finishing), the next build removes it.
+        // closed database still finishing), the next session removes it.
         let _ = fs_err::remove_dir_all(&retired);
         Ok(n)
     }
 
-    fn prefix_matches(&self, fp: &Fingerprint) -> Result<bool> {
-        if fp.len == 0 {
-            return Ok(true);
-        }
-        let start = fp.len - fp.tail_len;
-        let mut file = fs_err::File::open(self.project.log_path())?;
-        let mut buf = vec![0u8; usize::try_from(fp.tail_len).unwrap_or(0)];
-        use std::io::{Read, Seek, SeekFrom};
-        file.seek(SeekFrom::Start(start))?;
-        if file.read_exact(&mut buf).is_err() {
-            return Ok(false);
-        }
-        Ok(blake3::hash(&buf).to_hex().as_str() == fp.tail_hash)
-    }
-
-    /// Throws the projections away and replays the whole log.
+    /// Throws the projections away and replays the whole log, without reading the old store.
     ///
     /// # Errors
     /// As [`Session::open`].
     pub fn rebuild(&mut self) -> Result<usize> {
         let path = self.project.log_path();
+        let stamp = FileStamp::at(&path).map_err(|e| Error::Io(io_context(&path, e)))?;
         let buf = event_log::read_complete(&path, 0)?;
         let events = decode_with_lines(&self.project, &buf, 1, 0)?;
-        let next = fingerprint_after(None, 0, &buf).unwrap_or(EMPTY);
-        let n = self.build(events, &next)?;
-        self.report = SyncReport {
-            mode: "rebuild",
-            applied: n,
-            quarantined: self.report.quarantined.take(),
+        let next = Fingerprint {
+            len: buf.len() as u64,
+            lines: count_lines(&buf),
+            hashes: BlockHashes::of(&buf),
+            stamp,
         };
+        let n = self.build(events, &next)?;
+        self.report.mode = "rebuild";
+        self.report.applied = n;
         Ok(n)
     }
 
@@ -302,4 +433,27 @@ impl Session {
             }),
         }
     }
+}
+
+fn missing_parents_in(events: &[(Event, String)]) -> Vec<MissingParent> {
+    let ids: HashSet<&str> = events.iter().map(|(e, _)| e.id.as_str()).collect();
+    let mut out = Vec::new();
+    for (e, _) in events {
+        for p in &e.parents {
+            if !ids.contains(p.as_str()) {
+                out.push(MissingParent {
+                    entry: e.entry.clone(),
+                    event: e.id.clone(),
+                    parent: p.clone(),
+                });
+            }
+        }
+    }
+    out.sort_by(|a, b| (&a.entry, &a.event).cmp(&(&b.entry, &b.event)));
+    out.dedup();
+    out
+}
+
+fn io_context(path: &std::path::Path, e: std::io::Error) -> std::io::Error {
+    std::io::Error::new(e.kind(), format!("{}: {e}", path.display()))
 }

@@ -112,9 +112,12 @@ fn a_held_lock_times_out_with_a_clear_error() {
     let env = Env::with_project();
     env.add("a", "first");
     let lock_path = env.root().join("ai-memory/demo/.memlog/store.lock");
-    let _held =
-        memlog::log::lock::FileLock::acquire(&lock_path, "store", std::time::Duration::from_secs(1))
-            .unwrap_or_else(|e| panic!("{e}"));
+    let _held = memlog::log::lock::FileLock::acquire(
+        &lock_path,
+        "store",
+        std::time::Duration::from_secs(1),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     let r = env.run(&["--lock-timeout", "200", "show", "m-", "--json"]);
     assert_eq!(r.code, 5);
     let err = r.json();
@@ -126,7 +129,9 @@ fn a_held_lock_times_out_with_a_clear_error() {
             .unwrap_or_default()
             .contains("--lock-timeout")
     );
-    // A create still lands in the log while the store is busy; the store catches up later.
+    // A create waits for the store like every write: no check is skipped because it is busy,
+    // and nothing reaches the log.
+    let log_before = std::fs::read(env.log()).unwrap_or_default();
     let r = env.run(&[
         "--lock-timeout",
         "200",
@@ -148,7 +153,9 @@ fn a_held_lock_times_out_with_a_clear_error() {
         "--evidence",
         "doc:docs/a.md:n",
     ]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.code, 5, "{}", r.stderr);
+    assert!(r.stderr.contains("store lock"), "{}", r.stderr);
+    assert_eq!(std::fs::read(env.log()).unwrap_or_default(), log_before);
     drop(_held);
     assert_eq!(
         env.run(&["list", "--json"])
@@ -156,7 +163,7 @@ fn a_held_lock_times_out_with_a_clear_error() {
             .json()
             .as_array()
             .map(Vec::len),
-        Some(2)
+        Some(1)
     );
 }
 
