@@ -160,6 +160,7 @@ fn build_events(
                 EventData::Supersede {
                     by: by.clone(),
                     reason,
+                    replacement: None,
                 },
             )?;
             (vec![create, sup], by, Some(target))
