@@ -412,7 +412,10 @@ impl std::fmt::Display for EventError {
                 f,
                 "`actor` must be 1 to {MAX_ACTOR_CHARS} characters without control characters"
             ),
-            Self::BadEntryId(e) => write!(f, "`entry` is `{e}`, not an entry id like m-5kq2x9c4d8"),
+            Self::BadEntryId(e) => write!(
+                f,
+                "`{e}` is not an entry id like m-s2bgnsgj84zxh4vqk51fq7naym (or m-s2bgnsgj84 in older logs)"
+            ),
             Self::BadParents(m) => write!(f, "`parents` {m}"),
             Self::NotCanonical => f.write_str(
                 "not in canonical form (sorted keys, no whitespace, RFC 8785 numbers and escapes)",
