@@ -14,7 +14,7 @@ pub mod project;
 pub mod secret_scan;
 pub mod store;
 pub mod validate;
-pub mod verify;
+
 pub mod workspace;
 pub mod writer;
 

@@ -165,17 +165,13 @@ fn build_events(
             status,
             reason,
         } => {
-            let create = event("", Vec::new(), EventData::Create { fields, status })?;
-            let by = create.entry.clone();
-            let sup = event(
-                &target,
-                heads,
-                EventData::Supersede {
-                    by: by.clone(),
-                    reason,
-                },
+            // One event: the replacement is created by the supersede itself, so a crash or a
+            // torn tail keeps both or neither.
+            let sup = Event::supersede_with_replacement(
+                &target, &ctx.actor, &ctx.at, heads, fields, status, reason,
             )?;
-            (vec![create, sup], by, Some(target))
+            let by = sup.created_entry().unwrap_or_default().to_owned();
+            (vec![sup], by, Some(target))
         }
         Change::Deprecate { target, reason } => (
             vec![event(&target, heads, EventData::Deprecate { reason })?],

@@ -2,8 +2,9 @@
 //!
 //! Object keys are sorted by their UTF-16 code units, there is no insignificant whitespace,
 //! strings escape only what JSON requires (with the short escapes where they exist and lowercase
-//! `\u00xx` otherwise), and numbers use the ECMAScript shortest round-trip form. Integers must be
-//! exactly representable as IEEE 754 doubles (|n| ≤ 2^53), and only finite numbers exist.
+//! `\u00xx` otherwise), and numbers use the ECMAScript shortest round-trip form. A number written
+//! without fraction or exponent is an integer token and must lie within ±(2^53 − 1), however it
+//! was parsed; only finite numbers exist.
 //! Because the scheme is a published standard, a verifier in another language can reuse an
 //! existing JCS library.
 
@@ -30,6 +31,8 @@ impl std::fmt::Display for CanonicalError {
         }
     }
 }
+
+impl std::error::Error for CanonicalError {}
 
 /// Encodes `value` canonically.
 ///
@@ -171,7 +174,54 @@ fn write_number(out: &mut String, n: &Number) -> Result<(), CanonicalError> {
         return Ok(());
     }
     let f = n.as_f64().ok_or(CanonicalError::NonFinite)?;
+    // A double from 2^53 up to (not including) 1e21 is written without fraction or exponent,
+    // which makes it an integer token, and integer tokens must be safe. (A token such as
+    // `100000000000000000000` parses as a double because it does not fit in 64 bits.)
+    if f.abs() > MAX_SAFE_INTEGER as f64 && f.abs() < 1e21 {
+        let mut token = String::new();
+        write_f64(&mut token, f)?;
+        return Err(CanonicalError::UnsafeInteger(token));
+    }
     write_f64(out, f)
+}
+
+/// The first integer token (a number without fraction or exponent) in the JSON text `json` that
+/// lies outside ±(2^53 − 1), as written. Used to name the problem when a line is refused: a
+/// parser reads such a token as a rounded double, so the value alone no longer shows it.
+pub fn first_unsafe_integer(json: &str) -> Option<&str> {
+    let bytes = json.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' => {
+                // Skip the string, escapes included.
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+                i += 1;
+            }
+            b'-' | b'0'..=b'9' => {
+                let start = i;
+                i += 1;
+                while i < bytes.len()
+                    && matches!(bytes[i], b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-')
+                {
+                    i += 1;
+                }
+                let token = json.get(start..i)?;
+                let digits = token.trim_start_matches('-');
+                let integer = !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit());
+                let unsafe_magnitude = digits.trim_start_matches('0').len() > 16
+                    || digits.parse::<u64>().is_ok_and(|n| n > MAX_SAFE_INTEGER);
+                if integer && unsafe_magnitude {
+                    return Some(token);
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    None
 }
 
 /// Writes `f` in the ECMAScript `Number.prototype.toString` form that RFC 8785 requires.
@@ -267,11 +317,41 @@ mod tests {
 
     #[test]
     fn unsafe_integers_are_refused() {
-        let v: Value = serde_json::from_str("9007199254740993").unwrap_or(Value::Null);
-        assert!(matches!(
-            to_canonical_string(&v),
-            Err(CanonicalError::UnsafeInteger(_))
-        ));
+        for token in [
+            "9007199254740992",
+            "9007199254740993",
+            "-9007199254740992",
+            "18446744073709551615",
+            // Beyond 64 bits serde_json reads a double; the token is still an integer.
+            "18446744073709551616",
+            "100000000000000000000",
+            "-100000000000000000000",
+        ] {
+            let v: Value = serde_json::from_str(token).unwrap_or(Value::Null);
+            assert!(
+                matches!(
+                    to_canonical_string(&v),
+                    Err(CanonicalError::UnsafeInteger(ref t)) if t.trim_start_matches('-').len() >= 16
+                ),
+                "{token} was accepted"
+            );
+        }
+        // A token too large for a double's plain notation is refused too (it is read as 1e21,
+        // whose canonical form differs), and the refusal names the token as written.
+        let line = "{\"a\":\"9999999999999999999999 in a string\",\"n\":999999999999999999999}";
+        assert_eq!(first_unsafe_integer(line), Some("999999999999999999999"));
+        assert_eq!(
+            first_unsafe_integer("{\"n\":9007199254740991,\"x\":1e+300}"),
+            None
+        );
+        assert_eq!(
+            first_unsafe_integer("[-9007199254740992]"),
+            Some("-9007199254740992")
+        );
+        // Large doubles written with an exponent are not integer tokens; safe integers pass.
+        for token in ["1e+21", "9007199254740991", "-9007199254740991", "1.5e+300"] {
+            let v: Value = serde_json::from_str(token).unwrap_or(Value::Null);
+            assert_eq!(to_canonical_string(&v).ok().as_deref(), Some(token));
+        }
     }
 }
-impl std::error::Error for CanonicalError {}

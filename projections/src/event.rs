@@ -3,12 +3,19 @@
 //! A line is the canonical encoding (see [`crate::canonical`]) of an object with exactly the keys
 //! `actor`, `at`, `data`, `entry`, `id`, `parents`, `type`, `v`. The `id` is the lowercase hex
 //! blake3 hash of [`EVENT_DOMAIN`] followed by the canonical encoding of the same object without
-//! `id`. A create event's `entry` is derived from its own content: `m-` followed by the first ten
-//! Crockford base32 characters of blake3([`ENTRY_DOMAIN`] + canonical object without `id` and
-//! `entry`).
+//! `id`. A create event's `entry` is derived from its own content: `m-` followed by the first
+//! [`ENTRY_ID_CHARS`] Crockford base32 characters (five bits each) of blake3([`ENTRY_DOMAIN`] +
+//! canonical object without `id` and `entry`). Logs written before entry ids grew to 130 bits hold
+//! ids of [`LEGACY_ENTRY_ID_CHARS`] characters, the first 50 bits of the same hash; both verify.
+//!
+//! A supersede event may carry its replacement (`data.replacement`, the data of a create). Then
+//! the event also creates the replacement entry, whose id `data.by` is derived the same way from
+//! the canonical object without `id` and without `data.by`, so that superseding is one line: it
+//! either is in the log, with both of its effects, or it is not.
 
 use crate::canonical::{
-    CanonicalError, map_to_canonical_string, to_canonical_string, write_string,
+    CanonicalError, first_unsafe_integer, map_to_canonical_string, to_canonical_string,
+    write_string,
 };
 use crate::model::{EntryFields, EventType, Lifecycle, PATCHABLE_FIELDS, Status};
 use crate::time::is_event_timestamp;
@@ -23,18 +30,17 @@ pub const EVENT_DOMAIN: &[u8] = b"memlog/event/v1\n";
 pub const ENTRY_DOMAIN: &[u8] = b"memlog/entry/v1\n";
 /// Prefix of every entry id.
 pub const ENTRY_PREFIX: &str = "m-";
-/// Number of base32 characters after the prefix.
-pub const ENTRY_ID_CHARS: usize = 10;
+/// Number of base32 characters after the prefix in the entry ids memlog writes (130 bits).
+pub const ENTRY_ID_CHARS: usize = 26;
+/// Number of base32 characters after the prefix in entry ids of older logs (50 bits). Still
+/// valid: such an id is checked against the first 50 bits of its hash.
+pub const LEGACY_ENTRY_ID_CHARS: usize = 10;
 /// Longest actor name.
 pub const MAX_ACTOR_CHARS: usize = 128;
 const CROCKFORD: &[u8; 32] = b"0123456789abcdefghjkmnpqrstvwxyz";
 
 /// The payload of an event, one variant per type.
 #[derive(Debug, Clone, PartialEq)]
-#[expect(
-    clippy::large_enum_variant,
-    reason = "events are built one at a time; boxing would only add noise"
-)]
 pub enum EventData {
     /// A new entry with its fields and initial status (`active` or `draft`).
     Create { fields: EntryFields, status: Status },
@@ -44,7 +50,15 @@ pub enum EventData {
         reason: Option<String>,
     },
     /// The entry is replaced by entry `by`.
-    Supersede { by: String, reason: Option<String> },
+    ///
+    /// With a `replacement`, the event also creates entry `by` from those fields: `by` is then
+    /// derived from the event's content ([`Event::build`] computes it). Without one, `by` names
+    /// an entry created elsewhere in the log (what `resolve` writes for a losing entry).
+    Supersede {
+        by: String,
+        reason: Option<String>,
+        replacement: Option<Replacement>,
+    },
     /// The entry is historically relevant but no longer current.
     Deprecate { reason: Option<String> },
     /// The entry is exempt from automatic lifecycle transitions.
@@ -84,12 +98,45 @@ struct ReasonData {
     reason: Option<String>,
 }
 
+/// The entry a supersede event creates in the same line: the data of a create.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Replacement {
+    pub fields: EntryFields,
+    pub status: Status,
+}
+
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct SupersedeData {
     by: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    replacement: Option<Value>,
+}
+
+/// The data of a create: the entry fields plus `status`.
+fn create_value(fields: &EntryFields, status: Status) -> Result<Value, serde_json::Error> {
+    let mut value = serde_json::to_value(fields)?;
+    if let Value::Object(map) = &mut value {
+        map.insert("status".into(), Value::String(status.as_str().into()));
+    }
+    Ok(value)
+}
+
+/// Reads the data of a create: the entry fields plus `status`.
+fn create_from_value(value: Value) -> Result<(EntryFields, Status), serde_json::Error> {
+    // `serde(flatten)` cannot deny unknown fields, so split `status` off by hand.
+    let mut value = value;
+    let status = match &mut value {
+        Value::Object(map) => map.remove("status"),
+        _ => return Err(serde::de::Error::custom("expected an object")),
+    };
+    let status = match status {
+        Some(s) => serde_json::from_value(s)?,
+        None => return Err(serde::de::Error::missing_field("status")),
+    };
+    Ok((serde_json::from_value(value)?, status))
 }
 
 #[derive(Serialize, Deserialize)]
@@ -142,22 +189,24 @@ impl EventData {
             reason: reason.clone(),
         };
         match self {
-            Self::Create { fields, status } => {
-                let mut value = serde_json::to_value(fields)?;
-                if let Value::Object(map) = &mut value {
-                    map.insert("status".into(), Value::String(status.as_str().into()));
-                }
-                Ok(value)
-            }
+            Self::Create { fields, status } => create_value(fields, *status),
             Self::Update { set, reason } | Self::Resolve { set, reason } => {
                 serde_json::to_value(SetData {
                     set: set.clone(),
                     reason: reason.clone(),
                 })
             }
-            Self::Supersede { by, reason } => serde_json::to_value(SupersedeData {
+            Self::Supersede {
+                by,
+                reason,
+                replacement,
+            } => serde_json::to_value(SupersedeData {
                 by: by.clone(),
                 reason: reason.clone(),
+                replacement: replacement
+                    .as_ref()
+                    .map(|r| create_value(&r.fields, r.status))
+                    .transpose()?,
             }),
             Self::Deprecate { reason: r } | Self::Pin { reason: r } | Self::Unpin { reason: r } => {
                 serde_json::to_value(reason(r))
@@ -182,20 +231,8 @@ impl EventData {
     fn from_value(kind: EventType, value: Value) -> Result<Self, serde_json::Error> {
         Ok(match kind {
             EventType::Create => {
-                // `serde(flatten)` cannot deny unknown fields, so split `status` off by hand.
-                let mut value = value;
-                let status = match &mut value {
-                    Value::Object(map) => map.remove("status"),
-                    _ => None,
-                };
-                let status = match status {
-                    Some(s) => serde_json::from_value(s)?,
-                    None => return Err(serde::de::Error::missing_field("status")),
-                };
-                Self::Create {
-                    fields: serde_json::from_value(value)?,
-                    status,
-                }
+                let (fields, status) = create_from_value(value)?;
+                Self::Create { fields, status }
             }
             EventType::Update => {
                 let d: SetData = serde_json::from_value(value)?;
@@ -212,10 +249,25 @@ impl EventData {
                 }
             }
             EventType::Supersede => {
+                // An absent replacement is the two-line form; `null` is neither form.
+                if matches!(value.get("replacement"), Some(Value::Null)) {
+                    return Err(serde::de::Error::custom(
+                        "replacement must be an object (the data of a create)",
+                    ));
+                }
                 let d: SupersedeData = serde_json::from_value(value)?;
+                let replacement = match d.replacement {
+                    Some(r) => {
+                        let (fields, status) = create_from_value(r)
+                            .map_err(|e| serde::de::Error::custom(format!("replacement: {e}")))?;
+                        Some(Replacement { fields, status })
+                    }
+                    None => None,
+                };
                 Self::Supersede {
                     by: d.by,
                     reason: d.reason,
+                    replacement,
                 }
             }
             EventType::Deprecate => Self::Deprecate {
@@ -317,6 +369,9 @@ pub enum EventError {
     IdMismatch { stated: String, computed: String },
     /// A create event's `entry` is not derived from its content.
     EntryIdMismatch { stated: String, computed: String },
+    /// A supersede event's `by` is not derived from its content although it carries the
+    /// replacement entry.
+    ReplacementIdMismatch { stated: String, computed: String },
 }
 
 impl std::fmt::Display for EventError {
@@ -357,7 +412,10 @@ impl std::fmt::Display for EventError {
                 f,
                 "`actor` must be 1 to {MAX_ACTOR_CHARS} characters without control characters"
             ),
-            Self::BadEntryId(e) => write!(f, "`entry` is `{e}`, not an entry id like m-5kq2x9c4d8"),
+            Self::BadEntryId(e) => write!(
+                f,
+                "`{e}` is not an entry id like m-s2bgnsgj84zxh4vqk51fq7naym (or m-s2bgnsgj84 in older logs)"
+            ),
             Self::BadParents(m) => write!(f, "`parents` {m}"),
             Self::NotCanonical => f.write_str(
                 "not in canonical form (sorted keys, no whitespace, RFC 8785 numbers and escapes)",
@@ -370,6 +428,10 @@ impl std::fmt::Display for EventError {
             Self::EntryIdMismatch { stated, computed } => write!(
                 f,
                 "create event names entry {stated} but its content derives {computed}: the event was altered"
+            ),
+            Self::ReplacementIdMismatch { stated, computed } => write!(
+                f,
+                "supersede event names its replacement {stated} but its content derives {computed}: the event was altered"
             ),
         }
     }
@@ -388,10 +450,12 @@ pub fn is_event_id(s: &str) -> bool {
     s.len() == 64 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
-/// True when `s` has the shape of an entry id.
+/// True when `s` has the shape of an entry id: `m-` and 26 (or, in older logs, 10) characters of
+/// the lowercase Crockford base32 alphabet.
 pub fn is_entry_id(s: &str) -> bool {
     s.strip_prefix(ENTRY_PREFIX).is_some_and(|rest| {
-        rest.len() == ENTRY_ID_CHARS && rest.bytes().all(|b| CROCKFORD.contains(&b))
+        (rest.len() == ENTRY_ID_CHARS || rest.len() == LEGACY_ENTRY_ID_CHARS)
+            && rest.bytes().all(|b| CROCKFORD.contains(&b))
     })
 }
 
@@ -400,21 +464,47 @@ fn valid_actor(actor: &str) -> bool {
     (1..=MAX_ACTOR_CHARS).contains(&n) && !actor.chars().any(char::is_control)
 }
 
-fn entry_id_from_hash(hash: &blake3::Hash) -> String {
-    // The first 50 bits of the hash, five bits per character.
+/// `m-` and the first `chars` five-bit groups of the hash, most significant bit first.
+///
+/// The legacy ten-character id of a hash is therefore the first twelve characters of its long id.
+fn entry_id_from_hash(hash: &blake3::Hash, chars: usize) -> String {
     let bytes = hash.as_bytes();
-    let mut bits: u64 = 0;
-    for b in bytes.iter().take(8) {
-        bits = (bits << 8) | u64::from(*b);
-    }
-    let mut id = String::with_capacity(ENTRY_PREFIX.len() + ENTRY_ID_CHARS);
+    let mut id = String::with_capacity(ENTRY_PREFIX.len() + chars);
     id.push_str(ENTRY_PREFIX);
-    for i in 0..ENTRY_ID_CHARS {
-        let shift = 64 - 5 * (i + 1);
-        let idx = usize::try_from((bits >> shift) & 0x1f).unwrap_or(0);
+    for i in 0..chars {
+        // Bits [5i, 5i + 5) of the hash read as a big-endian bit string: they lie within the
+        // two bytes starting at bit 5i / 8 (the hash has 32 bytes, 26 groups need 17).
+        let start = 5 * i;
+        let hi = u16::from(bytes.get(start / 8).copied().unwrap_or(0));
+        let lo = u16::from(bytes.get(start / 8 + 1).copied().unwrap_or(0));
+        let window = (hi << 8) | lo;
+        let idx = usize::from((window >> (11 - start % 8)) & 0x1f);
         id.push(char::from(CROCKFORD[idx]));
     }
     id
+}
+
+/// The id a derived entry id must have, given the length the event states: the legacy form is
+/// checked against the first 50 bits, anything else against the full 130.
+fn expected_entry_id(hash: &blake3::Hash, stated: &str) -> String {
+    let legacy = stated.len() == ENTRY_PREFIX.len() + LEGACY_ENTRY_ID_CHARS;
+    entry_id_from_hash(
+        hash,
+        if legacy {
+            LEGACY_ENTRY_ID_CHARS
+        } else {
+            ENTRY_ID_CHARS
+        },
+    )
+}
+
+/// Removes `data.by` from an event body (the pre-image of a replacement's entry id omits it).
+fn without_by(body: &Map<String, Value>) -> Map<String, Value> {
+    let mut body = body.clone();
+    if let Some(Value::Object(data)) = body.get_mut("data") {
+        data.remove("by");
+    }
+    body
 }
 
 fn hash_with(domain: &[u8], canonical: &str) -> blake3::Hash {
@@ -425,9 +515,11 @@ fn hash_with(domain: &[u8], canonical: &str) -> blake3::Hash {
 }
 
 impl Event {
-    /// Builds an event and computes its id (and, for a create, its entry id).
+    /// Builds an event and computes its id (and, for a create, its entry id; for a supersede
+    /// with a replacement, the replacement's entry id `by`).
     ///
-    /// `entry` is ignored for create events, whose entry id is derived from their content.
+    /// `entry` is ignored for create events, whose entry id is derived from their content, and
+    /// so is `by` of a supersede that carries its replacement. New ids are always the long form.
     ///
     /// # Errors
     /// When a field is malformed (actor, timestamp, parents, data) or a number has no canonical form.
@@ -452,9 +544,21 @@ impl Event {
         let mut body = event.body_value()?;
         if matches!(event.data, EventData::Create { .. }) {
             body.remove("entry");
-            let canonical = to_canonical_string(&Value::Object(body.clone()))?;
-            event.entry = entry_id_from_hash(&hash_with(ENTRY_DOMAIN, &canonical));
+            let canonical = map_to_canonical_string(&body)?;
+            event.entry = entry_id_from_hash(&hash_with(ENTRY_DOMAIN, &canonical), ENTRY_ID_CHARS);
             body.insert("entry".into(), Value::String(event.entry.clone()));
+        }
+        if let EventData::Supersede {
+            by,
+            replacement: Some(_),
+            ..
+        } = &mut event.data
+        {
+            let canonical = map_to_canonical_string(&without_by(&body))?;
+            *by = entry_id_from_hash(&hash_with(ENTRY_DOMAIN, &canonical), ENTRY_ID_CHARS);
+            if let Some(Value::Object(data)) = body.get_mut("data") {
+                data.insert("by".into(), Value::String(by.clone()));
+            }
         }
         event.check_fields()?;
         let canonical = to_canonical_string(&Value::Object(body))?;
@@ -462,9 +566,84 @@ impl Event {
         Ok(event)
     }
 
+    /// Builds a supersede of `target` that creates its replacement in the same event: one line,
+    /// so that a crash or a torn tail keeps both effects or neither. The replacement's entry id
+    /// is derived from the event's content; it is the event's `by` and [`Event::created_entry`].
+    ///
+    /// # Errors
+    /// As [`Event::build`]; also when `status` is not `active` or `draft`.
+    pub fn supersede_with_replacement(
+        target: &str,
+        actor: &str,
+        at: &str,
+        parents: Vec<String>,
+        fields: EntryFields,
+        status: Status,
+        reason: Option<String>,
+    ) -> Result<Self, EventError> {
+        Self::build(
+            target,
+            actor,
+            at,
+            parents,
+            EventData::Supersede {
+                by: String::new(),
+                reason,
+                replacement: Some(Replacement { fields, status }),
+            },
+        )
+    }
+
     /// The event type.
     pub const fn event_type(&self) -> EventType {
         self.data.event_type()
+    }
+
+    /// Every entry the event projects onto: its `entry`, and for a supersede that carries its
+    /// replacement, the replacement too. Replay must give the event to each of them.
+    pub fn entries(&self) -> impl Iterator<Item = &str> {
+        let replacement = match &self.data {
+            EventData::Supersede {
+                by,
+                replacement: Some(_),
+                ..
+            } => Some(by.as_str()),
+            _ => None,
+        };
+        std::iter::once(self.entry.as_str()).chain(replacement)
+    }
+
+    /// True when the event projects onto `entry` (see [`Event::entries`]).
+    pub fn projects_onto(&self, entry: &str) -> bool {
+        self.entries().any(|e| e == entry)
+    }
+
+    /// The entry this event creates: a create's `entry`, or the replacement of a supersede that
+    /// carries one.
+    pub fn created_entry(&self) -> Option<&str> {
+        match &self.data {
+            EventData::Create { .. } => Some(&self.entry),
+            EventData::Supersede {
+                by,
+                replacement: Some(_),
+                ..
+            } => Some(by),
+            _ => None,
+        }
+    }
+
+    /// The fields and status this event gives `entry` when it creates it (see
+    /// [`Event::created_entry`]); `None` when the event does not create `entry`.
+    pub fn creation_of(&self, entry: &str) -> Option<(&EntryFields, Status)> {
+        match &self.data {
+            EventData::Create { fields, status } if self.entry == entry => Some((fields, *status)),
+            EventData::Supersede {
+                by,
+                replacement: Some(r),
+                ..
+            } if by == entry && self.entry != entry => Some((&r.fields, r.status)),
+            _ => None,
+        }
     }
 
     fn body_value(&self) -> Result<Map<String, Value>, EventError> {
@@ -529,11 +708,23 @@ impl Event {
         }
         match &self.data {
             EventData::Create { status, .. }
-                if !matches!(status, Status::Active | Status::Draft) =>
-            {
+            | EventData::Supersede {
+                replacement: Some(Replacement { status, .. }),
+                ..
+            } if !matches!(status, Status::Active | Status::Draft) => {
                 return Err(EventError::BadData {
-                    event_type: EventType::Create,
+                    event_type: self.event_type(),
                     message: format!("a new entry's status must be active or draft, not {status}"),
+                });
+            }
+            EventData::Create { fields, .. }
+            | EventData::Supersede {
+                replacement: Some(Replacement { fields, .. }),
+                ..
+            } if !fields.confidence.is_finite() => {
+                return Err(EventError::BadData {
+                    event_type: self.event_type(),
+                    message: "confidence is not a finite number".into(),
                 });
             }
             EventData::Create { .. } if !self.parents.is_empty() => {
@@ -550,6 +741,18 @@ impl Event {
                 if !is_entry_id(other) =>
             {
                 return Err(EventError::BadEntryId(other.clone()));
+            }
+            EventData::Supersede {
+                by,
+                replacement: Some(_),
+                ..
+            } if by.len() != ENTRY_PREFIX.len() + ENTRY_ID_CHARS || *by == self.entry => {
+                return Err(EventError::BadData {
+                    event_type: EventType::Supersede,
+                    message: format!(
+                        "`by` of a supersede that carries its replacement must be the replacement's long entry id, not `{by}`"
+                    ),
+                });
             }
             _ => {}
         }
@@ -608,11 +811,23 @@ fn top_level_key_offsets(map: &Map<String, Value>, body: &str) -> Option<TopLeve
 }
 
 /// Reads one log line (without its newline) as an event, checking everything a single line can
-/// prove: JSON, canonical form, known version and type, schema of the data, id and entry id.
+/// prove: JSON, canonical form, known version and type, schema of the data, id and entry ids.
 ///
 /// # Errors
 /// The first problem found, as an [`EventError`].
 pub fn decode_line(line: &str) -> Result<Event, EventError> {
+    decode(line).map_err(|e| match e {
+        // An integer token beyond 64 bits is read as a rounded double: name it as written.
+        EventError::NotCanonical | EventError::Canonical(CanonicalError::UnsafeInteger(_)) => {
+            first_unsafe_integer(line).map_or(e, |token| {
+                EventError::Canonical(CanonicalError::UnsafeInteger(token.to_owned()))
+            })
+        }
+        other => other,
+    })
+}
+
+fn decode(line: &str) -> Result<Event, EventError> {
     let value: Value =
         serde_json::from_str(line).map_err(|e| EventError::NotJson(e.to_string()))?;
     let Value::Object(mut map) = value else {
@@ -674,6 +889,13 @@ pub fn decode_line(line: &str) -> Result<Event, EventError> {
     }
     let computed = hash_with(EVENT_DOMAIN, &body).to_hex().to_string();
 
+    let derived_by = (map.get("type").and_then(Value::as_str) == Some("supersede")
+        && map
+            .get("data")
+            .is_some_and(|d| d.get("replacement").is_some()))
+    .then(|| map_to_canonical_string(&without_by(&map)))
+    .transpose()?
+    .map(|pre_image| hash_with(ENTRY_DOMAIN, &pre_image));
     let derived_entry = if map.get("type").and_then(Value::as_str) == Some("create") {
         let without_entry = match splice {
             Some(TopLevel {
@@ -686,7 +908,7 @@ pub fn decode_line(line: &str) -> Result<Event, EventError> {
                 map_to_canonical_string(&raw)?
             }
         };
-        Some(entry_id_from_hash(&hash_with(ENTRY_DOMAIN, &without_entry)))
+        Some(hash_with(ENTRY_DOMAIN, &without_entry))
     } else {
         None
     };
@@ -734,27 +956,37 @@ pub fn decode_line(line: &str) -> Result<Event, EventError> {
         data,
     };
     event.check_fields()?;
-    if let EventData::Create { fields, .. } = &event.data
-        && !fields.confidence.is_finite()
-    {
-        return Err(EventError::BadData {
-            event_type: kind,
-            message: "confidence is not a finite number".into(),
-        });
-    }
     if event.id != computed {
         return Err(EventError::IdMismatch {
             stated: event.id,
             computed,
         });
     }
-    if let Some(derived) = derived_entry
-        && derived != event.entry
+    if let Some(hash) = derived_entry {
+        let derived = expected_entry_id(&hash, &event.entry);
+        if derived != event.entry {
+            return Err(EventError::EntryIdMismatch {
+                stated: event.entry,
+                computed: derived,
+            });
+        }
+    }
+    if let (
+        Some(hash),
+        EventData::Supersede {
+            by,
+            replacement: Some(_),
+            ..
+        },
+    ) = (derived_by, &event.data)
     {
-        return Err(EventError::EntryIdMismatch {
-            stated: event.entry,
-            computed: derived,
-        });
+        let derived = entry_id_from_hash(&hash, ENTRY_ID_CHARS);
+        if derived != *by {
+            return Err(EventError::ReplacementIdMismatch {
+                stated: by.clone(),
+                computed: derived,
+            });
+        }
     }
     Ok(event)
 }

@@ -82,9 +82,32 @@ pub struct Folded {
 }
 
 /// Folds the events of one entry (any order, duplicates allowed) into its projections.
+///
+/// The entry is the one every event projects onto (see [`Event::entries`]). A set made only of
+/// a supersede that carries its replacement projects onto both entries; it is taken as the
+/// replacement's fold, since the superseded entry's fold would lack its create. Prefer
+/// [`fold_entry_of`], which is told the entry.
 pub fn fold_entry(events: &[Event]) -> Folded {
-    let ordered = order_events(events);
+    let Some(first) = events.first() else {
+        return Folded::default();
+    };
+    let subject = first
+        .entries()
+        .filter(|c| events.iter().all(|e| e.projects_onto(c)))
+        .last()
+        .unwrap_or(first.entry.as_str());
+    fold_entry_of(subject, events)
+}
+
+/// Folds the events of `events` that project onto `entry` (any order, duplicates allowed) into
+/// the entry's projections. A supersede that carries its replacement is the replacement's
+/// create when `entry` is the replacement, and an ordinary supersede when `entry` is its target.
+pub fn fold_entry_of(entry: &str, events: &[Event]) -> Folded {
+    let own: Vec<&Event> = events.iter().filter(|e| e.projects_onto(entry)).collect();
+    let ordered = order_events(&own);
     let mut out = Folded::default();
+    // The heads are structural: every event of the entry that no other names as a parent,
+    // including events that cannot be applied (a second create is a head).
     let mut heads: BTreeSet<&str> = BTreeSet::new();
     for event in ordered {
         // A fork: the event builds on something that is no longer a head, so another writer
@@ -96,7 +119,7 @@ pub fn fold_entry(events: &[Event]) -> Folded {
         }
         heads.insert(event.id.as_str());
         let before = out.state.clone();
-        match apply(out.state.take(), event) {
+        match apply(entry, out.state.take(), event) {
             Ok(next) => out.state = Some(next),
             Err(boxed) => {
                 let (state, problem) = *boxed;
@@ -112,7 +135,8 @@ pub fn fold_entry(events: &[Event]) -> Folded {
         state.heads = heads.iter().map(|h| (*h).to_owned()).collect();
         let mut audit = transitions(before.as_ref(), state, event);
         let is_conflict = heads.len() > 1;
-        if is_conflict && (!was_conflict || concurrent) && event.event_type() != EventType::Create {
+        let creates = event.creation_of(entry).is_some();
+        if is_conflict && (!was_conflict || concurrent) && !creates {
             audit.push((Dimension::Conflict, "none".into(), "open".into(), None));
         } else if was_conflict && !is_conflict {
             audit.push((
@@ -146,18 +170,22 @@ pub fn fold_entry(events: &[Event]) -> Folded {
             state: state.clone(),
         });
     }
+    if let Some(state) = out.state.as_mut() {
+        // An event that could not be applied made no version but is still a head.
+        state.heads = heads.iter().map(|h| (*h).to_owned()).collect();
+    }
     out
 }
 
 type Applied = Result<EntryState, Box<(Option<EntryState>, String)>>;
 
-fn apply(state: Option<EntryState>, event: &Event) -> Applied {
-    let mut state = match (state, &event.data) {
-        (None, EventData::Create { fields, status }) => {
+fn apply(entry: &str, state: Option<EntryState>, event: &Event) -> Applied {
+    let mut state = match (state, event.creation_of(entry)) {
+        (None, Some((fields, status))) => {
             return Ok(EntryState {
-                id: event.entry.clone(),
+                id: entry.to_owned(),
                 fields: fields.clone(),
-                status: *status,
+                status,
                 superseded_by: None,
                 superseded_at: None,
                 created_by: event.actor.clone(),
@@ -175,7 +203,7 @@ fn apply(state: Option<EntryState>, event: &Event) -> Applied {
                 heads: Vec::new(),
             });
         }
-        (Some(s), EventData::Create { .. }) => {
+        (Some(s), Some(_)) => {
             return Err(Box::new((
                 Some(s),
                 "a second create event for this entry id".into(),
@@ -212,7 +240,9 @@ fn apply(state: Option<EntryState>, event: &Event) -> Applied {
                 Err(problem) => return Err(Box::new((Some(state), problem))),
             }
         }
-        EventData::Supersede { by: other, reason }
+        EventData::Supersede {
+            by: other, reason, ..
+        }
         | EventData::Consolidate {
             into: other,
             reason,

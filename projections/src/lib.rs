@@ -13,8 +13,10 @@ pub mod order;
 pub mod stats;
 pub mod time;
 
-pub use event::{Event, EventData, EventError, decode_line};
-pub use fold::{AuditRecord, Change, Dimension, Folded, Version, fill_changes, fold_entry};
+pub use event::{Event, EventData, EventError, Replacement, decode_line};
+pub use fold::{
+    AuditRecord, Change, Dimension, Folded, Version, fill_changes, fold_entry, fold_entry_of,
+};
 pub use model::{
     EntryFields, EntryState, EventType, Evidence, EvidenceType, Kind, Lifecycle, Section, Status,
 };
@@ -29,18 +31,20 @@ pub struct Projection {
 
 /// Projects a set of events (any order, duplicates allowed). This is the pure function the
 /// store materializes: the store must always equal `project` of the log's events.
+///
+/// Each event is folded into every entry it projects onto ([`Event::entries`]): a supersede that
+/// carries its replacement changes the superseded entry and creates the replacement.
 pub fn project(events: &[Event]) -> Projection {
     let mut by_entry: std::collections::BTreeMap<&str, Vec<Event>> =
         std::collections::BTreeMap::new();
     for e in events {
-        by_entry
-            .entry(e.entry.as_str())
-            .or_default()
-            .push(e.clone());
+        for entry in e.entries() {
+            by_entry.entry(entry).or_default().push(e.clone());
+        }
     }
     let mut out = Projection::default();
     for (entry, evs) in by_entry {
-        let folded = fold_entry(&evs);
+        let folded = fold_entry_of(entry, &evs);
         if let Some(s) = &folded.state {
             out.stats.apply(s, 1);
         }

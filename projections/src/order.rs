@@ -7,10 +7,10 @@ use std::collections::{BTreeMap, BinaryHeap};
 /// Orders the events of one entry. Duplicates (same id) are dropped; parents that are not in the
 /// set are ignored, so the order is defined for any subset. Events caught in a cycle (impossible
 /// without breaking the hash, but a forged log can claim one) come last, by `(at, id)`.
-pub fn order_events(events: &[Event]) -> Vec<&Event> {
+pub fn order_events<'a>(events: &[&'a Event]) -> Vec<&'a Event> {
     let mut by_id: BTreeMap<&str, &Event> = BTreeMap::new();
     for e in events {
-        by_id.entry(e.id.as_str()).or_insert(e);
+        by_id.entry(e.id.as_str()).or_insert(*e);
     }
     let mut indegree: BTreeMap<&str, usize> = BTreeMap::new();
     let mut children: BTreeMap<&str, Vec<&str>> = BTreeMap::new();

@@ -13,7 +13,7 @@ pub struct VerifyArgs {
 
 pub fn run(ctx: &Ctx, args: VerifyArgs, out: &mut Out) -> Result<ExitCode> {
     let project = ctx.project(args.project.as_deref())?;
-    let report = crate::verify::verify_log(&project.log_path())?;
+    let report = crate::log::verify::verify_log(&project.log_path())?;
     if out.json {
         out.json(&report);
     } else {

@@ -5,3 +5,4 @@ pub mod line_id;
 pub mod lock;
 pub mod read;
 pub mod stamp;
+pub mod verify;

@@ -15,7 +15,7 @@
 
 use crate::error::{Error, Result};
 use fjall::{Database, Keyspace, KeyspaceCreateOptions};
-use projections::{AuditRecord, EntryState, Event, Folded, Stats, Version, fold_entry};
+use projections::{AuditRecord, EntryState, Event, Folded, Stats, Version, fold_entry_of};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -269,35 +269,39 @@ impl Store {
     /// # Errors
     /// When the store cannot be read or written, or a stored event no longer decodes.
     pub fn apply(&self, events: Vec<(Event, String)>, fingerprint: &Fingerprint) -> Result<usize> {
-        let mut by_entry: BTreeMap<String, Vec<(Event, String)>> = BTreeMap::new();
+        // An event projects onto every entry it names (a supersede with its replacement: the
+        // replaced entry and the new one).
+        let mut by_entry: BTreeMap<String, Vec<Event>> = BTreeMap::new();
         let mut seen = BTreeSet::new();
+        let mut batch = self.db.batch().durability(None);
+        let mut applied = 0;
         for (event, line) in events {
             if !seen.insert(event.id.clone()) || self.has_event(&event.id)? {
                 continue;
             }
-            by_entry
-                .entry(event.entry.clone())
-                .or_default()
-                .push((event, line));
+            batch.insert(&self.ks[K_EVENTS], event.id.as_bytes(), line.as_bytes());
+            applied += 1;
+            for entry in event.entries() {
+                by_entry
+                    .entry(entry.to_owned())
+                    .or_default()
+                    .push(event.clone());
+            }
         }
         let mut stats: Stats = self.get_json(K_META, b"stats")?.unwrap_or_default();
-        let mut batch = self.db.batch().durability(None);
-        let mut applied = 0;
         for (entry, new) in by_entry {
             let mut all = self.entry_events(&entry)?;
-            for (event, line) in &new {
-                batch.insert(&self.ks[K_EVENTS], event.id.as_bytes(), line.as_bytes());
+            for event in new {
                 let mut k = entry.clone().into_bytes();
                 k.extend_from_slice(event.id.as_bytes());
                 batch.insert(&self.ks[K_ENTRY_EVENTS], k, b"".as_slice());
-                all.push(event.clone());
-                applied += 1;
+                all.push(event);
             }
             let old = self.entry_records(&entry)?;
             if let Some(s) = &old.state {
                 stats.apply(s, -1);
             }
-            let new = derive(fold_entry(&all));
+            let new = derive(fold_entry_of(&entry, &all));
             if let Some(s) = &new.state {
                 stats.apply(s, 1);
             }
@@ -394,7 +398,13 @@ impl Store {
                 continue;
             }
             lines.push((event.id.clone().into_bytes(), line.into_bytes()));
-            by_entry.entry(event.entry.clone()).or_default().push(event);
+            let mut entries = event.entries().map(str::to_owned).collect::<Vec<_>>();
+            if let Some(last) = entries.pop() {
+                for entry in entries {
+                    by_entry.entry(entry).or_default().push(event.clone());
+                }
+                by_entry.entry(last).or_default().push(event);
+            }
         }
         drop(seen);
         let applied = lines.len();
@@ -424,7 +434,7 @@ impl Store {
                         k.extend_from_slice(e.id.as_bytes());
                         kvs.push((K_ENTRY_EVENTS, k, Vec::new()));
                     }
-                    let records = derive(fold_entry(events));
+                    let records = derive(fold_entry_of(entry, events));
                     if let Some(s) = &records.state {
                         stats.apply(s, 1);
                     }

@@ -325,7 +325,7 @@ impl Session {
         if known.len() == self.store().event_count()? {
             self.report.missing_parents = self.missing_parents_of(&decoded)?;
             self.report.applied += self.store().apply(decoded, &next)?;
-                self.report.mode = "merge";
+            self.report.mode = "merge";
             return Ok(());
         }
         drop(known);

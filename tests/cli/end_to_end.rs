@@ -12,7 +12,7 @@ macro_rules! snap {
 fn a_memory_goes_through_its_life() {
     let env = Env::with_project();
     let first = env.add("auth.tokens", "Use short-lived JWTs");
-    assert!(first.starts_with("m-") && first.len() == 12, "{first}");
+    assert!(first.starts_with("m-") && first.len() == 28, "{first}");
     let replaced = env
         .run_at(
             "2026-11-23T09:00:00Z",

@@ -2,7 +2,7 @@
 
 use crate::error::Result;
 use crate::log::read as event_log;
-use projections::{Event, fold_entry};
+use projections::{Event, fold_entry_of};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -108,9 +108,11 @@ pub fn verify_log(path: &Path) -> Result<Report> {
         });
     }
     drop(by_id);
-    let where_is: HashMap<String, (usize, u64, String)> = events
+    // Where each event is, and the event itself: a parent must project onto the entry of the
+    // event naming it (a supersede that creates its replacement belongs to both entries).
+    let where_is: HashMap<&str, (usize, u64, &Event)> = events
         .iter()
-        .map(|(n, o, e)| (e.id.clone(), (*n, *o, e.entry.clone())))
+        .map(|(n, o, e)| (e.id.as_str(), (*n, *o, e)))
         .collect();
     for (n, o, e) in &events {
         for p in &e.parents {
@@ -120,21 +122,31 @@ pub fn verify_log(path: &Path) -> Result<Report> {
                     offset: *o,
                     problem: format!("parent {p} is not in the log: an event was removed or the log is incomplete"),
                 }),
-                Some((_, _, entry)) if *entry != e.entry => problems.push(Finding {
+                Some((_, _, parent)) if !parent.projects_onto(&e.entry) => problems.push(Finding {
                     line: *n,
                     offset: *o,
-                    problem: format!("parent {p} belongs to entry {entry}, not {}", e.entry),
+                    problem: format!("parent {p} belongs to entry {}, not {}", parent.entry, e.entry),
                 }),
                 Some(_) => {}
             }
         }
     }
+    let place: HashMap<String, (usize, u64)> = where_is
+        .iter()
+        .map(|(id, (n, o, _))| ((*id).to_owned(), (*n, *o)))
+        .collect();
+    drop(where_is);
     let event_count = events.len();
     let mut per_entry: BTreeMap<String, Vec<Event>> = BTreeMap::new();
     for (_, _, e) in events {
-        per_entry.entry(e.entry.clone()).or_default().push(e);
+        for entry in e.entries() {
+            per_entry
+                .entry(entry.to_owned())
+                .or_default()
+                .push(e.clone());
+        }
     }
-    let place = |id: &str| where_is.get(id).map_or((0, 0), |(n, o, _)| (*n, *o));
+    let place = |id: &str| place.get(id).copied().unwrap_or((0, 0));
     let mut conflicts = Vec::new();
     for (entry, evs) in &per_entry {
         if has_cycle(evs) {
@@ -145,7 +157,7 @@ pub fn verify_log(path: &Path) -> Result<Report> {
                 problem: format!("the events of entry {entry} form a cycle"),
             });
         }
-        let folded = fold_entry(evs);
+        let folded = fold_entry_of(entry, evs);
         for (id, why) in folded.anomalies {
             let (n, o) = place(id.as_str());
             problems.push(Finding {
@@ -205,4 +217,91 @@ fn has_cycle(events: &[Event]) -> bool {
         }
     }
     seen < events.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use projections::{EntryFields, EventData, Kind, Section, Status};
+    use serde_json::{Map, Value};
+
+    /// A log written before entry ids grew (the example of docs/EVENT_FORMAT.md, section 12).
+    const LEGACY: &[&str] = &[
+        r#"{"actor":"agent-7","at":"2026-11-22T10:31:12.123Z","data":{"confidence":0.9,"content":"Tokens live 15 minutes.","evidence":[{"note":"token issuing","type":"code","uri":"src/auth/token.rs#L10-L40"}],"kind":"decision","related_entries":[],"review_interval":null,"scope":"service:auth","section":"decisions","status":"active","subject":"auth.tokens","summary":"Use short-lived JWTs","tags":[],"valid_from":null,"valid_to":null},"entry":"m-s2bgnsgj84","id":"e305c1ff9917a031aa8ed0809a69d0e5d1a5d26e0860b19bce1d7f5a6f1c881b","parents":[],"type":"create","v":1}"#,
+        r#"{"actor":"agent-a","at":"2026-11-23T09:00:00.000Z","data":{"reason":"load test confirms","set":{"confidence":0.95}},"entry":"m-s2bgnsgj84","id":"fcee479bac45ac4e256f63738f5034e2436569d7bbb9d555525f208a0a7a1b62","parents":["e305c1ff9917a031aa8ed0809a69d0e5d1a5d26e0860b19bce1d7f5a6f1c881b"],"type":"update","v":1}"#,
+    ];
+    const LEGACY_HEAD: &str = "fcee479bac45ac4e256f63738f5034e2436569d7bbb9d555525f208a0a7a1b62";
+
+    fn fields() -> EntryFields {
+        EntryFields {
+            section: Section::Decisions,
+            kind: Kind::Decision,
+            subject: "auth.tokens".into(),
+            scope: "service:auth".into(),
+            summary: "Use 10-minute JWTs".into(),
+            content: "Tokens live 10 minutes.".into(),
+            tags: vec![],
+            confidence: 0.9,
+            evidence: vec![],
+            related_entries: vec![],
+            valid_from: None,
+            valid_to: None,
+            review_interval: None,
+        }
+    }
+
+    fn check(events: &[Event]) -> Report {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("events.jsonl");
+        let mut text: String = LEGACY.iter().map(|l| format!("{l}\n")).collect();
+        for e in events {
+            text.push_str(&e.to_line().unwrap_or_else(|e| panic!("{e}")));
+            text.push('\n');
+        }
+        fs_err::write(&path, text).unwrap_or_else(|e| panic!("{e}"));
+        verify_log(&path).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn update(entry: &str, parent: &str) -> Event {
+        let mut set = Map::new();
+        set.insert("confidence".into(), Value::from(0.8));
+        Event::build(
+            entry,
+            "agent-8",
+            "2026-11-25T09:00:00.000Z",
+            vec![parent.to_owned()],
+            EventData::Update { set, reason: None },
+        )
+        .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn a_one_line_supersede_of_a_legacy_entry_verifies() {
+        let sup = Event::supersede_with_replacement(
+            "m-s2bgnsgj84",
+            "agent-8",
+            "2026-11-24T09:00:00.000Z",
+            vec![LEGACY_HEAD.to_owned()],
+            fields(),
+            Status::Active,
+            Some("security review".into()),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let b = sup.created_entry().unwrap_or_default().to_owned();
+        // The replacement's later events build on the supersede event.
+        let report = check(&[sup.clone(), update(&b, &sup.id)]);
+        assert!(report.ok, "{:?}", report.problems);
+        assert_eq!((report.events, report.entries), (4, 2));
+        assert!(report.conflicts.is_empty());
+        // An event of the replacement cannot build on an event of the superseded entry only.
+        let report = check(&[sup, update(&b, LEGACY_HEAD)]);
+        assert_eq!(report.problems.len(), 1, "{:?}", report.problems);
+        assert!(
+            report.problems[0]
+                .problem
+                .contains(&format!("belongs to entry m-s2bgnsgj84, not {b}")),
+            "{:?}",
+            report.problems
+        );
+    }
 }
