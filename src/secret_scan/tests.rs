@@ -60,9 +60,9 @@ fn recall_on_fake_credentials() {
 #[test]
 fn corpus_covers_every_kind() {
     let corpus = secrets();
-    for (id, _) in rules() {
-        let n = corpus.iter().filter(|(r, _, _)| *r == id).count();
-        if matches!(id, "ssh-private-key-file" | "url-userinfo-token") {
+    for (id, _, _, _) in TEXT_RULES.iter().chain(URI_RULES) {
+        let n = corpus.iter().filter(|(r, _, _)| r == id).count();
+        if matches!(*id, "ssh-private-key-file" | "url-userinfo-token") {
             continue; // narrow rules, covered by unit tests below
         }
         assert!(n >= 3, "rule {id} has only {n} corpus lines");
@@ -223,4 +223,11 @@ proptest! {
             prop_assert_eq!(position(&text, f.start), (f.line, f.column));
         }
     }
+}
+
+/// Every provider rule and allowlist pattern compiles (a rule that did not would be skipped).
+#[test]
+fn every_provider_rule_compiles() {
+    let bad = provider::uncompilable();
+    assert!(bad.is_empty(), "{bad:#?}");
 }
