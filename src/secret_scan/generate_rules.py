@@ -14,7 +14,8 @@ What changes on the way:
 - rules that pair a provider's name with an assignment (`heroku_key = ...`) also accept the name
   followed, on the same line, by the value in prose (`the Heroku key is ...`); not the catch-all
   `generic-api-key`, whose names (`key`, `access`) are ordinary words;
-- the closing delimiter also accepts sentence punctuation (`.`, `,`, `)`);
+- the closing delimiter also accepts sentence punctuation (`,`, `)`, and `.` before a space or
+  the end);
 - rules bound to a file type (`path`) that only make sense on whole files are left out.
 """
 
@@ -32,7 +33,7 @@ SKIP = {
 ASSIGN = r"""(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}"""
 ASSIGN_OR_PROSE = r"""(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])"""
 END = r"""(?:[\x60'"\s;]|\\[nr]|$)"""
-END_PROSE = r"""(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"""
+END_PROSE = r"""(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"""
 
 
 def escape_braces(regex: str) -> str:

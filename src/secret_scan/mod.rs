@@ -217,7 +217,7 @@ const TEXT_RULES: &[(&str, &str, &str, Check)] = &[
     (
         "private-key",
         "private key block",
-        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----",
+        r"(-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----)(?:[^-]|$)",
         Check::None,
     ),
     (
@@ -235,7 +235,7 @@ const TEXT_RULES: &[(&str, &str, &str, Check)] = &[
     (
         "gcp-api-key",
         "Google API key",
-        r"\bAIza[0-9A-Za-z_-]{35}",
+        r"\b(AIza[0-9A-Za-z_-]{35})(?:[^0-9A-Za-z_-]|$)",
         Check::None,
     ),
     (
@@ -301,7 +301,7 @@ const TEXT_RULES: &[(&str, &str, &str, Check)] = &[
     (
         "slack-token",
         "Slack token",
-        r"\bxox[abposr]-[A-Za-z0-9-]{10,}",
+        r"\bxox[abposr]-(?:\d{8,14}-){1,3}[A-Za-z0-9]{8,}",
         Check::None,
     ),
     (
@@ -597,7 +597,14 @@ fn scan_with(rules: &'static [Rule], text: &str) -> Vec<Raw> {
             let example = !matches!(rule.check, Check::Card | Check::Ssn)
                 && rule.id != "private-key"
                 && is_example_value(value.as_str());
-            if !example && confirm(rule.check, value.as_str(), text, whole.start()) {
+            // `xoxp-123…-####`, `sk-abc…`, `<…>`: the value is cut short by a placeholder.
+            let rest = text[value.end()..].trim_start_matches(['-', '_']);
+            let cut_short = rest.starts_with(['#', '*', '<', '\u{2026}']) || rest.starts_with("..");
+            if !example
+                && !cut_short
+                && confirm(rule.check, value.as_str(), text, whole.start())
+                && !provider::is_allowlisted(value.as_str())
+            {
                 out.push((rank, rule.id, rule.description, value.start(), value.end()));
             }
         }
@@ -651,6 +658,16 @@ fn confirm(check: Check, value: &str, text: &str, match_start: usize) -> bool {
             let cursor = ["page", "cursor", "next", "continuation"]
                 .iter()
                 .any(|w| name.contains(w));
+            // Names of references to a secret, not of one: `credentialsId`, `secret_name`,
+            // `token_url`, `keyVaultName`, `secret_length`, `public_key`, `csrf_token`.
+            let name = name.trim_end_matches(['"', '\'', ' ']);
+            let reference = name.ends_with("id")
+                || [
+                    "url", "name", "length", "public", "csrf", "vault", "endpoint",
+                ]
+                .iter()
+                .any(|w| name.contains(w));
+            let cursor = cursor || reference;
             !cursor && !is_placeholder(value) && looks_random(value)
         }
         Check::Prose => {
@@ -676,6 +693,11 @@ fn confirm(check: Check, value: &str, text: &str, match_start: usize) -> bool {
                 "public_key",
                 "pubkey",
                 "s3",
+                "url",
+                "csrf",
+                "length",
+                "name",
+                "id",
             ];
             let before = text[..match_start]
                 .rsplit(['.', '\n', ';'])

@@ -180,7 +180,15 @@ pub(super) fn scan(text: &str) -> Vec<Hit> {
             if super::is_placeholder(value) || super::is_example_value(value) {
                 continue;
             }
-            let (ws, we) = char_span(text, whole.start(), whole.end());
+            // gitleaks' match begins with the name the value is assigned to (the pattern's
+            // leading `[\w.-]{0,50}?`, dropped for speed); allowlists of the match expect it.
+            let name_start = text.as_bytes()[..whole.start()]
+                .iter()
+                .rev()
+                .take(50)
+                .take_while(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
+                .count();
+            let (ws, we) = char_span(text, whole.start() - name_start, whole.end());
             let line = line_of(text, ws, we);
             let rule_allows = rule.allow.iter().zip(&compiled.allow).any(|(a, res)| {
                 let target = match a.target {
@@ -197,6 +205,34 @@ pub(super) fn scan(text: &str) -> Vec<Hit> {
         }
     }
     out
+}
+
+/// Whether a value found by another rule is one that gitleaks lists as a known non-secret:
+/// its global allowlist, and the rules' allowlists of exact values (public sample keys).
+pub(super) fn is_allowlisted(value: &str) -> bool {
+    if allowed(&GLOBAL_ALLOW, &GLOBAL, value, value) {
+        return true;
+    }
+    // Long stopwords are known public values (a sample key in a vendor's docs), not words.
+    let lower = value.to_ascii_lowercase();
+    let known = RULES
+        .iter()
+        .flat_map(|r| r.allow)
+        .flat_map(|a| a.stopwords)
+        .any(|w| w.len() >= 20 && lower.contains(w));
+    if known {
+        return true;
+    }
+    RULES.iter().enumerate().any(|(i, rule)| {
+        rule.allow.iter().enumerate().any(|(k, a)| {
+            matches!(a.target, Target::Secret)
+                && a.stopwords.is_empty()
+                && !a.regexes.is_empty()
+                && compiled(i)
+                    .and_then(|c| c.allow.get(k))
+                    .is_some_and(|res| allowed(a, res, value, value))
+        })
+    })
 }
 
 /// Widens a byte span to character boundaries.

@@ -34,7 +34,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"adafruit-api-key"#,
         description: r#"Identified a potential Adafruit API Key, which could lead to unauthorized access to Adafruit services and sensitive data exposure."#,
-        pattern: r#"(?-u)(?i)(?:adafruit)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9_-]{32})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:adafruit)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9_-]{32})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"adafruit"#],
         entropy: 0.0,
         secret_group: 0,
@@ -43,7 +43,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"adobe-client-id"#,
         description: r#"Detected a pattern that resembles an Adobe OAuth Web Client ID, posing a risk of compromised Adobe integrations and data breaches."#,
-        pattern: r#"(?-u)(?i)(?:adobe)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-f0-9]{32})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:adobe)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-f0-9]{32})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"adobe"#],
         entropy: 2.0,
         secret_group: 0,
@@ -52,7 +52,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"adobe-client-secret"#,
         description: r#"Discovered a potential Adobe Client Secret, which, if exposed, could allow unauthorized Adobe service access and data manipulation."#,
-        pattern: r#"(?-u)\b(p8e-(?i)[a-z0-9]{32})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)\b(p8e-(?i)[a-z0-9]{32})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"p8e-"#],
         entropy: 2.0,
         secret_group: 0,
@@ -70,7 +70,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"airtable-api-key"#,
         description: r#"Uncovered a possible Airtable API Key, potentially compromising database access and leading to data leakage or alteration."#,
-        pattern: r#"(?-u)(?i)(?:airtable)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{17})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:airtable)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{17})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"airtable"#],
         entropy: 0.0,
         secret_group: 0,
@@ -88,7 +88,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"algolia-api-key"#,
         description: r#"Identified an Algolia API Key, which could result in unauthorized search operations and data exposure on Algolia-managed platforms."#,
-        pattern: r#"(?-u)(?i)(?:algolia)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{32})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:algolia)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{32})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"algolia"#],
         entropy: 0.0,
         secret_group: 0,
@@ -97,7 +97,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"alibaba-access-key-id"#,
         description: r#"Detected an Alibaba Cloud AccessKey ID, posing a risk of unauthorized cloud resource access and potential data compromise."#,
-        pattern: r#"(?-u)\b(LTAI(?i)[a-z0-9]{20})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)\b(LTAI(?i)[a-z0-9]{20})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"ltai"#],
         entropy: 2.0,
         secret_group: 0,
@@ -106,7 +106,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"alibaba-secret-key"#,
         description: r#"Discovered a potential Alibaba Cloud Secret Key, potentially allowing unauthorized operations and data access within Alibaba Cloud."#,
-        pattern: r#"(?-u)(?i)(?:alibaba)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{30})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:alibaba)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{30})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"alibaba"#],
         entropy: 2.0,
         secret_group: 0,
@@ -115,7 +115,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"anthropic-admin-api-key"#,
         description: r#"Detected an Anthropic Admin API Key, risking unauthorized access to administrative functions and sensitive AI model configurations."#,
-        pattern: r#"(?-u)\b(sk-ant-admin01-[a-zA-Z0-9_\-]{93}AA)(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)\b(sk-ant-admin01-[a-zA-Z0-9_\-]{93}AA)(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"sk-ant-admin01"#],
         entropy: 0.0,
         secret_group: 0,
@@ -124,7 +124,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"anthropic-api-key"#,
         description: r#"Identified an Anthropic API Key, which may compromise AI assistant integrations and expose sensitive data to unauthorized access."#,
-        pattern: r#"(?-u)\b(sk-ant-api03-[a-zA-Z0-9_\-]{93}AA)(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)\b(sk-ant-api03-[a-zA-Z0-9_\-]{93}AA)(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"sk-ant-api03"#],
         entropy: 0.0,
         secret_group: 0,
@@ -151,7 +151,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"asana-client-id"#,
         description: r#"Discovered a potential Asana Client ID, risking unauthorized access to Asana projects and sensitive task information."#,
-        pattern: r#"(?-u)(?i)(?:asana)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([0-9]{16})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:asana)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([0-9]{16})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"asana"#],
         entropy: 0.0,
         secret_group: 0,
@@ -160,7 +160,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"asana-client-secret"#,
         description: r#"Identified an Asana Client Secret, which could lead to compromised project management integrity and unauthorized access."#,
-        pattern: r#"(?-u)(?i)(?:asana)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{32})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:asana)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{32})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"asana"#],
         entropy: 0.0,
         secret_group: 0,
@@ -169,7 +169,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"atlassian-api-token"#,
         description: r#"Detected an Atlassian API token, posing a threat to project management and collaboration tool security and data confidentiality."#,
-        pattern: r#"(?-u)(?i)(?:(?-i:ATLASSIAN|[Aa]tlassian)|(?-i:CONFLUENCE|[Cc]onfluence)|(?-i:JIRA|[Jj]ira))(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{20}[a-f0-9]{4})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)|\b(ATATT3[A-Za-z0-9_\-=]{186})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:(?-i:ATLASSIAN|[Aa]tlassian)|(?-i:CONFLUENCE|[Cc]onfluence)|(?-i:JIRA|[Jj]ira))(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{20}[a-f0-9]{4})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)|\b(ATATT3[A-Za-z0-9_\-=]{186})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"atlassian"#, r#"confluence"#, r#"jira"#, r#"atatt3"#],
         entropy: 3.5,
         secret_group: 0,
@@ -178,7 +178,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"authress-service-client-access-key"#,
         description: r#"Uncovered a possible Authress Service Client Access Key, which may compromise access control services and sensitive data."#,
-        pattern: r#"(?-u)\b((?:sc|ext|scauth|authress)_(?i)[a-z0-9]{5,30}\.[a-z0-9]{4,6}\.(?-i:acc)[_-][a-z0-9-]{10,32}\.[a-z0-9+/_=-]{30,120})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)\b((?:sc|ext|scauth|authress)_(?i)[a-z0-9]{5,30}\.[a-z0-9]{4,6}\.(?-i:acc)[_-][a-z0-9-]{10,32}\.[a-z0-9+/_=-]{30,120})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"sc_"#, r#"ext_"#, r#"scauth_"#, r#"authress_"#],
         entropy: 2.0,
         secret_group: 0,
@@ -196,7 +196,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"aws-amazon-bedrock-api-key-long-lived"#,
         description: r#"Identified a pattern that may indicate long-lived Amazon Bedrock API keys, risking unauthorized Amazon Bedrock usage"#,
-        pattern: r#"(?-u)\b(ABSK[A-Za-z0-9+/]{109,269}={0,2})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)\b(ABSK[A-Za-z0-9+/]{109,269}={0,2})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"absk"#],
         entropy: 3.0,
         secret_group: 0,
@@ -223,7 +223,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"beamer-api-token"#,
         description: r#"Detected a Beamer API token, potentially compromising content management and exposing sensitive notifications and updates."#,
-        pattern: r#"(?-u)(?i)(?:beamer)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])(b_[a-z0-9=_\-]{44})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:beamer)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])(b_[a-z0-9=_\-]{44})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"beamer"#],
         entropy: 0.0,
         secret_group: 0,
@@ -232,7 +232,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"bitbucket-client-id"#,
         description: r#"Discovered a potential Bitbucket Client ID, risking unauthorized repository access and potential codebase exposure."#,
-        pattern: r#"(?-u)(?i)(?:bitbucket)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{32})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:bitbucket)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{32})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"bitbucket"#],
         entropy: 0.0,
         secret_group: 0,
@@ -241,7 +241,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"bitbucket-client-secret"#,
         description: r#"Discovered a potential Bitbucket Client Secret, posing a risk of compromised code repositories and unauthorized access."#,
-        pattern: r#"(?-u)(?i)(?:bitbucket)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9=_\-]{64})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:bitbucket)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9=_\-]{64})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"bitbucket"#],
         entropy: 0.0,
         secret_group: 0,
@@ -250,7 +250,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"bittrex-access-key"#,
         description: r#"Identified a Bittrex Access Key, which could lead to unauthorized access to cryptocurrency trading accounts and financial loss."#,
-        pattern: r#"(?-u)(?i)(?:bittrex)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{32})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:bittrex)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{32})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"bittrex"#],
         entropy: 0.0,
         secret_group: 0,
@@ -259,7 +259,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"bittrex-secret-key"#,
         description: r#"Detected a Bittrex Secret Key, potentially compromising cryptocurrency transactions and financial security."#,
-        pattern: r#"(?-u)(?i)(?:bittrex)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{32})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:bittrex)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{32})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"bittrex"#],
         entropy: 0.0,
         secret_group: 0,
@@ -268,7 +268,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"cisco-meraki-api-key"#,
         description: r#"Cisco Meraki is a cloud-managed IT solution that provides networking, security, and device management through an easy-to-use interface."#,
-        pattern: r#"(?-u)(?i:(?:(?-i:[Mm]eraki|MERAKI))(?:[ \t\w.-]{0,20})[\s'"]{0,3})(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([0-9a-f]{40})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i:(?:(?-i:[Mm]eraki|MERAKI))(?:[ \t\w.-]{0,20})[\s'"]{0,3})(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([0-9a-f]{40})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"meraki"#],
         entropy: 3.0,
         secret_group: 0,
@@ -295,7 +295,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"cloudflare-api-key"#,
         description: r#"Detected a Cloudflare API Key, potentially compromising cloud application deployments and operational security."#,
-        pattern: r#"(?-u)(?i)(?:cloudflare)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9_-]{40})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:cloudflare)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9_-]{40})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"cloudflare"#],
         entropy: 2.0,
         secret_group: 0,
@@ -304,7 +304,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"cloudflare-global-api-key"#,
         description: r#"Detected a Cloudflare Global API Key, potentially compromising cloud application deployments and operational security."#,
-        pattern: r#"(?-u)(?i)(?:cloudflare)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-f0-9]{37})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:cloudflare)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-f0-9]{37})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"cloudflare"#],
         entropy: 2.0,
         secret_group: 0,
@@ -313,7 +313,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"cloudflare-origin-ca-key"#,
         description: r#"Detected a Cloudflare Origin CA Key, potentially compromising cloud application deployments and operational security."#,
-        pattern: r#"(?-u)\b(v1\.0-[a-f0-9]{24}-[a-f0-9]{146})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)\b(v1\.0-[a-f0-9]{24}-[a-f0-9]{146})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"cloudflare"#, r#"v1.0-"#],
         entropy: 2.0,
         secret_group: 0,
@@ -322,7 +322,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"codecov-access-token"#,
         description: r#"Found a pattern resembling a Codecov Access Token, posing a risk of unauthorized access to code coverage reports and sensitive data."#,
-        pattern: r#"(?-u)(?i)(?:codecov)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{32})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:codecov)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{32})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"codecov"#],
         entropy: 0.0,
         secret_group: 0,
@@ -331,7 +331,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"cohere-api-token"#,
         description: r#"Identified a Cohere Token, posing a risk of unauthorized access to AI services and data manipulation."#,
-        pattern: r#"(?-u)(?i:(?:cohere|CO_API_KEY)(?:[ \t\w.-]{0,20})[\s'"]{0,3})(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-zA-Z0-9]{40})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i:(?:cohere|CO_API_KEY)(?:[ \t\w.-]{0,20})[\s'"]{0,3})(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-zA-Z0-9]{40})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"cohere"#, r#"co_api_key"#],
         entropy: 4.0,
         secret_group: 0,
@@ -340,7 +340,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"coinbase-access-token"#,
         description: r#"Detected a Coinbase Access Token, posing a risk of unauthorized access to cryptocurrency accounts and financial transactions."#,
-        pattern: r#"(?-u)(?i)(?:coinbase)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9_-]{64})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:coinbase)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9_-]{64})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"coinbase"#],
         entropy: 0.0,
         secret_group: 0,
@@ -349,7 +349,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"confluent-access-token"#,
         description: r#"Identified a Confluent Access Token, which could compromise access to streaming data platforms and sensitive data flow."#,
-        pattern: r#"(?-u)(?i)(?:confluent)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{16})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:confluent)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{16})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"confluent"#],
         entropy: 0.0,
         secret_group: 0,
@@ -358,7 +358,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"confluent-secret-key"#,
         description: r#"Found a Confluent Secret Key, potentially risking unauthorized operations and data access within Confluent services."#,
-        pattern: r#"(?-u)(?i)(?:confluent)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{64})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:confluent)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{64})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"confluent"#],
         entropy: 0.0,
         secret_group: 0,
@@ -367,7 +367,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"contentful-delivery-api-token"#,
         description: r#"Discovered a Contentful delivery API token, posing a risk to content management systems and data integrity."#,
-        pattern: r#"(?-u)(?i)(?:contentful)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9=_\-]{43})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:contentful)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9=_\-]{43})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"contentful"#],
         entropy: 0.0,
         secret_group: 0,
@@ -394,7 +394,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"databricks-api-token"#,
         description: r#"Uncovered a Databricks API token, which may compromise big data analytics platforms and sensitive data processing."#,
-        pattern: r#"(?-u)\b(dapi[a-f0-9]{32}(?:-\d)?)(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)\b(dapi[a-f0-9]{32}(?:-\d)?)(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"dapi"#],
         entropy: 3.0,
         secret_group: 0,
@@ -403,7 +403,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"datadog-access-token"#,
         description: r#"Detected a Datadog Access Token, potentially risking monitoring and analytics data exposure and manipulation."#,
-        pattern: r#"(?-u)(?i)(?:datadog)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{40})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:datadog)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{40})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"datadog"#],
         entropy: 0.0,
         secret_group: 0,
@@ -412,7 +412,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"defined-networking-api-token"#,
         description: r#"Identified a Defined Networking API token, which could lead to unauthorized network operations and data breaches."#,
-        pattern: r#"(?-u)(?i)(?:dnkey)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])(dnkey-[a-z0-9=_\-]{26}-[a-z0-9=_\-]{52})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:dnkey)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])(dnkey-[a-z0-9=_\-]{26}-[a-z0-9=_\-]{52})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"dnkey"#],
         entropy: 0.0,
         secret_group: 0,
@@ -421,7 +421,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"digitalocean-access-token"#,
         description: r#"Found a DigitalOcean OAuth Access Token, risking unauthorized cloud resource access and data compromise."#,
-        pattern: r#"(?-u)\b(doo_v1_[a-f0-9]{64})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)\b(doo_v1_[a-f0-9]{64})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"doo_v1_"#],
         entropy: 3.0,
         secret_group: 0,
@@ -430,7 +430,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"digitalocean-pat"#,
         description: r#"Discovered a DigitalOcean Personal Access Token, posing a threat to cloud infrastructure security and data privacy."#,
-        pattern: r#"(?-u)\b(dop_v1_[a-f0-9]{64})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)\b(dop_v1_[a-f0-9]{64})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"dop_v1_"#],
         entropy: 3.0,
         secret_group: 0,
@@ -439,7 +439,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"digitalocean-refresh-token"#,
         description: r#"Uncovered a DigitalOcean OAuth Refresh Token, which could allow prolonged unauthorized access and resource manipulation."#,
-        pattern: r#"(?-u)(?i)\b(dor_v1_[a-f0-9]{64})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)\b(dor_v1_[a-f0-9]{64})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"dor_v1_"#],
         entropy: 0.0,
         secret_group: 0,
@@ -448,7 +448,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"discord-api-token"#,
         description: r#"Detected a Discord API key, potentially compromising communication channels and user data privacy on Discord."#,
-        pattern: r#"(?-u)(?i)(?:discord)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-f0-9]{64})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:discord)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-f0-9]{64})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"discord"#],
         entropy: 0.0,
         secret_group: 0,
@@ -457,7 +457,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"discord-client-id"#,
         description: r#"Identified a Discord client ID, which may lead to unauthorized integrations and data exposure in Discord applications."#,
-        pattern: r#"(?-u)(?i)(?:discord)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([0-9]{18})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:discord)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([0-9]{18})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"discord"#],
         entropy: 2.0,
         secret_group: 0,
@@ -466,7 +466,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"discord-client-secret"#,
         description: r#"Discovered a potential Discord client secret, risking compromised Discord bot integrations and data leaks."#,
-        pattern: r#"(?-u)(?i)(?:discord)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9=_\-]{32})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:discord)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9=_\-]{32})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"discord"#],
         entropy: 2.0,
         secret_group: 0,
@@ -484,7 +484,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"droneci-access-token"#,
         description: r#"Detected a Droneci Access Token, potentially compromising continuous integration and deployment workflows."#,
-        pattern: r#"(?-u)(?i)(?:droneci)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{32})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:droneci)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{32})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"droneci"#],
         entropy: 0.0,
         secret_group: 0,
@@ -493,7 +493,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"dropbox-api-token"#,
         description: r#"Identified a Dropbox API secret, which could lead to unauthorized file access and data breaches in Dropbox storage."#,
-        pattern: r#"(?-u)(?i)(?:dropbox)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{15})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:dropbox)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{15})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"dropbox"#],
         entropy: 0.0,
         secret_group: 0,
@@ -502,7 +502,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"dropbox-long-lived-api-token"#,
         description: r#"Found a Dropbox long-lived API token, risking prolonged unauthorized access to cloud storage and sensitive data."#,
-        pattern: r#"(?-u)(?i)(?:dropbox)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{11}(AAAAAAAAAA)[a-z0-9\-_=]{43})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:dropbox)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{11}(AAAAAAAAAA)[a-z0-9\-_=]{43})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"dropbox"#],
         entropy: 0.0,
         secret_group: 0,
@@ -511,7 +511,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"dropbox-short-lived-api-token"#,
         description: r#"Discovered a Dropbox short-lived API token, posing a risk of temporary but potentially harmful data access and manipulation."#,
-        pattern: r#"(?-u)(?i)(?:dropbox)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])(sl\.[a-z0-9\-=_]{135})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:dropbox)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])(sl\.[a-z0-9\-=_]{135})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"dropbox"#],
         entropy: 0.0,
         secret_group: 0,
@@ -556,7 +556,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"etsy-access-token"#,
         description: r#"Found an Etsy Access Token, potentially compromising Etsy shop management and customer data."#,
-        pattern: r#"(?-u)(?i)(?:(?-i:ETSY|[Ee]tsy))(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{24})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:(?-i:ETSY|[Ee]tsy))(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{24})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"etsy"#],
         entropy: 3.0,
         secret_group: 0,
@@ -565,7 +565,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"facebook-access-token"#,
         description: r#"Discovered a Facebook Access Token, posing a risk of unauthorized access to Facebook accounts and personal data exposure."#,
-        pattern: r#"(?-u)(?i)\b(\d{15,16}(\||%)[0-9a-z\-_]{27,40})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)\b(\d{15,16}(\||%)[0-9a-z\-_]{27,40})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"facebook"#],
         entropy: 3.0,
         secret_group: 0,
@@ -574,7 +574,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"facebook-page-access-token"#,
         description: r#"Discovered a Facebook Page Access Token, posing a risk of unauthorized access to Facebook accounts and personal data exposure."#,
-        pattern: r#"(?-u)\b(EAA[MC](?i)[a-z0-9]{100,})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)\b(EAA[MC](?i)[a-z0-9]{100,})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"eaam"#, r#"eaac"#],
         entropy: 4.0,
         secret_group: 0,
@@ -583,7 +583,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"facebook-secret"#,
         description: r#"Discovered a Facebook Application secret, posing a risk of unauthorized access to Facebook accounts and personal data exposure."#,
-        pattern: r#"(?-u)(?i)(?:facebook)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-f0-9]{32})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:facebook)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-f0-9]{32})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"facebook"#],
         entropy: 3.0,
         secret_group: 0,
@@ -592,7 +592,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"fastly-api-token"#,
         description: r#"Uncovered a Fastly API key, which may compromise CDN and edge cloud services, leading to content delivery and security issues."#,
-        pattern: r#"(?-u)(?i)(?:fastly)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9=_\-]{32})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:fastly)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9=_\-]{32})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"fastly"#],
         entropy: 0.0,
         secret_group: 0,
@@ -601,7 +601,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"finicity-api-token"#,
         description: r#"Detected a Finicity API token, potentially risking financial data access and unauthorized financial operations."#,
-        pattern: r#"(?-u)(?i)(?:finicity)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-f0-9]{32})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:finicity)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-f0-9]{32})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"finicity"#],
         entropy: 0.0,
         secret_group: 0,
@@ -610,7 +610,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"finicity-client-secret"#,
         description: r#"Identified a Finicity Client Secret, which could lead to compromised financial service integrations and data breaches."#,
-        pattern: r#"(?-u)(?i)(?:finicity)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{20})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:finicity)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{20})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"finicity"#],
         entropy: 0.0,
         secret_group: 0,
@@ -619,7 +619,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"finnhub-access-token"#,
         description: r#"Found a Finnhub Access Token, risking unauthorized access to financial market data and analytics."#,
-        pattern: r#"(?-u)(?i)(?:finnhub)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{20})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:finnhub)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{20})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"finnhub"#],
         entropy: 0.0,
         secret_group: 0,
@@ -628,7 +628,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"flickr-access-token"#,
         description: r#"Discovered a Flickr Access Token, posing a risk of unauthorized photo management and potential data leakage."#,
-        pattern: r#"(?-u)(?i)(?:flickr)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{32})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:flickr)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{32})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"flickr"#],
         entropy: 0.0,
         secret_group: 0,
@@ -664,7 +664,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"flyio-access-token"#,
         description: r#"Uncovered a Fly.io API key"#,
-        pattern: r#"(?-u)\b((?:fo1_[\w-]{43}|fm1[ar]_[a-zA-Z0-9+\/]{100,}={0,3}|fm2_[a-zA-Z0-9+\/]{100,}={0,3}))(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)\b((?:fo1_[\w-]{43}|fm1[ar]_[a-zA-Z0-9+\/]{100,}={0,3}|fm2_[a-zA-Z0-9+\/]{100,}={0,3}))(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"fo1_"#, r#"fm1"#, r#"fm2_"#],
         entropy: 4.0,
         secret_group: 0,
@@ -691,7 +691,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"freshbooks-access-token"#,
         description: r#"Discovered a Freshbooks Access Token, posing a risk to accounting software access and sensitive financial data exposure."#,
-        pattern: r#"(?-u)(?i)(?:freshbooks)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{64})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:freshbooks)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{64})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"freshbooks"#],
         entropy: 0.0,
         secret_group: 0,
@@ -700,7 +700,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"gcp-api-key"#,
         description: r#"Uncovered a GCP API key, which could lead to unauthorized access to Google Cloud services and data breaches."#,
-        pattern: r#"(?-u)\b(AIza[\w-]{35})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)\b(AIza[\w-]{35})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"aiza"#],
         entropy: 4.0,
         secret_group: 0,
@@ -709,7 +709,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"generic-api-key"#,
         description: r#"Detected a Generic API Key, potentially exposing access to various services and sensitive operations."#,
-        pattern: r#"(?-u)(?i)(?:access|auth|(?-i:[Aa]pi|API)|credential|creds|key|passw(?:or)?d|secret|token)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}([\w.=-]{10,150}|[a-z0-9][a-z0-9+/]{11,}={0,3})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:access|auth|(?-i:[Aa]pi|API)|credential|creds|key|passw(?:or)?d|secret|token)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}([\w.=-]{10,150}|[a-z0-9][a-z0-9+/]{11,}={0,3})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"access"#, r#"api"#, r#"auth"#, r#"key"#, r#"credential"#, r#"creds"#, r#"passwd"#, r#"password"#, r#"secret"#, r#"token"#],
         entropy: 3.5,
         secret_group: 0,
@@ -898,7 +898,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"gitter-access-token"#,
         description: r#"Uncovered a Gitter Access Token, which may lead to unauthorized access to chat and communication services."#,
-        pattern: r#"(?-u)(?i)(?:gitter)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9_-]{40})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:gitter)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9_-]{40})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"gitter"#],
         entropy: 0.0,
         secret_group: 0,
@@ -907,7 +907,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"gocardless-api-token"#,
         description: r#"Detected a GoCardless API token, potentially risking unauthorized direct debit payment operations and financial data exposure."#,
-        pattern: r#"(?-u)(?i)(?:gocardless)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])(live_(?i)[a-z0-9\-_=]{40})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:gocardless)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])(live_(?i)[a-z0-9\-_=]{40})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"live_"#, r#"gocardless"#],
         entropy: 0.0,
         secret_group: 0,
@@ -916,7 +916,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"grafana-api-key"#,
         description: r#"Identified a Grafana API key, which could compromise monitoring dashboards and sensitive data analytics."#,
-        pattern: r#"(?-u)(?i)\b(eyJrIjoi[A-Za-z0-9]{70,400}={0,3})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)\b(eyJrIjoi[A-Za-z0-9]{70,400}={0,3})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"eyjrijoi"#],
         entropy: 3.0,
         secret_group: 0,
@@ -925,7 +925,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"grafana-cloud-api-token"#,
         description: r#"Found a Grafana cloud API token, risking unauthorized access to cloud-based monitoring services and data exposure."#,
-        pattern: r#"(?-u)(?i)\b(glc_[A-Za-z0-9+/]{32,400}={0,3})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)\b(glc_[A-Za-z0-9+/]{32,400}={0,3})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"glc_"#],
         entropy: 3.0,
         secret_group: 0,
@@ -934,7 +934,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"grafana-service-account-token"#,
         description: r#"Discovered a Grafana service account token, posing a risk of compromised monitoring services and data integrity."#,
-        pattern: r#"(?-u)(?i)\b(glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)\b(glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"glsa_"#],
         entropy: 3.0,
         secret_group: 0,
@@ -961,7 +961,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"hashicorp-tf-password"#,
         description: r#"Identified a HashiCorp Terraform password field, risking unauthorized infrastructure configuration and security breaches."#,
-        pattern: r#"(?-u)(?i)(?:administrator_login_password|password)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])("[a-z0-9=_\-]{8,20}")(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:administrator_login_password|password)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])("[a-z0-9=_\-]{8,20}")(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"administrator_login_password"#, r#"password"#],
         entropy: 2.0,
         secret_group: 0,
@@ -970,7 +970,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"heroku-api-key"#,
         description: r#"Detected a Heroku API Key, potentially compromising cloud application deployments and operational security."#,
-        pattern: r#"(?-u)(?i)(?:heroku)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:heroku)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"heroku"#],
         entropy: 0.0,
         secret_group: 0,
@@ -979,7 +979,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"heroku-api-key-v2"#,
         description: r#"Detected a Heroku API Key, potentially compromising cloud application deployments and operational security."#,
-        pattern: r#"(?-u)\b((HRKU-AA[0-9a-zA-Z_-]{58}))(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)\b((HRKU-AA[0-9a-zA-Z_-]{58}))(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"hrku-aa"#],
         entropy: 4.0,
         secret_group: 0,
@@ -988,7 +988,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"hubspot-api-key"#,
         description: r#"Found a HubSpot API Token, posing a risk to CRM data integrity and unauthorized marketing operations."#,
-        pattern: r#"(?-u)(?i)(?:hubspot)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([0-9A-F]{8}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{12})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:hubspot)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([0-9A-F]{8}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{12})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"hubspot"#],
         entropy: 0.0,
         secret_group: 0,
@@ -997,7 +997,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"huggingface-access-token"#,
         description: r#"Discovered a Hugging Face Access token, which could lead to unauthorized access to AI models and sensitive data."#,
-        pattern: r#"(?-u)\b(hf_(?i:[a-z]{34}))(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)\b(hf_(?i:[a-z]{34}))(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"hf_"#],
         entropy: 2.0,
         secret_group: 0,
@@ -1006,7 +1006,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"huggingface-organization-api-token"#,
         description: r#"Uncovered a Hugging Face Organization API token, potentially compromising AI organization accounts and associated data."#,
-        pattern: r#"(?-u)\b(api_org_(?i:[a-z]{34}))(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)\b(api_org_(?i:[a-z]{34}))(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"api_org_"#],
         entropy: 2.0,
         secret_group: 0,
@@ -1015,7 +1015,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"infracost-api-token"#,
         description: r#"Detected an Infracost API Token, risking unauthorized access to cloud cost estimation tools and financial data."#,
-        pattern: r#"(?-u)\b(ico-[a-zA-Z0-9]{32})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)\b(ico-[a-zA-Z0-9]{32})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"ico-"#],
         entropy: 3.0,
         secret_group: 0,
@@ -1024,7 +1024,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"intercom-api-key"#,
         description: r#"Identified an Intercom API Token, which could compromise customer communication channels and data privacy."#,
-        pattern: r#"(?-u)(?i)(?:intercom)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9=_\-]{60})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:intercom)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9=_\-]{60})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"intercom"#],
         entropy: 0.0,
         secret_group: 0,
@@ -1033,7 +1033,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"intra42-client-secret"#,
         description: r#"Found a Intra42 client secret, which could lead to unauthorized access to the 42School API and sensitive data."#,
-        pattern: r#"(?-u)\b(s-s4t2(?:ud|af)-(?i)[abcdef0123456789]{64})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)\b(s-s4t2(?:ud|af)-(?i)[abcdef0123456789]{64})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"intra"#, r#"s-s4t2ud-"#, r#"s-s4t2af-"#],
         entropy: 3.0,
         secret_group: 0,
@@ -1042,7 +1042,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"jfrog-api-key"#,
         description: r#"Found a JFrog API Key, posing a risk of unauthorized access to software artifact repositories and build pipelines."#,
-        pattern: r#"(?-u)(?i)(?:jfrog|artifactory|bintray|xray)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{73})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:jfrog|artifactory|bintray|xray)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{73})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"jfrog"#, r#"artifactory"#, r#"bintray"#, r#"xray"#],
         entropy: 0.0,
         secret_group: 0,
@@ -1051,7 +1051,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"jfrog-identity-token"#,
         description: r#"Discovered a JFrog Identity Token, potentially compromising access to JFrog services and sensitive software artifacts."#,
-        pattern: r#"(?-u)(?i)(?:jfrog|artifactory|bintray|xray)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{64})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:jfrog|artifactory|bintray|xray)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{64})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"jfrog"#, r#"artifactory"#, r#"bintray"#, r#"xray"#],
         entropy: 0.0,
         secret_group: 0,
@@ -1060,7 +1060,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"jwt"#,
         description: r#"Uncovered a JSON Web Token, which may lead to unauthorized access to web applications and sensitive user data."#,
-        pattern: r#"(?-u)\b(ey[a-zA-Z0-9]{17,}\.ey[a-zA-Z0-9\/\\_-]{17,}\.(?:[a-zA-Z0-9\/\\_-]{10,}={0,2})?)(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)\b(ey[a-zA-Z0-9]{17,}\.ey[a-zA-Z0-9\/\\_-]{17,}\.(?:[a-zA-Z0-9\/\\_-]{10,}={0,2})?)(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"ey"#],
         entropy: 3.0,
         secret_group: 0,
@@ -1078,7 +1078,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"kraken-access-token"#,
         description: r#"Identified a Kraken Access Token, potentially compromising cryptocurrency trading accounts and financial security."#,
-        pattern: r#"(?-u)(?i)(?:kraken)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9\/=_\+\-]{80,90})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:kraken)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9\/=_\+\-]{80,90})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"kraken"#],
         entropy: 0.0,
         secret_group: 0,
@@ -1087,7 +1087,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"kucoin-access-token"#,
         description: r#"Found a Kucoin Access Token, risking unauthorized access to cryptocurrency exchange services and transactions."#,
-        pattern: r#"(?-u)(?i)(?:kucoin)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-f0-9]{24})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:kucoin)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-f0-9]{24})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"kucoin"#],
         entropy: 0.0,
         secret_group: 0,
@@ -1096,7 +1096,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"kucoin-secret-key"#,
         description: r#"Discovered a Kucoin Secret Key, which could lead to compromised cryptocurrency operations and financial data breaches."#,
-        pattern: r#"(?-u)(?i)(?:kucoin)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:kucoin)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"kucoin"#],
         entropy: 0.0,
         secret_group: 0,
@@ -1105,7 +1105,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"launchdarkly-access-token"#,
         description: r#"Uncovered a Launchdarkly Access Token, potentially compromising feature flag management and application functionality."#,
-        pattern: r#"(?-u)(?i)(?:launchdarkly)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9=_\-]{40})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:launchdarkly)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9=_\-]{40})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"launchdarkly"#],
         entropy: 0.0,
         secret_group: 0,
@@ -1123,7 +1123,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"linear-client-secret"#,
         description: r#"Identified a Linear Client Secret, which may compromise secure integrations and sensitive project management data."#,
-        pattern: r#"(?-u)(?i)(?:linear)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-f0-9]{32})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:linear)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-f0-9]{32})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"linear"#],
         entropy: 2.0,
         secret_group: 0,
@@ -1132,7 +1132,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"linkedin-client-id"#,
         description: r#"Found a LinkedIn Client ID, risking unauthorized access to LinkedIn integrations and professional data exposure."#,
-        pattern: r#"(?-u)(?i)(?:linked[_-]?in)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{14})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:linked[_-]?in)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{14})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"linkedin"#, r#"linked_in"#, r#"linked-in"#],
         entropy: 2.0,
         secret_group: 0,
@@ -1141,7 +1141,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"linkedin-client-secret"#,
         description: r#"Discovered a LinkedIn Client secret, potentially compromising LinkedIn application integrations and user data."#,
-        pattern: r#"(?-u)(?i)(?:linked[_-]?in)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{16})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:linked[_-]?in)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{16})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"linkedin"#, r#"linked_in"#, r#"linked-in"#],
         entropy: 2.0,
         secret_group: 0,
@@ -1150,7 +1150,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"lob-api-key"#,
         description: r#"Uncovered a Lob API Key, which could lead to unauthorized access to mailing and address verification services."#,
-        pattern: r#"(?-u)(?i)(?:lob)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])((live|test)_[a-f0-9]{35})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:lob)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])((live|test)_[a-f0-9]{35})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"test_"#, r#"live_"#],
         entropy: 0.0,
         secret_group: 0,
@@ -1159,7 +1159,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"lob-pub-api-key"#,
         description: r#"Detected a Lob Publishable API Key, posing a risk of exposing mail and print service integrations."#,
-        pattern: r#"(?-u)(?i)(?:lob)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])((test|live)_pub_[a-f0-9]{31})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:lob)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])((test|live)_pub_[a-f0-9]{31})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"test_pub"#, r#"live_pub"#, r#"_pub"#],
         entropy: 0.0,
         secret_group: 0,
@@ -1168,7 +1168,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"looker-client-id"#,
         description: r#"Found a Looker Client ID, risking unauthorized access to a Looker account and exposing sensitive data."#,
-        pattern: r#"(?-u)(?i)(?:looker)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{20})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:looker)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{20})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"looker"#],
         entropy: 0.0,
         secret_group: 0,
@@ -1177,7 +1177,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"looker-client-secret"#,
         description: r#"Found a Looker Client Secret, risking unauthorized access to a Looker account and exposing sensitive data."#,
-        pattern: r#"(?-u)(?i)(?:looker)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{24})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:looker)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{24})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"looker"#],
         entropy: 0.0,
         secret_group: 0,
@@ -1186,7 +1186,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"mailchimp-api-key"#,
         description: r#"Identified a Mailchimp API key, potentially compromising email marketing campaigns and subscriber data."#,
-        pattern: r#"(?-u)(?i)(?:MailchimpSDK.initialize|mailchimp)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-f0-9]{32}-us\d\d)(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:MailchimpSDK.initialize|mailchimp)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-f0-9]{32}-us\d\d)(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"mailchimp"#],
         entropy: 0.0,
         secret_group: 0,
@@ -1195,7 +1195,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"mailgun-private-api-token"#,
         description: r#"Found a Mailgun private API token, risking unauthorized email service operations and data breaches."#,
-        pattern: r#"(?-u)(?i)(?:mailgun)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])(key-[a-f0-9]{32})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:mailgun)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])(key-[a-f0-9]{32})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"mailgun"#],
         entropy: 0.0,
         secret_group: 0,
@@ -1204,7 +1204,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"mailgun-pub-key"#,
         description: r#"Discovered a Mailgun public validation key, which could expose email verification processes and associated data."#,
-        pattern: r#"(?-u)(?i)(?:mailgun)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])(pubkey-[a-f0-9]{32})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:mailgun)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])(pubkey-[a-f0-9]{32})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"mailgun"#],
         entropy: 0.0,
         secret_group: 0,
@@ -1213,7 +1213,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"mailgun-signing-key"#,
         description: r#"Uncovered a Mailgun webhook signing key, potentially compromising email automation and data integrity."#,
-        pattern: r#"(?-u)(?i)(?:mailgun)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-h0-9]{32}-[a-h0-9]{8}-[a-h0-9]{8})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:mailgun)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-h0-9]{32}-[a-h0-9]{8}-[a-h0-9]{8})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"mailgun"#],
         entropy: 0.0,
         secret_group: 0,
@@ -1222,7 +1222,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"mapbox-api-token"#,
         description: r#"Detected a MapBox API token, posing a risk to geospatial services and sensitive location data exposure."#,
-        pattern: r#"(?-u)(?i)(?:mapbox)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])(pk\.[a-z0-9]{60}\.[a-z0-9]{22})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:mapbox)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])(pk\.[a-z0-9]{60}\.[a-z0-9]{22})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"mapbox"#],
         entropy: 0.0,
         secret_group: 0,
@@ -1231,7 +1231,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"mattermost-access-token"#,
         description: r#"Identified a Mattermost Access Token, which may compromise team communication channels and data privacy."#,
-        pattern: r#"(?-u)(?i)(?:mattermost)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{26})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:mattermost)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{26})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"mattermost"#],
         entropy: 0.0,
         secret_group: 0,
@@ -1240,7 +1240,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"maxmind-license-key"#,
         description: r#"Discovered a potential MaxMind license key."#,
-        pattern: r#"(?-u)\b([A-Za-z0-9]{6}_[A-Za-z0-9]{29}_mmk)(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)\b([A-Za-z0-9]{6}_[A-Za-z0-9]{29}_mmk)(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"_mmk"#],
         entropy: 4.0,
         secret_group: 0,
@@ -1249,7 +1249,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"messagebird-api-token"#,
         description: r#"Found a MessageBird API token, risking unauthorized access to communication platforms and message data."#,
-        pattern: r#"(?-u)(?i)(?:message[_-]?bird)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{25})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:message[_-]?bird)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{25})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"messagebird"#, r#"message-bird"#, r#"message_bird"#],
         entropy: 0.0,
         secret_group: 0,
@@ -1258,7 +1258,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"messagebird-client-id"#,
         description: r#"Discovered a MessageBird client ID, potentially compromising API integrations and sensitive communication data."#,
-        pattern: r#"(?-u)(?i)(?:message[_-]?bird)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:message[_-]?bird)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"messagebird"#, r#"message-bird"#, r#"message_bird"#],
         entropy: 0.0,
         secret_group: 0,
@@ -1276,7 +1276,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"netlify-access-token"#,
         description: r#"Detected a Netlify Access Token, potentially compromising web hosting services and site management."#,
-        pattern: r#"(?-u)(?i)(?:netlify)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9=_\-]{40,46})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:netlify)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9=_\-]{40,46})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"netlify"#],
         entropy: 0.0,
         secret_group: 0,
@@ -1285,7 +1285,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"new-relic-browser-api-token"#,
         description: r#"Identified a New Relic ingest browser API token, risking unauthorized access to application performance data and analytics."#,
-        pattern: r#"(?-u)(?i)(?:new-relic|newrelic|new_relic)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])(NRJS-[a-f0-9]{19})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:new-relic|newrelic|new_relic)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])(NRJS-[a-f0-9]{19})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"nrjs-"#],
         entropy: 0.0,
         secret_group: 0,
@@ -1294,7 +1294,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"new-relic-insert-key"#,
         description: r#"Discovered a New Relic insight insert key, compromising data injection into the platform."#,
-        pattern: r#"(?-u)(?i)(?:new-relic|newrelic|new_relic)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])(NRII-[a-z0-9-]{32})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:new-relic|newrelic|new_relic)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])(NRII-[a-z0-9-]{32})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"nrii-"#],
         entropy: 0.0,
         secret_group: 0,
@@ -1303,7 +1303,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"new-relic-user-api-id"#,
         description: r#"Found a New Relic user API ID, posing a risk to application monitoring services and data integrity."#,
-        pattern: r#"(?-u)(?i)(?:new-relic|newrelic|new_relic)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{64})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:new-relic|newrelic|new_relic)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{64})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"new-relic"#, r#"newrelic"#, r#"new_relic"#],
         entropy: 0.0,
         secret_group: 0,
@@ -1312,7 +1312,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"new-relic-user-api-key"#,
         description: r#"Discovered a New Relic user API Key, which could lead to compromised application insights and performance monitoring."#,
-        pattern: r#"(?-u)(?i)(?:new-relic|newrelic|new_relic)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])(NRAK-[a-z0-9]{27})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:new-relic|newrelic|new_relic)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])(NRAK-[a-z0-9]{27})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"nrak"#],
         entropy: 0.0,
         secret_group: 0,
@@ -1321,7 +1321,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"notion-api-token"#,
         description: r#"Notion API token"#,
-        pattern: r#"(?-u)\b(ntn_[0-9]{11}[A-Za-z0-9]{32}[A-Za-z0-9]{3})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)\b(ntn_[0-9]{11}[A-Za-z0-9]{32}[A-Za-z0-9]{3})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"ntn_"#],
         entropy: 4.0,
         secret_group: 0,
@@ -1330,7 +1330,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"npm-access-token"#,
         description: r#"Uncovered an npm access token, potentially compromising package management and code repository access."#,
-        pattern: r#"(?-u)(?i)\b(npm_[a-z0-9]{36})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)\b(npm_[a-z0-9]{36})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"npm_"#],
         entropy: 2.0,
         secret_group: 0,
@@ -1348,7 +1348,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"nytimes-access-token"#,
         description: r#"Detected a Nytimes Access Token, risking unauthorized access to New York Times APIs and content services."#,
-        pattern: r#"(?-u)(?i)(?:nytimes|new-york-times,|newyorktimes)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9=_\-]{32})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:nytimes|new-york-times,|newyorktimes)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9=_\-]{32})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"nytimes"#, r#"new-york-times"#, r#"newyorktimes"#],
         entropy: 0.0,
         secret_group: 0,
@@ -1357,7 +1357,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"octopus-deploy-api-key"#,
         description: r#"Discovered a potential Octopus Deploy API key, risking application deployments and operational security."#,
-        pattern: r#"(?-u)\b(API-[A-Z0-9]{26})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)\b(API-[A-Z0-9]{26})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"api-"#],
         entropy: 3.0,
         secret_group: 0,
@@ -1366,7 +1366,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"okta-access-token"#,
         description: r#"Identified an Okta Access Token, which may compromise identity management services and user authentication data."#,
-        pattern: r#"(?-u)(?i:(?:(?-i:[Oo]kta|OKTA))(?:[ \t\w.-]{0,20})[\s'"]{0,3})(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])(00[\w=\-]{40})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i:(?:(?-i:[Oo]kta|OKTA))(?:[ \t\w.-]{0,20})[\s'"]{0,3})(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])(00[\w=\-]{40})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"okta"#],
         entropy: 4.0,
         secret_group: 0,
@@ -1375,7 +1375,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"openai-api-key"#,
         description: r#"Found an OpenAI API Key, posing a risk of unauthorized access to AI services and data manipulation."#,
-        pattern: r#"(?-u)\b(sk-(?:proj|svcacct|admin)-(?:[A-Za-z0-9_-]{74}|[A-Za-z0-9_-]{58})T3BlbkFJ(?:[A-Za-z0-9_-]{74}|[A-Za-z0-9_-]{58})\b|sk-[a-zA-Z0-9]{20}T3BlbkFJ[a-zA-Z0-9]{20})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)\b(sk-(?:proj|svcacct|admin)-(?:[A-Za-z0-9_-]{74}|[A-Za-z0-9_-]{58})T3BlbkFJ(?:[A-Za-z0-9_-]{74}|[A-Za-z0-9_-]{58})\b|sk-[a-zA-Z0-9]{20}T3BlbkFJ[a-zA-Z0-9]{20})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"t3blbkfj"#],
         entropy: 3.0,
         secret_group: 0,
@@ -1402,7 +1402,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"plaid-api-token"#,
         description: r#"Discovered a Plaid API Token, potentially compromising financial data aggregation and banking services."#,
-        pattern: r#"(?-u)(?i)(?:plaid)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])(access-(?:sandbox|development|production)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:plaid)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])(access-(?:sandbox|development|production)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"plaid"#],
         entropy: 0.0,
         secret_group: 0,
@@ -1411,7 +1411,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"plaid-client-id"#,
         description: r#"Uncovered a Plaid Client ID, which could lead to unauthorized financial service integrations and data breaches."#,
-        pattern: r#"(?-u)(?i)(?:plaid)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{24})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:plaid)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{24})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"plaid"#],
         entropy: 3.5,
         secret_group: 0,
@@ -1420,7 +1420,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"plaid-secret-key"#,
         description: r#"Detected a Plaid Secret key, risking unauthorized access to financial accounts and sensitive transaction data."#,
-        pattern: r#"(?-u)(?i)(?:plaid)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{30})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:plaid)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{30})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"plaid"#],
         entropy: 3.5,
         secret_group: 0,
@@ -1429,7 +1429,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"planetscale-api-token"#,
         description: r#"Identified a PlanetScale API token, potentially compromising database management and operations."#,
-        pattern: r#"(?-u)\b(pscale_tkn_(?i)[\w=\.-]{32,64})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)\b(pscale_tkn_(?i)[\w=\.-]{32,64})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"pscale_tkn_"#],
         entropy: 3.0,
         secret_group: 0,
@@ -1438,7 +1438,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"planetscale-oauth-token"#,
         description: r#"Found a PlanetScale OAuth token, posing a risk to database access control and sensitive data integrity."#,
-        pattern: r#"(?-u)\b(pscale_oauth_[\w=\.-]{32,64})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)\b(pscale_oauth_[\w=\.-]{32,64})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"pscale_oauth_"#],
         entropy: 3.0,
         secret_group: 0,
@@ -1447,7 +1447,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"planetscale-password"#,
         description: r#"Discovered a PlanetScale password, which could lead to unauthorized database operations and data breaches."#,
-        pattern: r#"(?-u)(?i)\b(pscale_pw_(?i)[\w=\.-]{32,64})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)\b(pscale_pw_(?i)[\w=\.-]{32,64})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"pscale_pw_"#],
         entropy: 3.0,
         secret_group: 0,
@@ -1456,7 +1456,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"postman-api-token"#,
         description: r#"Uncovered a Postman API token, potentially compromising API testing and development workflows."#,
-        pattern: r#"(?-u)\b(PMAK-(?i)[a-f0-9]{24}\-[a-f0-9]{34})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)\b(PMAK-(?i)[a-f0-9]{24}\-[a-f0-9]{34})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"pmak-"#],
         entropy: 3.0,
         secret_group: 0,
@@ -1465,7 +1465,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"prefect-api-token"#,
         description: r#"Detected a Prefect API token, risking unauthorized access to workflow management and automation services."#,
-        pattern: r#"(?-u)\b(pnu_[a-zA-Z0-9]{36})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)\b(pnu_[a-zA-Z0-9]{36})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"pnu_"#],
         entropy: 2.0,
         secret_group: 0,
@@ -1483,7 +1483,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"privateai-api-token"#,
         description: r#"Identified a PrivateAI Token, posing a risk of unauthorized access to AI services and data manipulation."#,
-        pattern: r#"(?-u)(?i:(?:private[_-]?ai)(?:[ \t\w.-]{0,20})[\s'"]{0,3})(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{32})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i:(?:private[_-]?ai)(?:[ \t\w.-]{0,20})[\s'"]{0,3})(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{32})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"privateai"#, r#"private_ai"#, r#"private-ai"#],
         entropy: 3.0,
         secret_group: 0,
@@ -1492,7 +1492,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"pulumi-api-token"#,
         description: r#"Found a Pulumi API token, posing a risk to infrastructure as code services and cloud resource management."#,
-        pattern: r#"(?-u)\b(pul-[a-f0-9]{40})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)\b(pul-[a-f0-9]{40})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"pul-"#],
         entropy: 2.0,
         secret_group: 0,
@@ -1510,7 +1510,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"rapidapi-access-token"#,
         description: r#"Uncovered a RapidAPI Access Token, which could lead to unauthorized access to various APIs and data services."#,
-        pattern: r#"(?-u)(?i)(?:rapidapi)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9_-]{50})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:rapidapi)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9_-]{50})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"rapidapi"#],
         entropy: 0.0,
         secret_group: 0,
@@ -1519,7 +1519,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"readme-api-token"#,
         description: r#"Detected a Readme API token, risking unauthorized documentation management and content exposure."#,
-        pattern: r#"(?-u)\b(rdme_[a-z0-9]{70})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)\b(rdme_[a-z0-9]{70})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"rdme_"#],
         entropy: 2.0,
         secret_group: 0,
@@ -1528,7 +1528,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"rubygems-api-token"#,
         description: r#"Identified a Rubygem API token, potentially compromising Ruby library distribution and package management."#,
-        pattern: r#"(?-u)\b(rubygems_[a-f0-9]{48})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)\b(rubygems_[a-f0-9]{48})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"rubygems_"#],
         entropy: 2.0,
         secret_group: 0,
@@ -1537,7 +1537,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"scalingo-api-token"#,
         description: r#"Found a Scalingo API token, posing a risk to cloud platform services and application deployment security."#,
-        pattern: r#"(?-u)\b(tk-us-[\w-]{48})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)\b(tk-us-[\w-]{48})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"tk-us-"#],
         entropy: 2.0,
         secret_group: 0,
@@ -1546,7 +1546,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"sendbird-access-id"#,
         description: r#"Discovered a Sendbird Access ID, which could compromise chat and messaging platform integrations."#,
-        pattern: r#"(?-u)(?i)(?:sendbird)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:sendbird)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"sendbird"#],
         entropy: 0.0,
         secret_group: 0,
@@ -1555,7 +1555,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"sendbird-access-token"#,
         description: r#"Uncovered a Sendbird Access Token, potentially risking unauthorized access to communication services and user data."#,
-        pattern: r#"(?-u)(?i)(?:sendbird)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-f0-9]{40})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:sendbird)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-f0-9]{40})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"sendbird"#],
         entropy: 0.0,
         secret_group: 0,
@@ -1564,7 +1564,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"sendgrid-api-token"#,
         description: r#"Detected a SendGrid API token, posing a risk of unauthorized email service operations and data exposure."#,
-        pattern: r#"(?-u)\b(SG\.(?i)[a-z0-9=_\-\.]{66})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)\b(SG\.(?i)[a-z0-9=_\-\.]{66})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"sg."#],
         entropy: 2.0,
         secret_group: 0,
@@ -1573,7 +1573,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"sendinblue-api-token"#,
         description: r#"Identified a Sendinblue API token, which may compromise email marketing services and subscriber data privacy."#,
-        pattern: r#"(?-u)\b(xkeysib-[a-f0-9]{64}\-(?i)[a-z0-9]{16})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)\b(xkeysib-[a-f0-9]{64}\-(?i)[a-z0-9]{16})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"xkeysib-"#],
         entropy: 2.0,
         secret_group: 0,
@@ -1582,7 +1582,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"sentry-access-token"#,
         description: r#"Found a Sentry.io Access Token (old format), risking unauthorized access to error tracking services and sensitive application data."#,
-        pattern: r#"(?-u)(?i)(?:sentry)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-f0-9]{64})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:sentry)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-f0-9]{64})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"sentry"#],
         entropy: 3.0,
         secret_group: 0,
@@ -1600,7 +1600,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"sentry-user-token"#,
         description: r#"Found a Sentry.io User Token, risking unauthorized access to error tracking services and sensitive application data."#,
-        pattern: r#"(?-u)\b(sntryu_[a-f0-9]{64})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)\b(sntryu_[a-f0-9]{64})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"sntryu_"#],
         entropy: 3.5,
         secret_group: 0,
@@ -1609,7 +1609,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"settlemint-application-access-token"#,
         description: r#"Found a Settlemint Application Access Token."#,
-        pattern: r#"(?-u)\b(sm_aat_[a-zA-Z0-9]{16})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)\b(sm_aat_[a-zA-Z0-9]{16})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"sm_aat"#],
         entropy: 3.0,
         secret_group: 0,
@@ -1618,7 +1618,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"settlemint-personal-access-token"#,
         description: r#"Found a Settlemint Personal Access Token."#,
-        pattern: r#"(?-u)\b(sm_pat_[a-zA-Z0-9]{16})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)\b(sm_pat_[a-zA-Z0-9]{16})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"sm_pat"#],
         entropy: 3.0,
         secret_group: 0,
@@ -1627,7 +1627,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"settlemint-service-access-token"#,
         description: r#"Found a Settlemint Service Access Token."#,
-        pattern: r#"(?-u)\b(sm_sat_[a-zA-Z0-9]{16})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)\b(sm_sat_[a-zA-Z0-9]{16})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"sm_sat"#],
         entropy: 3.0,
         secret_group: 0,
@@ -1636,7 +1636,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"shippo-api-token"#,
         description: r#"Discovered a Shippo API token, potentially compromising shipping services and customer order data."#,
-        pattern: r#"(?-u)\b(shippo_(?:live|test)_[a-fA-F0-9]{40})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)\b(shippo_(?:live|test)_[a-fA-F0-9]{40})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"shippo_"#],
         entropy: 2.0,
         secret_group: 0,
@@ -1681,7 +1681,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"sidekiq-secret"#,
         description: r#"Discovered a Sidekiq Secret, which could lead to compromised background job processing and application data breaches."#,
-        pattern: r#"(?-u)(?i)(?:BUNDLE_ENTERPRISE__CONTRIBSYS__COM|BUNDLE_GEMS__CONTRIBSYS__COM)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-f0-9]{8}:[a-f0-9]{8})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:BUNDLE_ENTERPRISE__CONTRIBSYS__COM|BUNDLE_GEMS__CONTRIBSYS__COM)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-f0-9]{8}:[a-f0-9]{8})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"bundle_enterprise__contribsys__com"#, r#"bundle_gems__contribsys__com"#],
         entropy: 0.0,
         secret_group: 0,
@@ -1780,7 +1780,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"snyk-api-token"#,
         description: r#"Uncovered a Snyk API token, potentially compromising software vulnerability scanning and code security."#,
-        pattern: r#"(?-u)(?i)(?:snyk[_.-]?(?:(?:api|oauth)[_.-]?)?(?:key|token))(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:snyk[_.-]?(?:(?:api|oauth)[_.-]?)?(?:key|token))(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"snyk"#],
         entropy: 0.0,
         secret_group: 0,
@@ -1789,7 +1789,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"sonar-api-token"#,
         description: r#"Uncovered a Sonar API token, potentially compromising software vulnerability scanning and code security."#,
-        pattern: r#"(?-u)(?i)(?:sonar[_.-]?(login|token))(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])((?:squ_|sqp_|sqa_)?[a-z0-9=_\-]{40})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:sonar[_.-]?(login|token))(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])((?:squ_|sqp_|sqa_)?[a-z0-9=_\-]{40})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"sonar"#],
         entropy: 0.0,
         secret_group: 2,
@@ -1798,7 +1798,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"sourcegraph-access-token"#,
         description: r#"Sourcegraph is a code search and navigation engine."#,
-        pattern: r#"(?-u)(?i)\b(\b(sgp_(?:[a-fA-F0-9]{16}|local)_[a-fA-F0-9]{40}|sgp_[a-fA-F0-9]{40}|[a-fA-F0-9]{40})\b)(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)\b(\b(sgp_(?:[a-fA-F0-9]{16}|local)_[a-fA-F0-9]{40}|sgp_[a-fA-F0-9]{40}|[a-fA-F0-9]{40})\b)(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"sgp_"#, r#"sourcegraph"#],
         entropy: 3.0,
         secret_group: 0,
@@ -1807,7 +1807,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"square-access-token"#,
         description: r#"Detected a Square Access Token, risking unauthorized payment processing and financial transaction exposure."#,
-        pattern: r#"(?-u)\b((?:EAAA|sq0atp-)[\w-]{22,60})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)\b((?:EAAA|sq0atp-)[\w-]{22,60})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"sq0atp-"#, r#"eaaa"#],
         entropy: 2.0,
         secret_group: 0,
@@ -1816,7 +1816,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"squarespace-access-token"#,
         description: r#"Identified a Squarespace Access Token, which may compromise website management and content control on Squarespace."#,
-        pattern: r#"(?-u)(?i)(?:squarespace)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:squarespace)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"squarespace"#],
         entropy: 0.0,
         secret_group: 0,
@@ -1825,7 +1825,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"stripe-access-token"#,
         description: r#"Found a Stripe Access Token, posing a risk to payment processing services and sensitive financial data."#,
-        pattern: r#"(?-u)\b((?:sk|rk)_(?:test|live|prod)_[a-zA-Z0-9]{10,99})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)\b((?:sk|rk)_(?:test|live|prod)_[a-zA-Z0-9]{10,99})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"sk_test"#, r#"sk_live"#, r#"sk_prod"#, r#"rk_test"#, r#"rk_live"#, r#"rk_prod"#],
         entropy: 2.0,
         secret_group: 0,
@@ -1834,7 +1834,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"sumologic-access-id"#,
         description: r#"Discovered a SumoLogic Access ID, potentially compromising log management services and data analytics integrity."#,
-        pattern: r#"(?-u)(?i:(?:(?-i:[Ss]umo|SUMO))(?:[ \t\w.-]{0,20})[\s'"]{0,3})(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])(su[a-zA-Z0-9]{12})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i:(?:(?-i:[Ss]umo|SUMO))(?:[ \t\w.-]{0,20})[\s'"]{0,3})(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])(su[a-zA-Z0-9]{12})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"sumo"#],
         entropy: 3.0,
         secret_group: 0,
@@ -1843,7 +1843,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"sumologic-access-token"#,
         description: r#"Uncovered a SumoLogic Access Token, which could lead to unauthorized access to log data and analytics insights."#,
-        pattern: r#"(?-u)(?i)(?:(?-i:[Ss]umo|SUMO))(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{64})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:(?-i:[Ss]umo|SUMO))(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{64})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"sumo"#],
         entropy: 3.0,
         secret_group: 0,
@@ -1852,7 +1852,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"telegram-bot-api-token"#,
         description: r#"Detected a Telegram Bot API Token, risking unauthorized bot operations and message interception on Telegram."#,
-        pattern: r#"(?-u)(?i)(?:telegr)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([0-9]{5,16}:(?-i:A)[a-z0-9_\-]{34})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:telegr)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([0-9]{5,16}:(?-i:A)[a-z0-9_\-]{34})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"telegr"#],
         entropy: 0.0,
         secret_group: 0,
@@ -1861,7 +1861,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"travisci-access-token"#,
         description: r#"Identified a Travis CI Access Token, potentially compromising continuous integration services and codebase security."#,
-        pattern: r#"(?-u)(?i)(?:travis)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{22})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:travis)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{22})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"travis"#],
         entropy: 0.0,
         secret_group: 0,
@@ -1879,7 +1879,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"twitch-api-token"#,
         description: r#"Discovered a Twitch API token, which could compromise streaming services and account integrations."#,
-        pattern: r#"(?-u)(?i)(?:twitch)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{30})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:twitch)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{30})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"twitch"#],
         entropy: 0.0,
         secret_group: 0,
@@ -1888,7 +1888,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"twitter-access-secret"#,
         description: r#"Uncovered a Twitter Access Secret, potentially risking unauthorized Twitter integrations and data breaches."#,
-        pattern: r#"(?-u)(?i)(?:twitter)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{45})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:twitter)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{45})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"twitter"#],
         entropy: 0.0,
         secret_group: 0,
@@ -1897,7 +1897,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"twitter-access-token"#,
         description: r#"Detected a Twitter Access Token, posing a risk of unauthorized account operations and social media data exposure."#,
-        pattern: r#"(?-u)(?i)(?:twitter)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([0-9]{15,25}-[a-zA-Z0-9]{20,40})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:twitter)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([0-9]{15,25}-[a-zA-Z0-9]{20,40})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"twitter"#],
         entropy: 0.0,
         secret_group: 0,
@@ -1906,7 +1906,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"twitter-api-key"#,
         description: r#"Identified a Twitter API Key, which may compromise Twitter application integrations and user data security."#,
-        pattern: r#"(?-u)(?i)(?:twitter)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{25})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:twitter)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{25})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"twitter"#],
         entropy: 0.0,
         secret_group: 0,
@@ -1915,7 +1915,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"twitter-api-secret"#,
         description: r#"Found a Twitter API Secret, risking the security of Twitter app integrations and sensitive data access."#,
-        pattern: r#"(?-u)(?i)(?:twitter)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{50})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:twitter)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{50})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"twitter"#],
         entropy: 0.0,
         secret_group: 0,
@@ -1924,7 +1924,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"twitter-bearer-token"#,
         description: r#"Discovered a Twitter Bearer Token, potentially compromising API access and data retrieval from Twitter."#,
-        pattern: r#"(?-u)(?i)(?:twitter)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])(A{22}[a-zA-Z0-9%]{80,100})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:twitter)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])(A{22}[a-zA-Z0-9%]{80,100})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"twitter"#],
         entropy: 0.0,
         secret_group: 0,
@@ -1933,7 +1933,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"typeform-api-token"#,
         description: r#"Uncovered a Typeform API token, which could lead to unauthorized survey management and data collection."#,
-        pattern: r#"(?-u)(?i)(?:typeform)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])(tfp_[a-z0-9\-_\.=]{59})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:typeform)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])(tfp_[a-z0-9\-_\.=]{59})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"tfp_"#],
         entropy: 0.0,
         secret_group: 0,
@@ -1942,7 +1942,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"vault-batch-token"#,
         description: r#"Detected a Vault Batch Token, risking unauthorized access to secret management services and sensitive data."#,
-        pattern: r#"(?-u)\b(hvb\.[\w-]{138,300})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)\b(hvb\.[\w-]{138,300})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"hvb."#],
         entropy: 4.0,
         secret_group: 0,
@@ -1951,7 +1951,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"vault-service-token"#,
         description: r#"Identified a Vault Service Token, potentially compromising infrastructure security and access to sensitive credentials."#,
-        pattern: r#"(?-u)\b((?:hvs\.[\w-]{90,120}|s\.(?i:[a-z0-9]{24})))(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)\b((?:hvs\.[\w-]{90,120}|s\.(?i:[a-z0-9]{24})))(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"hvs."#, r#"s."#],
         entropy: 3.5,
         secret_group: 0,
@@ -1960,7 +1960,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"yandex-access-token"#,
         description: r#"Found a Yandex Access Token, posing a risk to Yandex service integrations and user data privacy."#,
-        pattern: r#"(?-u)(?i)(?:yandex)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])(t1\.[A-Z0-9a-z_-]+[=]{0,2}\.[A-Z0-9a-z_-]{86}[=]{0,2})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:yandex)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])(t1\.[A-Z0-9a-z_-]+[=]{0,2}\.[A-Z0-9a-z_-]{86}[=]{0,2})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"yandex"#],
         entropy: 0.0,
         secret_group: 0,
@@ -1969,7 +1969,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"yandex-api-key"#,
         description: r#"Discovered a Yandex API Key, which could lead to unauthorized access to Yandex services and data manipulation."#,
-        pattern: r#"(?-u)(?i)(?:yandex)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])(AQVN[A-Za-z0-9_\-]{35,38})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:yandex)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])(AQVN[A-Za-z0-9_\-]{35,38})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"yandex"#],
         entropy: 0.0,
         secret_group: 0,
@@ -1978,7 +1978,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"yandex-aws-access-token"#,
         description: r#"Uncovered a Yandex AWS Access Token, potentially compromising cloud resource access and data security on Yandex Cloud."#,
-        pattern: r#"(?-u)(?i)(?:yandex)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])(YC[a-zA-Z0-9_\-]{38})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:yandex)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])(YC[a-zA-Z0-9_\-]{38})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"yandex"#],
         entropy: 0.0,
         secret_group: 0,
@@ -1987,7 +1987,7 @@ pub(super) const RULES: &[ProviderRule] = &[
     ProviderRule {
         id: r#"zendesk-secret-key"#,
         description: r#"Detected a Zendesk Secret Key, risking unauthorized access to customer support services and sensitive ticketing data."#,
-        pattern: r#"(?-u)(?i)(?:zendesk)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{40})(?:[\x60'"\s;,.)\]}>]|\\[nr]|$)"#,
+        pattern: r#"(?-u)(?i)(?:zendesk)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([a-z0-9]{40})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
         keywords: &[r#"zendesk"#],
         entropy: 0.0,
         secret_group: 0,
