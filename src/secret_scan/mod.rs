@@ -655,19 +655,9 @@ fn confirm(check: Check, value: &str, text: &str, match_start: usize) -> bool {
                 .next()
                 .unwrap_or_default()
                 .to_ascii_lowercase();
-            let cursor = ["page", "cursor", "next", "continuation"]
-                .iter()
-                .any(|w| name.contains(w));
             // Names of references to a secret, not of one: `credentialsId`, `secret_name`,
             // `token_url`, `keyVaultName`, `secret_length`, `public_key`, `csrf_token`.
-            let name = name.trim_end_matches(['"', '\'', ' ']);
-            let reference = name.ends_with("id")
-                || [
-                    "url", "name", "length", "public", "csrf", "vault", "endpoint",
-                ]
-                .iter()
-                .any(|w| name.contains(w));
-            let cursor = cursor || reference;
+            let cursor = names_no_secret(&name);
             !cursor && !is_placeholder(value) && looks_random(value)
         }
         Check::Prose => {
@@ -716,6 +706,36 @@ fn confirm(check: Check, value: &str, text: &str, match_start: usize) -> bool {
         Check::LongValue => value.len() >= 16 && !is_placeholder(value),
         Check::Token => value.len() >= 8 && !is_placeholder(value),
     }
+}
+
+/// Whether a name (`next_page_token`, `credentialsId`, `idempotency_key`) says that the value
+/// assigned to it is opaque but not secret: pagination cursors, ids and keys that only
+/// deduplicate, and references to a secret (its id, name, URL or length).
+pub(crate) fn names_no_secret(name: &str) -> bool {
+    let name = name
+        .trim_end_matches(|c: char| !c.is_ascii_alphanumeric())
+        .to_ascii_lowercase();
+    name.ends_with("id")
+        || [
+            "page",
+            "cursor",
+            "next",
+            "continuation",
+            "idempotency",
+            "dedup",
+            "request",
+            "trace",
+            "correlation",
+            "url",
+            "name",
+            "length",
+            "public",
+            "csrf",
+            "vault",
+            "endpoint",
+        ]
+        .iter()
+        .any(|w| name.contains(w))
 }
 
 /// Template and redaction forms that stand for a secret without being one.
@@ -810,7 +830,8 @@ pub fn is_placeholder(value: &str) -> bool {
 /// `sk_live_your_key_here`. A generated token practically never holds a run of six equal
 /// characters, six consecutive letters or digits of the alphabet, or a word like `example`.
 pub(crate) fn is_example_value(value: &str) -> bool {
-    let bytes = value.as_bytes();
+    // Twitter's bearer tokens start with 22 `A`s (base64 of zero bytes): not a placeholder run.
+    let bytes = value.trim_start_matches('A').as_bytes();
     let mut same = 1;
     let mut ascending = 1;
     for w in bytes.windows(2) {

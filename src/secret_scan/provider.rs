@@ -189,6 +189,9 @@ pub(super) fn scan(text: &str) -> Vec<Hit> {
                 .take_while(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
                 .count();
             let (ws, we) = char_span(text, whole.start() - name_start, whole.end());
+            if rule.id == "generic-api-key" && super::names_no_secret(&text[ws..start]) {
+                continue;
+            }
             let line = line_of(text, ws, we);
             let rule_allows = rule.allow.iter().zip(&compiled.allow).any(|(a, res)| {
                 let target = match a.target {

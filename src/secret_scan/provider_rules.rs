@@ -959,15 +959,6 @@ pub(super) const RULES: &[ProviderRule] = &[
         allow: &[],
     },
     ProviderRule {
-        id: r#"hashicorp-tf-password"#,
-        description: r#"Identified a HashiCorp Terraform password field, risking unauthorized infrastructure configuration and security breaches."#,
-        pattern: r#"(?-u)(?i)(?:administrator_login_password|password)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])("[a-z0-9=_\-]{8,20}")(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
-        keywords: &[r#"administrator_login_password"#, r#"password"#],
-        entropy: 2.0,
-        secret_group: 0,
-        allow: &[],
-    },
-    ProviderRule {
         id: r#"heroku-api-key"#,
         description: r#"Detected a Heroku API Key, potentially compromising cloud application deployments and operational security."#,
         pattern: r#"(?-u)(?i)(?:heroku)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}|[^\r\n]{0,60}?[\s'"\x60(])([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?:[\x60'"\s;,)\]}>]|\.(?:\s|$)|\\[nr]|$)"#,
