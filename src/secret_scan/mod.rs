@@ -16,6 +16,11 @@
 use regex::Regex;
 use std::sync::LazyLock;
 
+mod provider;
+#[rustfmt::skip]
+mod provider_rules;
+#[cfg(test)]
+mod heldout_tests;
 #[cfg(test)]
 mod tests;
 
@@ -49,6 +54,9 @@ enum Check {
     /// As `Random`, and the name it is assigned to is not a pagination cursor
     /// (`next_page_token`, `cursor`): those are opaque, not secret.
     Assigned,
+    /// As `Random`, for a value named in a sentence: not a path, and not a key of the kinds
+    /// that are not credentials (cache keys, object keys, primary keys).
+    Prose,
     /// Capture group 1 is a password: not a placeholder and not an ordinary word.
     Password,
     /// The digits pass the Luhn check and start like a card number.
@@ -166,6 +174,15 @@ fn keywords(id: &str) -> Option<&'static [&'static str]> {
         "oauth-client-secret" => &["client"],
         "password-assignment" => &["passw", "pwd"],
         "secret-assignment" => &["secret", "token", "key", "credential", "auth", "passphrase"],
+        "secret-in-prose" => &[
+            "secret",
+            "token",
+            "key",
+            "credential",
+            "passw",
+            "passphrase",
+            "pat",
+        ],
         "ssh-private-key-file" => &["putty"],
         "url-token-parameter" | "signed-url-signature" => &["="],
         "sensitive-path" => &[
@@ -200,7 +217,7 @@ const TEXT_RULES: &[(&str, &str, &str, Check)] = &[
     (
         "private-key",
         "private key block",
-        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----",
+        r"(-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----)(?:[^-]|$)",
         Check::None,
     ),
     (
@@ -218,7 +235,7 @@ const TEXT_RULES: &[(&str, &str, &str, Check)] = &[
     (
         "gcp-api-key",
         "Google API key",
-        r"\bAIza[0-9A-Za-z_-]{35}",
+        r"\b(AIza[0-9A-Za-z_-]{35})(?:[^0-9A-Za-z_-]|$)",
         Check::None,
     ),
     (
@@ -284,7 +301,7 @@ const TEXT_RULES: &[(&str, &str, &str, Check)] = &[
     (
         "slack-token",
         "Slack token",
-        r"\bxox[abposr]-[A-Za-z0-9-]{10,}",
+        r"\bxox[abposr]-(?:\d{8,14}-){1,3}[A-Za-z0-9]{8,}",
         Check::None,
     ),
     (
@@ -380,7 +397,7 @@ const TEXT_RULES: &[(&str, &str, &str, Check)] = &[
     (
         "credentials-in-url",
         "password in a URL or connection string",
-        r"(?i)\b[a-z][a-z0-9+.-]{1,20}://[^\s:/@?#]+:([^\s@/?#]+)@[^\s/@]+",
+        r"(?i)\b[a-z][a-z0-9+.-]{1,20}://[^\s:/@?#]*:([^\s@/?#]+)@[^\s/@]+",
         Check::NotPlaceholder,
     ),
     (
@@ -412,6 +429,12 @@ const TEXT_RULES: &[(&str, &str, &str, Check)] = &[
         "secret value assigned to a secret-like name",
         r#"(?i)\b[A-Za-z0-9_.-]*(?:secret|token|api_?key|apikey|access_?key|private_?key|credential|auth_?key|signing_?key|passphrase)[A-Za-z0-9_.-]*["']?\s*(?:[:=]|=>)\s*["']?([A-Za-z0-9+/=_.~-]{16,})"#,
         Check::Assigned,
+    ),
+    (
+        "secret-in-prose",
+        "credential written in a sentence",
+        r#"(?i)\b(?:tokens?|secrets?|api[ _-]?keys?|keys?|passwords?|passphrase|credentials?|pat)\b[^\n]{0,30}?(?:\bis\b|\bwas\b|:|=)\s*[\x22'\x60(]?([A-Za-z0-9+/=_.~:%-]{16,})"#,
+        Check::Prose,
     ),
     (
         "ssh-private-key-file",
@@ -477,25 +500,26 @@ fn compile(table: &'static [(&str, &str, &str, Check)]) -> Vec<Rule> {
 static TEXT: LazyLock<Vec<Rule>> = LazyLock::new(|| compile(TEXT_RULES));
 static URI: LazyLock<Vec<Rule>> = LazyLock::new(|| compile(URI_RULES));
 
-/// Every rule: (id, description), text rules first, then the URI-only rules.
+/// Every rule: (id, description): the text rules, the URI-only rules, then the provider token
+/// rules.
 pub fn rules() -> Vec<(&'static str, &'static str)> {
-    TEXT_RULES
+    let own = TEXT_RULES
         .iter()
         .chain(URI_RULES)
-        .map(|(id, d, _, _)| (*id, *d))
-        .collect()
+        .map(|(id, d, _, _)| (*id, *d));
+    own.chain(provider::rules()).collect()
 }
 
 /// Scans free text: an entry's summary, content, subject, tags and evidence notes, or any file.
 pub fn scan_text(text: &str) -> Vec<Finding> {
-    finish(text, scan_with(&TEXT, text))
+    finish(text, text_findings(text))
 }
 
 /// Scans an evidence URI: the text rules plus credentials in the user part, token-like query
 /// parameters, signed-URL signatures and paths of credential files.
 pub fn scan_uri(uri: &str) -> Vec<Finding> {
     let mut raw = scan_with(&URI, uri);
-    raw.extend(scan_with(&TEXT, uri));
+    raw.extend(text_findings(uri));
     finish(uri, raw)
 }
 
@@ -506,24 +530,60 @@ pub fn scan_document(text: &str) -> Vec<Finding> {
         Regex::new(r#"(?i)\b[a-z][a-z0-9+.-]{1,20}://[^\s"'<>`\\]+"#)
             .unwrap_or_else(|e| panic!("url pattern: {e}"))
     });
-    let mut raw = scan_with(&TEXT, text);
+    let mut raw = text_findings(text);
     for url in URL.find_iter(text) {
-        for (rank, rule, start, end) in scan_with(&URI, url.as_str()) {
-            if rule.id != "sensitive-path" {
-                raw.push((rank, rule, url.start() + start, url.start() + end));
+        for (rank, id, description, start, end) in scan_with(&URI, url.as_str()) {
+            if id != "sensitive-path" {
+                raw.push((
+                    rank,
+                    id,
+                    description,
+                    url.start() + start,
+                    url.start() + end,
+                ));
             }
         }
     }
     finish(text, raw)
 }
 
-/// (rule index in combined order, rule, start, end)
-type Raw = (usize, &'static Rule, usize, usize);
+/// (precedence, rule id, description, start, end): when two findings overlap, the lower
+/// precedence wins.
+type Raw = (usize, &'static str, &'static str, usize, usize);
+
+/// Precedence of the provider rules: after this project's specific rules (up to `jwt`), before
+/// its context rules (passwords in URLs, assignments to secret-like names, …), which in turn come
+/// before gitleaks' catch-all `generic-api-key`.
+const PROVIDER_BASE: usize = 1_000;
+const CONTEXT_BASE: usize = 2_000;
+const GENERIC_RANK: usize = 3_000;
+
+fn text_findings(text: &str) -> Vec<Raw> {
+    let mut raw = scan_with(&TEXT, text);
+    for (i, id, description, start, end) in provider::scan(text) {
+        let rank = if id == "generic-api-key" {
+            GENERIC_RANK
+        } else {
+            PROVIDER_BASE + i
+        };
+        raw.push((rank, id, description, start, end));
+    }
+    raw
+}
 
 fn scan_with(rules: &'static [Rule], text: &str) -> Vec<Raw> {
     let mut out = Vec::new();
     let lower = text.to_ascii_lowercase();
-    for (rank, rule) in rules.iter().enumerate() {
+    let context_from = rules
+        .iter()
+        .position(|r| r.id == "credentials-in-url")
+        .unwrap_or(rules.len());
+    for (index, rule) in rules.iter().enumerate() {
+        let rank = if index >= context_from {
+            CONTEXT_BASE + index
+        } else {
+            index
+        };
         if !rule.may_match(&lower) {
             continue;
         }
@@ -534,8 +594,18 @@ fn scan_with(rules: &'static [Rule], text: &str) -> Vec<Raw> {
                 .rev()
                 .find_map(|i| caps.get(i))
                 .unwrap_or(whole);
-            if confirm(rule.check, value.as_str(), text, whole.start()) {
-                out.push((rank, rule, value.start(), value.end()));
+            let example = !matches!(rule.check, Check::Card | Check::Ssn)
+                && rule.id != "private-key"
+                && is_example_value(value.as_str());
+            // `xoxp-123…-####`, `sk-abc…`, `<…>`: the value is cut short by a placeholder.
+            let rest = text[value.end()..].trim_start_matches(['-', '_']);
+            let cut_short = rest.starts_with(['#', '*', '<', '\u{2026}']) || rest.starts_with("..");
+            if !example
+                && !cut_short
+                && confirm(rule.check, value.as_str(), text, whole.start())
+                && !provider::is_allowlisted(value.as_str())
+            {
+                out.push((rank, rule.id, rule.description, value.start(), value.end()));
             }
         }
     }
@@ -544,20 +614,20 @@ fn scan_with(rules: &'static [Rule], text: &str) -> Vec<Raw> {
 
 fn finish(text: &str, mut raw: Vec<Raw>) -> Vec<Finding> {
     // Prefer the more specific rule (earlier in its table), then the longer span.
-    raw.sort_by_key(|(rank, _, start, end)| (*rank, *start, usize::MAX - (end - start)));
+    raw.sort_by_key(|(rank, _, _, start, end)| (*rank, *start, usize::MAX - (end - start)));
     let mut kept: Vec<Raw> = Vec::new();
     for r in raw {
-        if !kept.iter().any(|k| r.2 < k.3 && k.2 < r.3) {
+        if !kept.iter().any(|k| r.3 < k.4 && k.3 < r.4) {
             kept.push(r);
         }
     }
-    kept.sort_by_key(|r| r.2);
+    kept.sort_by_key(|r| r.3);
     kept.into_iter()
-        .map(|(_, rule, start, end)| {
+        .map(|(_, rule, description, start, end)| {
             let (line, column) = position(text, start);
             Finding {
-                rule: rule.id,
-                description: rule.description,
+                rule,
+                description,
                 line,
                 column,
                 start,
@@ -585,10 +655,50 @@ fn confirm(check: Check, value: &str, text: &str, match_start: usize) -> bool {
                 .next()
                 .unwrap_or_default()
                 .to_ascii_lowercase();
-            let cursor = ["page", "cursor", "next", "continuation"]
-                .iter()
-                .any(|w| name.contains(w));
+            // Names of references to a secret, not of one: `credentialsId`, `secret_name`,
+            // `token_url`, `keyVaultName`, `secret_length`, `public_key`, `csrf_token`.
+            let cursor = names_no_secret(&name);
             !cursor && !is_placeholder(value) && looks_random(value)
+        }
+        Check::Prose => {
+            const NOT_SECRET: &[&str] = &[
+                "cache",
+                "object",
+                "primary",
+                "foreign",
+                "sort",
+                "partition",
+                "idempotency",
+                "routing",
+                "row",
+                "map",
+                "lookup",
+                "dedup",
+                "index",
+                "composite",
+                "shard",
+                "public",
+                "sequence",
+                "bucket",
+                "public_key",
+                "pubkey",
+                "s3",
+                "url",
+                "csrf",
+                "length",
+                "name",
+                "id",
+            ];
+            let before = text[..match_start]
+                .rsplit(['.', '\n', ';'])
+                .next()
+                .unwrap_or_default();
+            let phrase = format!("{before} {}", &text[match_start..]).to_ascii_lowercase();
+            let phrase = phrase.split(value).next().unwrap_or_default();
+            let qualified = phrase
+                .split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+                .any(|w| NOT_SECRET.contains(&w));
+            !qualified && !looks_like_path(value) && !is_placeholder(value) && looks_random(value)
         }
         Check::Password => is_password(value, text, match_start),
         Check::Card => is_card_number(value),
@@ -596,6 +706,36 @@ fn confirm(check: Check, value: &str, text: &str, match_start: usize) -> bool {
         Check::LongValue => value.len() >= 16 && !is_placeholder(value),
         Check::Token => value.len() >= 8 && !is_placeholder(value),
     }
+}
+
+/// Whether a name (`next_page_token`, `credentialsId`, `idempotency_key`) says that the value
+/// assigned to it is opaque but not secret: pagination cursors, ids and keys that only
+/// deduplicate, and references to a secret (its id, name, URL or length).
+pub(crate) fn names_no_secret(name: &str) -> bool {
+    let name = name
+        .trim_end_matches(|c: char| !c.is_ascii_alphanumeric())
+        .to_ascii_lowercase();
+    name.ends_with("id")
+        || [
+            "page",
+            "cursor",
+            "next",
+            "continuation",
+            "idempotency",
+            "dedup",
+            "request",
+            "trace",
+            "correlation",
+            "url",
+            "name",
+            "length",
+            "public",
+            "csrf",
+            "vault",
+            "endpoint",
+        ]
+        .iter()
+        .any(|w| name.contains(w))
 }
 
 /// Template and redaction forms that stand for a secret without being one.
@@ -685,6 +825,52 @@ pub fn is_placeholder(value: &str) -> bool {
         || lower.contains("redacted")
 }
 
+/// Documentation and test values in a token's shape: `xoxb-xxxxxxxxxxxx`, `hf_xxxxxxxx`,
+/// `AKIAXXXXXXXXXXXXXXXX`, `sk-...`, `AKIAIOSFODNN7EXAMPLE`, `ghp_0123456789abcdef…`,
+/// `sk_live_your_key_here`. A generated token practically never holds a run of six equal
+/// characters, six consecutive letters or digits of the alphabet, or a word like `example`.
+pub(crate) fn is_example_value(value: &str) -> bool {
+    // Twitter's bearer tokens start with 22 `A`s (base64 of zero bytes): not a placeholder run.
+    let bytes = value.trim_start_matches('A').as_bytes();
+    let mut same = 1;
+    let mut ascending = 1;
+    for w in bytes.windows(2) {
+        same = if w[0] == w[1] { same + 1 } else { 1 };
+        ascending = if w[0].is_ascii_alphanumeric() && w[1] == w[0].wrapping_add(1) {
+            ascending + 1
+        } else {
+            1
+        };
+        if same >= 6 || ascending >= 6 {
+            return true;
+        }
+    }
+    if value.contains("...") || value.contains('\u{2026}') {
+        return true;
+    }
+    let lower = value.to_ascii_lowercase();
+    const MARKERS: &[&str] = &[
+        "example",
+        "dummy",
+        "sample",
+        "placeholder",
+        "your_",
+        "your-",
+        "yourkey",
+        "yourtoken",
+        "insert",
+        "replace",
+        "changeme",
+        "redacted",
+        "xxxx",
+        "****",
+        "<",
+        "${",
+        "{{",
+    ];
+    MARKERS.iter().any(|m| lower.contains(m))
+}
+
 /// Shannon entropy in bits per character.
 fn entropy(s: &str) -> f64 {
     let mut counts = [0u32; 256];
@@ -714,6 +900,32 @@ fn classes(s: &str) -> usize {
     .count()
 }
 
+/// A path or key name: slash-separated, with at least two segments that are plain words or
+/// numbers (`reports/2026/11/…`), or ending in a file extension.
+fn looks_like_path(v: &str) -> bool {
+    if !v.contains('/') {
+        return false;
+    }
+    let plain = v
+        .split('/')
+        .filter(|s| {
+            !s.is_empty()
+                && (s
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b == b'-' || b == b'_')
+                    || s.bytes().all(|b| b.is_ascii_digit()))
+        })
+        .count();
+    let extension = v
+        .rsplit('/')
+        .next()
+        .and_then(|last| last.rsplit_once('.'))
+        .is_some_and(|(_, ext)| {
+            (2..=8).contains(&ext.len()) && ext.bytes().all(|b| b.is_ascii_lowercase())
+        });
+    plain >= 2 || extension
+}
+
 /// A value that looks machine-generated rather than a word, identifier or path.
 fn looks_random(value: &str) -> bool {
     let v = value.trim_end_matches('=');
@@ -724,10 +936,12 @@ fn looks_random(value: &str) -> bool {
     // (`kubernetes-controller-manager`, `color.primary.500`).
     let digits = v.bytes().filter(u8::is_ascii_digit).count();
     let word_like = |w: &str| {
-        w.len() <= 12
-            && (w.bytes().all(|b| b.is_ascii_alphabetic()) || w.bytes().all(|b| b.is_ascii_digit()))
+        w.len() <= 3
+            || (w.len() <= 12
+                && (w.bytes().all(|b| b.is_ascii_alphabetic())
+                    || w.bytes().all(|b| b.is_ascii_digit())))
     };
-    if v.split(['_', '-', '.', '/']).all(word_like) {
+    if v.split(['_', '-', '.', '/', ':']).all(word_like) {
         return false;
     }
     if v.contains('/') && v.split('/').count() > 2 && digits < 4 {
