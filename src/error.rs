@@ -59,7 +59,7 @@ pub enum Error {
     },
 
     #[error("{0}")]
-    Invalid(#[from] crate::validate::Invalid),
+    Invalid(#[from] crate::policy::validate::Invalid),
 
     #[error("{0}")]
     Event(#[from] projections::EventError),

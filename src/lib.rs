@@ -6,14 +6,11 @@
 pub mod cli;
 pub mod clock;
 pub mod error;
-pub mod evidence_uri;
 pub mod log;
 pub mod parallel;
 pub mod policy;
 pub mod project;
-pub mod secret_scan;
 pub mod store;
-pub mod validate;
 
 pub mod workspace;
 pub mod writer;

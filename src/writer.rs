@@ -4,12 +4,12 @@
 use crate::error::{Error, Result};
 use crate::log::durable;
 use crate::log::lock::FileLock;
+use crate::policy::validate::Invalid;
 use crate::policy::{Policy, Warning, log_detections};
 use crate::project::Project;
 use crate::store::Store;
 use crate::store::session::Growth;
 use crate::store::session::Session;
-use crate::validate::Invalid;
 use projections::{EntryFields, EntryState, Event, EventData, Status};
 use serde::Serialize;
 use serde_json::{Map, Value};

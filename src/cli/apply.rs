@@ -2,9 +2,11 @@
 
 use super::{Ctx, ExitCode, Out};
 use crate::error::{Error, Result};
+use crate::policy::validate::{
+    EntryInput, Invalid, check_create, check_reason, entry_input_from_json,
+};
 use crate::project::Project;
 use crate::store::session::Session;
-use crate::validate::{EntryInput, Invalid, check_create, check_reason, entry_input_from_json};
 use crate::workspace::ProjectName;
 use crate::writer::{Batch, Change, WriteContext, Written, write};
 use serde::Serialize;
@@ -28,7 +30,7 @@ struct Skipped {
     code: &'static str,
     message: String,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    problems: Vec<crate::validate::Problem>,
+    problems: Vec<crate::policy::validate::Problem>,
 }
 
 /// The list of updates in any of the accepted shapes.

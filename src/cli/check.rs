@@ -4,8 +4,8 @@ use super::apply::{Sink, Updates, apply_one, project_and_file};
 use super::output::{constraint_code, error_code, safe};
 use super::{Ctx, ExitCode, Out};
 use crate::error::{Error, Result};
+use crate::policy::validate::Problem;
 use crate::project::Project;
-use crate::validate::Problem;
 use crate::workspace::{ProjectName, Workspace};
 use crate::writer::Batch;
 use serde::Serialize;
@@ -223,7 +223,7 @@ const MAX_SCAN_BYTES: u64 = 64 * 1024 * 1024;
 pub fn secrets(_ctx: &Ctx, command: SecretsCommand, out: &mut Out) -> Result<ExitCode> {
     let args = match command {
         SecretsCommand::Rules => {
-            let rules = crate::secret_scan::rules();
+            let rules = crate::policy::secret_scan::rules();
             if out.json {
                 let v: Vec<Value> = rules
                     .iter()
@@ -274,7 +274,7 @@ pub fn secrets(_ctx: &Ctx, command: SecretsCommand, out: &mut Out) -> Result<Exi
             }
         };
         let text = String::from_utf8_lossy(&bytes);
-        for f in crate::secret_scan::scan_document(&text) {
+        for f in crate::policy::secret_scan::scan_document(&text) {
             hits.push(Hit {
                 path: name.clone(),
                 line: f.line,

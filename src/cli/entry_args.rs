@@ -1,6 +1,6 @@
 //! The entry flags shared by `add`, `supersede` and `update`, and `--evidence` parsing.
 
-use crate::validate::{EntryInput, EvidenceInput, Invalid};
+use crate::policy::validate::{EntryInput, EvidenceInput, Invalid};
 
 /// Fields of a memory entry, as flags.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -62,7 +62,7 @@ pub fn parse_evidence(raw: &str) -> Result<EvidenceInput, Invalid> {
             )
         })?;
         let wrapped = serde_json::json!({ "evidence": [value] });
-        let input = crate::validate::entry_input_from_json(&wrapped, "")?;
+        let input = crate::policy::validate::entry_input_from_json(&wrapped, "")?;
         return Ok(input.evidence.and_then(|mut v| v.pop()).unwrap_or_default());
     }
     let Some((kind, rest)) = raw.split_once(':') else {

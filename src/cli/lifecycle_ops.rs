@@ -3,7 +3,7 @@
 use super::write_ops::print_written;
 use super::{Ctx, ExitCode, Out};
 use crate::error::Result;
-use crate::validate::check_reason;
+use crate::policy::validate::check_reason;
 use crate::writer::{Change, write};
 
 #[derive(Debug, clap::Args)]

@@ -86,7 +86,7 @@ pub fn clip(text: &str, n: usize) -> String {
 }
 
 /// The requirement's error code for a rejected entry: secrets first, then evidence.
-pub fn invalid_code(inv: &crate::validate::Invalid) -> &'static str {
+pub fn invalid_code(inv: &crate::policy::validate::Invalid) -> &'static str {
     let codes: Vec<&str> = inv
         .problems
         .iter()
@@ -181,7 +181,7 @@ fn classify(e: &Error) -> (ExitCode, &'static str, Value) {
 pub fn report_error(e: &Error, json_mode: bool) -> i32 {
     let (code, name, mut details) = classify(e);
     // Errors quote their input (an id, a value, a path); never echo a credential.
-    let message = crate::validate::redact_secrets(&e.to_string());
+    let message = crate::policy::validate::redact_secrets(&e.to_string());
     redact_strings(&mut details);
     if json_mode {
         let body = json!({"success": false, "error": {"code": name, "message": message, "details": details}});
@@ -198,7 +198,7 @@ pub fn report_error(e: &Error, json_mode: bool) -> i32 {
 
 fn redact_strings(v: &mut Value) {
     match v {
-        Value::String(s) => *s = crate::validate::redact_secrets(s),
+        Value::String(s) => *s = crate::policy::validate::redact_secrets(s),
         Value::Array(items) => items.iter_mut().for_each(redact_strings),
         Value::Object(map) => map.values_mut().for_each(redact_strings),
         _ => {}
@@ -222,7 +222,7 @@ pub fn clap_error(e: &clap::Error, json_mode: bool) -> i32 {
         };
     }
     // clap quotes the offending argument, which could be a credential typed in the wrong place.
-    let text = crate::validate::redact_secrets(&e.to_string());
+    let text = crate::policy::validate::redact_secrets(&e.to_string());
     if json_mode {
         let body = json!({"success": false, "error": {"code": "USAGE_ERROR", "message": e.kind().to_string(), "details": {"usage": text}}});
         let _ = writeln!(

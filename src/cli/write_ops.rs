@@ -3,7 +3,7 @@
 use super::entry_args::EntryFlags;
 use super::{Ctx, ExitCode, Out};
 use crate::error::Result;
-use crate::validate::{EntryInput, check_create, check_patch, check_reason};
+use crate::policy::validate::{EntryInput, check_create, check_patch, check_reason};
 use crate::writer::{Change, Written, write};
 
 #[derive(Debug, clap::Args)]
@@ -109,7 +109,7 @@ pub fn inherit(input: &EntryInput, old: &projections::EntryState) -> EntryInput 
             Some(
                 f.evidence
                     .iter()
-                    .map(|e| crate::validate::EvidenceInput {
+                    .map(|e| crate::policy::validate::EvidenceInput {
                         kind: Some(e.kind.as_str().into()),
                         uri: Some(e.uri.clone()),
                         note: Some(e.note.clone()),

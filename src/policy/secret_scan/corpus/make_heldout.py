@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes heldout.tsv: synthetic credentials of every provider family, in prose and assignments.
 
-    python3 src/secret_scan/corpus/make_heldout.py <trufflehog checkout> <gitleaks.toml> > src/secret_scan/corpus/heldout.tsv
+    python3 src/policy/secret_scan/corpus/make_heldout.py <trufflehog checkout> <gitleaks.toml> > src/policy/secret_scan/corpus/heldout.tsv
 
 The rules come from gitleaks; this corpus must not. Each family's token format is taken from a
 different source: the detector patterns of trufflehog (pkg/detectors/*/*.go), or, for families

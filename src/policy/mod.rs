@@ -5,12 +5,16 @@
 //! that need only the entry are in [`Policy::check_entry`]; those that need the store
 //! (duplicates, references, the size of the project) in [`Policy::check_against_store`].
 
+pub mod evidence_uri;
+pub mod secret_scan;
+pub mod validate;
+
 use crate::error::{Error, Result};
-use crate::evidence_uri::{TicketPatterns, UriKind, check_evidence_uri};
+use crate::policy::evidence_uri::{TicketPatterns, UriKind, check_evidence_uri};
+use crate::policy::secret_scan::{Finding, scan_text, scan_uri};
+use crate::policy::validate::{Invalid, Problem};
 use crate::project::{Project, WritePolicy};
-use crate::secret_scan::{Finding, scan_text, scan_uri};
 use crate::store::Store;
-use crate::validate::{Invalid, Problem};
 use projections::{EntryFields, EvidenceType, Status};
 use serde::Serialize;
 use std::collections::BTreeSet;

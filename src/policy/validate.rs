@@ -64,7 +64,7 @@ impl Invalid {
 /// Messages quote what was submitted (`kind` is `…`); a credential pasted into the wrong field
 /// must still never be echoed, so anything the secret detector flags is replaced.
 pub fn redact_secrets(message: &str) -> String {
-    let findings = crate::secret_scan::scan_text(message);
+    let findings = crate::policy::secret_scan::scan_text(message);
     if findings.is_empty() {
         return message.to_owned();
     }
