@@ -44,7 +44,7 @@ pub enum Error {
     },
 
     #[error(
-        "the projection store at {path} failed: {message}; `memlog rebuild` recreates it from the log"
+        "the projection store at {path} failed: {message}; the store is derived from the log, which is unharmed: free disk space if the disk is full, then run the command again (the store is rebuilt automatically)"
     )]
     Store { path: PathBuf, message: String },
 

@@ -125,6 +125,20 @@ impl Project {
     /// [`Error::NoProject`] when it has no `memlog.json`.
     pub fn open(workspace: &Workspace, name: ProjectName) -> Result<Self> {
         let p = Self::new(workspace, name);
+        if !p.config_path().is_file() && p.log_path().is_file() {
+            return Err(Error::CorruptFile {
+                path: p.config_path(),
+                problem: format!(
+                    "missing: project `{0}` has a log but no memlog.json; restore it from git \
+                     (`git checkout -- {1}`) or run `memlog init {0}` to write a default one",
+                    p.name,
+                    p.config_path()
+                        .strip_prefix(workspace.root())
+                        .unwrap_or(&p.config_path())
+                        .display()
+                ),
+            });
+        }
         if !p.config_path().is_file() {
             return Err(Error::NoProject {
                 project: p.name.to_string(),

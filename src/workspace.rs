@@ -73,8 +73,11 @@ impl Workspace {
         for entry in fs_err::read_dir(&dir)? {
             let entry = entry?;
             let name = entry.file_name().to_string_lossy().into_owned();
+            // A directory with a log but no configuration is still a project (a broken one,
+            // which `Project::open` reports), never a reason to pick another project.
             if let Ok(project) = ProjectName::new(&name)
-                && entry.path().join(crate::project::CONFIG_FILE).is_file()
+                && (entry.path().join(crate::project::CONFIG_FILE).is_file()
+                    || entry.path().join(crate::project::LOG_FILE).is_file())
             {
                 out.push(project);
             }

@@ -464,12 +464,20 @@ pub fn write(
         return Ok(staged);
     }
     let quarantined = batch.session.report.quarantined.clone();
+    let sync_warnings: Vec<Warning> = batch
+        .session
+        .report
+        .warnings()
+        .into_iter()
+        .filter(|w| w.rule != "newline_added" && w.rule != "quarantined")
+        .collect();
     let committed = batch.flush()?;
     let mut w = committed.written.into_iter().next().unwrap_or(staged);
     if committed.store_warning.is_none() {
         w.entry = batch.session.store().entry(&w.id).ok().flatten();
     }
     w.warnings.extend(committed.store_warning);
+    w.warnings.extend(sync_warnings);
     w.quarantined = quarantined;
     Ok(w)
 }
@@ -524,10 +532,17 @@ fn gate(
                 let promoted = state.status != Status::Active && status == Status::Active;
                 let only: BTreeSet<String> = set.keys().cloned().collect();
                 let only = (!promoted).then_some(&only);
-                (
-                    policy.check(store, &fields, status, Some(&state.id), only)?,
-                    "update",
-                )
+                let mut v = policy.check(store, &fields, status, Some(&state.id), only)?;
+                if status == Status::Active && fields.evidence.is_empty() {
+                    v.problems.push(crate::policy::validate::Problem {
+                        field: "evidence".into(),
+                        constraint: "required",
+                        message: "an active entry needs at least one evidence object {type, uri, \
+                                  note}; add --evidence TYPE:URI:NOTE before making it active"
+                            .into(),
+                    });
+                }
+                (v, "update")
             }
         },
         Change::Deprecate { .. } => (crate::policy::Verdict::default(), "deprecate"),

@@ -171,8 +171,8 @@ impl Ctx {
     /// Opens a caught-up session, telling the user about a torn tail that was set aside.
     pub fn open_session(&self, project: &Project) -> Result<crate::store::session::Session> {
         let session = crate::store::session::Session::open(project, self.lock_timeout())?;
-        if let Some(q) = &session.report.quarantined {
-            output::warn(&quarantine_message(q));
+        for w in session.report.warnings() {
+            output::warn(&w.message);
         }
         Ok(session)
     }
@@ -222,13 +222,9 @@ impl Ctx {
     }
 }
 
-/// What to tell the user about a quarantined torn tail.
+/// What to tell the user about a repaired or quarantined last line.
 pub fn quarantine_message(q: &crate::store::session::QuarantineNote) -> String {
-    format!(
-        "the log ended in an incomplete line ({} bytes at offset {}, e.g. from a killed writer); \
-         it was moved to {} and the log now ends at the last complete event",
-        q.bytes, q.offset, q.file
-    )
+    q.message()
 }
 
 /// Runs the CLI with `args` (program name first) and returns the process exit code.

@@ -14,11 +14,15 @@ pub struct ProjectArg {
 pub fn rebuild(ctx: &Ctx, args: ProjectArg, out: &mut Out) -> Result<ExitCode> {
     let project = ctx.project(args.project.as_deref())?;
     let started = std::time::Instant::now();
-    let mut session = ctx.open_session(&project)?;
-    let events = session.rebuild()?;
+    let session = crate::store::session::Session::open_rebuilt(&project, ctx.lock_timeout())?;
+    let warnings = session.report.warnings();
+    for w in &warnings {
+        super::output::warn(&w.message);
+    }
+    let events = session.report.applied;
     let elapsed = started.elapsed();
     if out.json {
-        out.json(&json!({"success": true, "project": project.name.as_str(), "events": events, "millis": elapsed.as_millis()}));
+        out.json(&json!({"success": true, "project": project.name.as_str(), "events": events, "millis": elapsed.as_millis(), "warnings": warnings}));
     } else {
         out.line(format!(
             "rebuilt {} from {events} events in {:.1?}",

@@ -12,6 +12,23 @@ pub struct FileLock {
     path: PathBuf,
 }
 
+/// True when `path` still names the open `file`.
+fn same_file(file: &fs_err::File, path: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        match (file.file().metadata(), std::fs::metadata(path)) {
+            (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+            _ => false,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = file;
+        path.exists()
+    }
+}
+
 impl FileLock {
     /// Takes the lock, waiting at most `timeout`.
     ///
@@ -42,12 +59,19 @@ impl FileLock {
     /// # Errors
     /// When the lock file cannot be opened.
     pub fn try_acquire(path: &Path) -> Result<Option<Self>> {
+        if let Some(dir) = path.parent() {
+            // The state directory may have been deleted (it is derived data).
+            fs_err::create_dir_all(dir)?;
+        }
         let file = fs_err::OpenOptions::new()
             .create(true)
             .truncate(false)
             .write(true)
             .open(path)?;
         match file.file().try_lock() {
+            // A lock on a file that was deleted or replaced meanwhile locks nothing that other
+            // processes see: only a lock on the file the path names now counts.
+            Ok(()) if !same_file(&file, path) => Ok(None),
             Ok(()) => Ok(Some(Self {
                 _file: file,
                 path: path.to_path_buf(),

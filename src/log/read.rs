@@ -64,6 +64,19 @@ pub fn is_blank(line: &Line<'_>) -> bool {
     line.bytes.iter().all(u8::is_ascii_whitespace)
 }
 
+/// What a git conflict marker in the log means and how to recover.
+pub const CONFLICT_MARKER_HELP: &str = "a git conflict marker: this log was merged without the \
+union merge (an octopus merge, `git merge a b`, ignores `merge=union`). Every event line is valid \
+on its own, so keep both sides: delete the marker lines (<<<<<<<, |||||||, =======, >>>>>>>) and \
+commit; or run `git merge --abort` and merge the branches one at a time";
+
+/// True for a line git writes around conflicting hunks.
+pub fn is_conflict_marker(line: &[u8]) -> bool {
+    [b"<<<<<<<", b"|||||||", b"=======", b">>>>>>>"]
+        .iter()
+        .any(|m| line.starts_with(*m) && matches!(line.get(7), None | Some(b' ' | b'\r')))
+}
+
 /// Decodes one line, naming file, line and offset on failure.
 ///
 /// # Errors
@@ -75,6 +88,9 @@ pub fn decode(path: &Path, line: &Line<'_>) -> Result<Event> {
         offset: line.offset,
         problem,
     };
+    if is_conflict_marker(line.bytes) {
+        return Err(corrupt(CONFLICT_MARKER_HELP.to_owned()));
+    }
     let text = std::str::from_utf8(line.bytes).map_err(|e| corrupt(format!("not UTF-8: {e}")))?;
     decode_line(text).map_err(|e| corrupt(e.to_string()))
 }

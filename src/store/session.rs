@@ -44,6 +44,68 @@ pub struct SyncReport {
     pub missing_parents: Vec<MissingParent>,
 }
 
+impl SyncReport {
+    /// What the user must hear about this catch-up: a repaired or quarantined last line, events
+    /// whose parents are missing from the log, a store rebuilt because it failed.
+    pub fn warnings(&self) -> Vec<crate::policy::Warning> {
+        let mut out = Vec::new();
+        if let Some(q) = &self.quarantined {
+            out.push(crate::policy::Warning {
+                field: "log".into(),
+                rule: if q.kept {
+                    "newline_added"
+                } else {
+                    "quarantined"
+                },
+                message: q.message(),
+            });
+        }
+        if !self.missing_parents.is_empty() {
+            let first = &self.missing_parents[0];
+            out.push(crate::policy::Warning {
+                field: "log".into(),
+                rule: "missing_parent",
+                message: format!(
+                    "{} event(s) name a parent that is not in the log (e.g. event {} of entry {} \
+                     names {}): a line was deleted or the log is a partial copy; restore the log \
+                     from git and run `memlog verify`",
+                    self.missing_parents.len(),
+                    &first.event[..12.min(first.event.len())],
+                    first.entry,
+                    &first.parent[..12.min(first.parent.len())],
+                ),
+            });
+        }
+        if let Some(why) = &self.rebuilt_because {
+            out.push(crate::policy::Warning {
+                field: "store".into(),
+                rule: "store_rebuilt",
+                message: format!("{why}; it was rebuilt from the log"),
+            });
+        }
+        out
+    }
+}
+
+impl QuarantineNote {
+    /// What happened to the last line, for the user.
+    pub fn message(&self) -> String {
+        if self.kept {
+            format!(
+                "the log's last line ({} bytes at offset {}) was a whole event missing its final \
+                 newline; the newline was added and the event kept",
+                self.bytes, self.offset
+            )
+        } else {
+            format!(
+                "the log ended in an incomplete line ({} bytes at offset {}, e.g. from a killed \
+                 writer); it was moved to {} and the log now ends at the last complete event",
+                self.bytes, self.offset, self.file
+            )
+        }
+    }
+}
+
 /// An event that names a parent the log does not hold.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct MissingParent {
@@ -222,6 +284,29 @@ impl Session {
                 session.rebuild_because(format!("the store could not be opened: {why}"))?
             }
         }
+        Ok(session)
+    }
+
+    /// Takes the store lock and builds a new store from the log without reading the old one
+    /// (which may be what is broken), then swaps it in.
+    ///
+    /// # Errors
+    /// [`Error::LockTimeout`], [`Error::CorruptLog`] for a bad line, I/O and store errors.
+    pub fn open_rebuilt(project: &Project, timeout: Duration) -> Result<Self> {
+        project.ensure_state_dir()?;
+        let lock = FileLock::acquire(&project.store_lock_path(), "store", timeout)?;
+        remove_leftovers(project);
+        let quarantined = recover_torn_tail(project)?;
+        let mut session = Self {
+            project: project.clone(),
+            store: None,
+            report: SyncReport {
+                quarantined,
+                ..SyncReport::default()
+            },
+            _lock: lock,
+        };
+        session.rebuild()?;
         Ok(session)
     }
 

@@ -3,6 +3,7 @@
 mod common;
 mod end_to_end;
 mod failures;
+mod foundation;
 mod merge;
 mod policy;
 mod replay;

@@ -1,0 +1,516 @@
+//! The foundation's promises under abuse: reads answer for the log on disk, nothing committed is
+//! dropped, a broken store heals, and every text that enters the log is checked.
+
+use crate::common::{Env, Run};
+use std::io::Write;
+
+fn replace_file(path: &std::path::Path, bytes: &[u8]) {
+    // As git does on checkout: a new file renamed over the old one.
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, bytes).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::rename(&tmp, path).unwrap_or_else(|e| panic!("{e}"));
+}
+
+fn pinned(env: &Env, id: &str) -> bool {
+    env.run(&["show", id, "--json"]).ok().json()["pinned"] == true
+}
+
+fn read(path: &std::path::Path) -> Vec<u8> {
+    std::fs::read(path).unwrap_or_default()
+}
+
+fn stdin_run(env: &Env, args: &[&str], input: &[u8]) -> Run {
+    let mut child = env
+        .command(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin.write_all(input).unwrap_or_else(|e| panic!("{e}"));
+    }
+    crate::common::output(child.wait_with_output())
+}
+
+#[test]
+fn a_same_length_rewrite_is_seen_by_the_next_read() {
+    let env = Env::with_project();
+    let e1 = env.add("a", "first");
+    let e2 = env.add("b", "second");
+    let base = read(&env.log());
+    env.run(&["pin", &e1]).ok();
+    let with_e1 = read(&env.log());
+    replace_file(&env.log(), &base);
+    assert!(!pinned(&env, &e1));
+    env.run(&["pin", &e2]).ok();
+    let with_e2 = read(&env.log());
+    assert_eq!(
+        with_e1.len(),
+        with_e2.len(),
+        "the two logs differ in one line of equal length"
+    );
+    assert_ne!(with_e1, with_e2);
+    for _ in 0..2 {
+        replace_file(&env.log(), &with_e1);
+        assert!(pinned(&env, &e1) && !pinned(&env, &e2));
+        replace_file(&env.log(), &with_e2);
+        assert!(pinned(&env, &e2) && !pinned(&env, &e1));
+    }
+    // The same swap written in place (same file, same length) is seen too.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(env.log())
+        .and_then(|mut f| f.write_all(&with_e1))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(pinned(&env, &e1) && !pinned(&env, &e2));
+    assert_eq!(env.run(&["verify"]).code, 0);
+}
+
+#[test]
+fn a_damaged_log_is_never_served_from_an_older_store() {
+    let env = Env::with_project();
+    env.add("a", "first");
+    let b = env.add("b", "second");
+    env.add("c", "third");
+    assert_eq!(
+        env.run(&["list", "--json"])
+            .ok()
+            .json()
+            .as_array()
+            .map(Vec::len),
+        Some(3)
+    );
+    let good = read(&env.log());
+    let text = String::from_utf8(good.clone()).unwrap_or_default();
+    let second = text.lines().nth(1).unwrap_or_default().len()
+        + text.lines().next().unwrap_or_default().len()
+        + 1;
+    let at = text[..second]
+        .rfind("second")
+        .unwrap_or_else(|| panic!("no summary in {text}"));
+    let mut damaged = good.clone();
+    damaged[at] = b'S'; // one character, same length
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(env.log())
+        .and_then(|mut f| f.write_all(&damaged))
+        .unwrap_or_else(|e| panic!("{e}"));
+    for args in [
+        vec!["list", "--json"],
+        vec!["show", b.as_str(), "--json"],
+        vec!["stats", "--json"],
+        vec!["rebuild", "--json"],
+        vec!["list", "--json"],
+    ] {
+        let r = env.run(&args);
+        assert_eq!(
+            r.code, 6,
+            "{args:?} must refuse the damaged log: {}",
+            r.stdout
+        );
+        assert_eq!(r.json()["error"]["code"], "CORRUPT_LOG", "{args:?}");
+        assert_eq!(r.json()["error"]["details"]["line"], 2, "{args:?}");
+    }
+    let before = read(&env.log());
+    let r = env.run(&[
+        "add",
+        "--section",
+        "learnings",
+        "--kind",
+        "other",
+        "--subject",
+        "d",
+        "--scope",
+        "repo",
+        "--summary",
+        "on top",
+        "--content",
+        "c",
+        "--confidence",
+        "0.7",
+        "--evidence",
+        "doc:docs/a.md:n",
+    ]);
+    assert_eq!(r.code, 6, "no write on top of a damaged log: {}", r.stderr);
+    assert_eq!(read(&env.log()), before, "nothing appended");
+    replace_file(&env.log(), &good);
+    assert_eq!(
+        env.run(&["list", "--json"])
+            .ok()
+            .json()
+            .as_array()
+            .map(Vec::len),
+        Some(3)
+    );
+}
+
+#[test]
+fn a_last_line_missing_only_its_newline_is_kept() {
+    let env = Env::with_project();
+    env.add("a", "first");
+    env.add("b", "second");
+    let full = read(&env.log());
+    std::fs::write(env.log(), &full[..full.len() - 1]).unwrap_or_else(|e| panic!("{e}"));
+    let r = env.run(&["list", "--json"]).ok();
+    assert_eq!(r.json().as_array().map(Vec::len), Some(2));
+    assert!(r.stderr.contains("newline was added"), "{}", r.stderr);
+    assert_eq!(
+        read(&env.log()),
+        full,
+        "the log is whole again, nothing removed"
+    );
+    assert!(read(&env.root().join("ai-memory/demo/.memlog/quarantine.jsonl")).is_empty());
+    // The same through a write: the event is kept and the new one follows it.
+    std::fs::write(env.log(), &full[..full.len() - 1]).unwrap_or_else(|e| panic!("{e}"));
+    env.add("c", "third");
+    assert_eq!(env.run(&["verify"]).code, 0);
+    assert_eq!(
+        env.run(&["list", "--json"])
+            .ok()
+            .json()
+            .as_array()
+            .map(Vec::len),
+        Some(3)
+    );
+}
+
+#[test]
+fn a_broken_store_is_rebuilt_and_leftovers_are_removed() {
+    let env = Env::with_project();
+    env.add("a", "first");
+    env.add("b", "second");
+    let state = env.root().join("ai-memory/demo/.memlog");
+    let store = state.join("store");
+    fn scribble(dir: &std::path::Path) {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let p = entry.path();
+            if p.is_dir() {
+                scribble(&p);
+            } else if p.file_name().is_some_and(|n| n != "lock") {
+                std::fs::write(&p, b"garbage garbage garbage").unwrap_or_else(|e| panic!("{e}"));
+            }
+        }
+    }
+    scribble(&store);
+    let r = env.run(&["list", "--json"]).ok();
+    assert_eq!(r.json().as_array().map(Vec::len), Some(2), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("rebuilt"),
+        "the rebuild is reported: {}",
+        r.stderr
+    );
+    scribble(&store);
+    env.run(&["rebuild"]).ok();
+    std::fs::create_dir_all(state.join("store.building/x")).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::create_dir_all(state.join("store.retired/y")).unwrap_or_else(|e| panic!("{e}"));
+    env.run(&["list"]).ok();
+    assert!(!state.join("store.building").exists() && !state.join("store.retired").exists());
+    // Deleting the whole local state while nothing runs is not an error either.
+    std::fs::remove_dir_all(&state).unwrap_or_else(|e| panic!("{e}"));
+    env.add("c", "third");
+    assert_eq!(
+        env.run(&["list", "--json"])
+            .ok()
+            .json()
+            .as_array()
+            .map(Vec::len),
+        Some(3)
+    );
+}
+
+#[test]
+fn preconditions_are_checked_against_the_real_change() {
+    let env = Env::with_project();
+    let a = env.add("a", "first");
+    env.run(&["deprecate", &a, "--reason", "old"]).ok();
+    let r = env
+        .run(&["update", &a, "--confidence", "0.6", "--json"])
+        .ok();
+    assert_eq!(r.json()["entry"]["confidence"], 0.6);
+    let b = env.add("b", "second");
+    let c = env
+        .run(&["supersede", &b, "--summary", "second, revised"])
+        .ok();
+    let again = env.run(&["supersede", &b, "--summary", "second, again"]);
+    assert_eq!(again.code, 3, "{}", again.stderr);
+    assert!(
+        again.stderr.contains("supersede that entry instead")
+            && !again.stderr.contains("deprecate"),
+        "{}",
+        again.stderr
+    );
+    assert!(
+        again
+            .stderr
+            .contains(c.stdout.split_whitespace().next().unwrap_or("?"))
+    );
+}
+
+#[test]
+fn a_missing_configuration_is_named_and_no_other_project_is_used() {
+    let env = Env::with_project();
+    env.add("a", "first");
+    std::fs::remove_file(env.root().join("ai-memory/demo/memlog.json"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let global = env.root().join("ai-memory/global/events.jsonl");
+    let before = read(&global);
+    let listed = env.run(&["list"]);
+    assert_ne!(listed.code, 0);
+    assert!(
+        listed.stderr.contains("memlog.json") && listed.stderr.contains("git checkout"),
+        "{}",
+        listed.stderr
+    );
+    let added = env.run(&[
+        "add",
+        "--section",
+        "learnings",
+        "--kind",
+        "other",
+        "--subject",
+        "d",
+        "--scope",
+        "repo",
+        "--summary",
+        "where does this go",
+        "--content",
+        "c",
+        "--confidence",
+        "0.7",
+        "--evidence",
+        "doc:docs/a.md:n",
+    ]);
+    assert_ne!(added.code, 0, "{}", added.stdout);
+    assert_eq!(read(&global), before, "nothing written to global");
+    env.run(&["init", "demo"]).ok();
+    assert_eq!(
+        env.run(&["list", "--json"])
+            .ok()
+            .json()
+            .as_array()
+            .map(Vec::len),
+        Some(1)
+    );
+}
+
+#[test]
+fn a_deleted_event_is_reported_loudly() {
+    let env = Env::with_project();
+    let a = env.add("a", "first");
+    env.run(&["pin", &a]).ok();
+    env.add("b", "second");
+    let text = String::from_utf8(read(&env.log())).unwrap_or_default();
+    let without_create: String = text.lines().skip(1).map(|l| format!("{l}\n")).collect();
+    replace_file(&env.log(), without_create.as_bytes());
+    let listed = env.run(&["list"]).ok();
+    assert!(
+        listed.stderr.contains("not in the log"),
+        "{}",
+        listed.stderr
+    );
+    let rebuilt = env.run(&["rebuild"]).ok();
+    assert!(
+        rebuilt.stderr.contains("not in the log"),
+        "{}",
+        rebuilt.stderr
+    );
+    assert_eq!(env.run(&["verify"]).code, 1);
+}
+
+#[test]
+fn git_conflict_markers_are_named_with_the_way_out() {
+    let env = Env::with_project();
+    env.add("a", "first");
+    let text = String::from_utf8(read(&env.log())).unwrap_or_default();
+    let marked = format!("<<<<<<< HEAD\n{text}=======\n{text}>>>>>>> b\n");
+    replace_file(&env.log(), marked.as_bytes());
+    for args in [vec!["list"], vec!["verify"]] {
+        let r = env.run(&args);
+        assert_ne!(r.code, 0);
+        let all = format!("{}{}", r.stdout, r.stderr);
+        assert!(
+            all.contains("conflict marker") && all.contains("git merge --abort"),
+            "{args:?}: {all}"
+        );
+    }
+}
+
+/// Obviously fake tokens of real formats.
+const FAKE_GITHUB: &str = "ghp_Zq8v3Lk2Rm7Tn1Wp4Xs9Yd6Fb0Hc5Jg2Ka8Q";
+const FAKE_AWS: &str = "AKIAQ7ZJ4R2WXN6TB3KD";
+
+#[test]
+fn every_text_that_enters_an_event_is_scanned() {
+    let env = Env::with_project();
+    let a = env.add("a", "first");
+    let before = read(&env.log());
+    let reason = format!("token {FAKE_GITHUB}");
+    let key = format!("rotated key {FAKE_AWS}");
+    let runs = [
+        env.run(&["deprecate", &a, "--reason", &reason]),
+        env.run(&["update", &a, "--confidence", "0.7", "--reason", &key]),
+        env.run(&["pin", &a, "--reason", &reason]),
+        env.run(&["--actor", FAKE_GITHUB, "pin", &a]),
+        stdin_run(
+            &env,
+            &["apply", "-"],
+            format!(r#"{{"operation":"deprecate","target_id":"{a}","reason":"{key}"}}"#).as_bytes(),
+        ),
+    ];
+    for r in runs {
+        assert_eq!(r.code, 3, "refused: {} {}", r.stdout, r.stderr);
+        let all = format!("{}{}", r.stdout, r.stderr);
+        assert!(
+            all.contains("secret") || all.contains("looks like"),
+            "{all}"
+        );
+        assert!(
+            !all.contains(FAKE_GITHUB) && !all.contains(FAKE_AWS),
+            "never echoed: {all}"
+        );
+    }
+    assert_eq!(read(&env.log()), before, "nothing written");
+}
+
+#[test]
+fn promoting_a_draft_runs_every_check_a_create_runs() {
+    let env = Env::with_project();
+    let active = env.add("a", "the same thing");
+    let draft = env
+        .run(&[
+            "add",
+            "--section",
+            "decisions",
+            "--kind",
+            "decision",
+            "--subject",
+            "a",
+            "--scope",
+            "repo",
+            "--summary",
+            "the same thing",
+            "--content",
+            "a draft copy",
+            "--confidence",
+            "0.8",
+            "--status",
+            "draft",
+        ])
+        .ok()
+        .stdout
+        .trim()
+        .to_owned();
+    let r = env.run(&["update", &draft, "--status", "active"]);
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(
+        r.stderr.contains(&active),
+        "names the active duplicate: {}",
+        r.stderr
+    );
+    let hypothesis = env
+        .run(&[
+            "add",
+            "--section",
+            "learnings",
+            "--kind",
+            "hypothesis",
+            "--subject",
+            "h",
+            "--scope",
+            "repo",
+            "--summary",
+            "maybe",
+            "--content",
+            "no evidence yet",
+            "--confidence",
+            "0.5",
+            "--status",
+            "draft",
+        ])
+        .ok()
+        .stdout
+        .trim()
+        .to_owned();
+    let r = env.run(&["update", &hypothesis, "--status", "active"]);
+    assert_eq!(r.code, 3, "an active entry needs evidence: {}", r.stderr);
+    assert!(r.stderr.contains("evidence"), "{}", r.stderr);
+}
+
+fn create_line(i: usize, summary: &str) -> String {
+    format!(
+        r#"{{"operation":"create","entry":{{"section":"learnings","kind":"other","subject":"s{i}","scope":"repo","summary":"{summary}","content":"c","confidence":0.7,"evidence":[{{"type":"doc","uri":"docs/a.md","note":"n"}}]}}}}"#
+    )
+}
+
+#[test]
+fn validate_and_apply_agree_on_a_batch() {
+    let env = Env::with_project();
+    let batch = format!("{}\n{}\n", create_line(1, "same"), create_line(1, "same"));
+    let v = stdin_run(&env, &["validate", "--json", "-"], batch.as_bytes());
+    let verdicts = v.json();
+    assert_eq!(verdicts[0]["valid"], true, "{verdicts}");
+    assert_eq!(verdicts[1]["valid"], false, "{verdicts}");
+    let a = stdin_run(&env, &["apply", "--json", "-"], batch.as_bytes());
+    let report = a.json();
+    assert_eq!(
+        report["applied"].as_array().map(Vec::len),
+        Some(1),
+        "{report}"
+    );
+    assert_eq!(report["skipped"][0]["index"], 1, "{report}");
+    // A retry of the same create names the entry it would duplicate instead of adding one.
+    let retry = stdin_run(
+        &env,
+        &["apply", "--json", "-"],
+        create_line(1, "same").as_bytes(),
+    );
+    assert_eq!(retry.code, 3);
+    assert_eq!(
+        env.run(&["list", "--json"])
+            .ok()
+            .json()
+            .as_array()
+            .map(Vec::len),
+        Some(1)
+    );
+}
+
+#[test]
+fn a_large_json_lines_import_is_one_batch_and_a_hostile_one_stays_small() {
+    let env = Env::with_project();
+    let good: String = (0..300)
+        .map(|i| create_line(i, &format!("note {i}")) + "\n")
+        .collect();
+    let r = stdin_run(&env, &["apply", "-"], good.as_bytes()).ok();
+    assert_eq!(r.stdout.lines().count(), 300);
+    assert!(
+        r.stderr.matches("consider consolidating").count() <= 1,
+        "the size warning is said once: {}",
+        r.stderr
+    );
+    assert_eq!(
+        String::from_utf8(read(&env.log()))
+            .unwrap_or_default()
+            .lines()
+            .count(),
+        300
+    );
+    let hostile: String = (0..20_000)
+        .map(|i| format!(r#"{{"operation":"deprecate","target_id":"m-nosuch{i:06}"}}"#) + "\n")
+        .collect();
+    let before = read(&env.log());
+    let r = stdin_run(&env, &["apply", "-"], hostile.as_bytes());
+    assert_eq!(r.code, 3);
+    assert!(
+        r.stderr.len() < 8192,
+        "bounded output: {} bytes",
+        r.stderr.len()
+    );
+    assert!(
+        r.stderr.contains("20000 skipped"),
+        "{}",
+        &r.stderr[r.stderr.len().saturating_sub(300)..]
+    );
+    assert_eq!(read(&env.log()), before);
+}
