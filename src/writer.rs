@@ -59,6 +59,15 @@ pub enum Change {
         target: String,
         reason: Option<String>,
     },
+    /// Settle concurrent supersedes of `target`: each loser (a competing replacement, with its
+    /// heads) is superseded by `winner`, then `target` is superseded by `winner` with all its
+    /// heads as parents, which clears the conflict.
+    ResolveWinner {
+        target: String,
+        winner: String,
+        losers: Vec<(String, Vec<String>)>,
+        reason: Option<String>,
+    },
     /// Clear a conflict on `target`: the event's parents are all its heads; `set` picks values.
     Resolve {
         target: String,
@@ -76,7 +85,8 @@ impl Change {
             | Self::Update { reason, .. }
             | Self::Pin { reason, .. }
             | Self::Unpin { reason, .. }
-            | Self::Resolve { reason, .. } => reason.as_deref(),
+            | Self::Resolve { reason, .. }
+            | Self::ResolveWinner { reason, .. } => reason.as_deref(),
         }
     }
 
@@ -88,7 +98,8 @@ impl Change {
             | Self::Update { target, .. }
             | Self::Pin { target, .. }
             | Self::Unpin { target, .. }
-            | Self::Resolve { target, .. } => Some(target),
+            | Self::Resolve { target, .. }
+            | Self::ResolveWinner { target, .. } => Some(target),
         }
     }
 }
@@ -131,10 +142,21 @@ fn precondition(change: &Change, state: &EntryState) -> Result<()> {
             state.id,
             state.superseded_by.as_deref().unwrap_or("another entry")
         )),
-        Change::Resolve { .. } if !state.in_conflict() => refuse(format!(
-            "{} has no conflict to resolve (one head)",
-            state.id
-        )),
+        Change::Update { set, .. } | Change::Resolve { set, .. }
+            if state.status == Status::Superseded
+                && set.get("status").and_then(Value::as_str) == Some("active") =>
+        {
+            refuse(format!(
+                "{} is superseded by {}; a replaced entry cannot become active again beside its \
+                 replacement: supersede {} instead",
+                state.id,
+                state.superseded_by.as_deref().unwrap_or("another entry"),
+                state.superseded_by.as_deref().unwrap_or("that entry"),
+            ))
+        }
+        Change::Resolve { .. } | Change::ResolveWinner { .. } if !state.in_conflict() => refuse(
+            format!("{} has no conflict to resolve (one head)", state.id),
+        ),
         Change::Pin { .. } if state.pinned => refuse(format!("{} is already pinned", state.id)),
         Change::Unpin { .. } if !state.pinned => refuse(format!("{} is not pinned", state.id)),
         _ if state.purged => refuse(format!(
@@ -206,6 +228,39 @@ fn build_events(
             target,
             None,
         ),
+        Change::ResolveWinner {
+            target,
+            winner,
+            losers,
+            reason,
+        } => {
+            // Losers first: if the write is cut short, the conflict on `target` stays open and
+            // visible, and running the resolve again finishes it.
+            let mut events = Vec::new();
+            for (loser, loser_heads) in losers {
+                events.push(event(
+                    &loser,
+                    loser_heads,
+                    EventData::Supersede {
+                        by: winner.clone(),
+                        reason: Some(format!(
+                            "lost a concurrent supersede of {target} to {winner}"
+                        )),
+                        replacement: None,
+                    },
+                )?);
+            }
+            events.push(event(
+                &target,
+                heads,
+                EventData::Supersede {
+                    by: winner,
+                    reason,
+                    replacement: None,
+                },
+            )?);
+            (events, target, None)
+        }
     })
 }
 
@@ -361,6 +416,9 @@ impl<'a> Batch<'a> {
             self.staged_keys.insert(key, id.clone());
         }
         self.touched.insert(id.clone());
+        for e in &events {
+            self.touched.insert(e.entry.clone());
+        }
         if let Some(t) = &target {
             self.touched.insert(t.clone());
         }
@@ -427,6 +485,26 @@ impl<'a> Batch<'a> {
     }
 }
 
+/// The replacements that concurrent supersedes of `state` created, sorted; more than one means
+/// the writers disagreed on what replaces it.
+///
+/// # Errors
+/// When the store cannot be read.
+pub fn competing_replacements(store: &Store, state: &EntryState) -> Result<Vec<String>> {
+    let mut by: Vec<String> = store
+        .entry_events(&state.id)?
+        .into_iter()
+        .filter(|e| e.entry == state.id)
+        .filter_map(|e| match e.data {
+            EventData::Supersede { by, .. } => Some(by),
+            _ => None,
+        })
+        .collect();
+    by.sort();
+    by.dedup();
+    Ok(by)
+}
+
 /// The duplicate key of a change that creates an active entry.
 fn duplicate_key(change: &Change) -> Option<(String, String, String)> {
     match change {
@@ -486,7 +564,12 @@ pub fn write(
 /// the latest head only, so that writing to an entry in conflict keeps the conflict visible
 /// until someone resolves it.
 fn parents_for(store: &Store, change: &Change, state: &EntryState) -> Result<Vec<String>> {
-    if !state.in_conflict() || matches!(change, Change::Resolve { .. }) {
+    if !state.in_conflict()
+        || matches!(
+            change,
+            Change::Resolve { .. } | Change::ResolveWinner { .. }
+        )
+    {
         return Ok(state.heads.clone());
     }
     let latest = store
@@ -546,6 +629,7 @@ fn gate(
             }
         },
         Change::Deprecate { .. } => (crate::policy::Verdict::default(), "deprecate"),
+        Change::ResolveWinner { .. } => (crate::policy::Verdict::default(), "resolve"),
         Change::Pin { .. } => (crate::policy::Verdict::default(), "pin"),
         Change::Unpin { .. } => (crate::policy::Verdict::default(), "unpin"),
     };

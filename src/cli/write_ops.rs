@@ -191,9 +191,64 @@ pub struct ResolveArgs {
     /// How the conflict was settled
     #[arg(long)]
     pub reason: Option<String>,
+    /// For concurrent supersedes: the replacement to keep; the others are superseded by it
+    #[arg(long, value_name = "ID")]
+    pub winner: Option<String>,
     /// Field values to keep; fields not given keep the deterministic merge result
     #[command(flatten)]
     pub entry: EntryFlags,
+}
+
+/// The change that settles concurrent supersedes: the winner stays, the other replacements are
+/// superseded by it.
+fn winner_change(
+    session: &crate::store::session::Session,
+    old: &projections::EntryState,
+    competing: &[String],
+    winner: Option<&str>,
+    input: &EntryInput,
+    reason: Option<String>,
+) -> Result<Change> {
+    let list = competing.join(", ");
+    let Some(winner) = winner else {
+        return Err(crate::Error::Rejected {
+            message: format!(
+                "{} was superseded concurrently by {list}; choose the replacement to keep with \
+                 --winner ID (the others are superseded by it)",
+                old.id
+            ),
+        });
+    };
+    if *input != EntryInput::default() {
+        return Err(crate::Error::Usage(
+            "--winner settles concurrent supersedes; field values belong to the replacement: \
+             change it with `memlog update` afterwards"
+                .into(),
+        ));
+    }
+    let winner = session.resolve(winner)?;
+    if !competing.contains(&winner) {
+        return Err(crate::Error::Rejected {
+            message: format!(
+                "{winner} is not one of the replacements of {} ({list})",
+                old.id
+            ),
+        });
+    }
+    let mut losers = Vec::new();
+    for loser in competing.iter().filter(|c| **c != winner) {
+        if let Some(state) = session.store().entry(loser)?
+            && state.status == projections::Status::Active
+        {
+            losers.push((state.id.clone(), state.heads.clone()));
+        }
+    }
+    Ok(Change::ResolveWinner {
+        target: old.id.clone(),
+        winner,
+        losers,
+        reason,
+    })
 }
 
 pub fn resolve(ctx: &Ctx, args: ResolveArgs, out: &mut Out) -> Result<ExitCode> {
@@ -207,8 +262,19 @@ pub fn resolve(ctx: &Ctx, args: ResolveArgs, out: &mut Out) -> Result<ExitCode> 
         reason: None,
     };
     let reason = args.reason.clone();
-    let w = write(&project, &wctx, template, |_, state| {
+    let w = write(&project, &wctx, template, |session, state| {
         let old = state.ok_or_else(|| crate::Error::Usage("resolve needs a target".into()))?;
+        let competing = crate::writer::competing_replacements(session.store(), old)?;
+        if competing.len() > 1 || args.winner.is_some() {
+            return winner_change(
+                session,
+                old,
+                &competing,
+                args.winner.as_deref(),
+                &input,
+                reason,
+            );
+        }
         let set = if input == EntryInput::default() {
             serde_json::Map::new()
         } else {

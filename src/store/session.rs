@@ -42,6 +42,10 @@ pub struct SyncReport {
     /// Events whose parents are not in the log (a line deleted by hand, or a partial copy).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub missing_parents: Vec<MissingParent>,
+    /// Active entries that a merge brought in beside an active entry with the same subject,
+    /// scope and summary (two branches recorded the same thing): (new entry, existing entry).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub duplicates: Vec<(String, String)>,
 }
 
 impl SyncReport {
@@ -73,6 +77,18 @@ impl SyncReport {
                     &first.event[..12.min(first.event.len())],
                     first.entry,
                     &first.parent[..12.min(first.parent.len())],
+                ),
+            });
+        }
+        if let Some((new, old)) = self.duplicates.first() {
+            out.push(crate::policy::Warning {
+                field: "log".into(),
+                rule: "duplicate",
+                message: format!(
+                    "the merged log holds {} pair(s) of active entries with the same subject, \
+                     scope and summary (e.g. {new} and {old}); keep one: `memlog supersede {new} \
+                     ...` or `memlog deprecate {new}`",
+                    self.duplicates.len()
                 ),
             });
         }
@@ -342,7 +358,7 @@ impl Session {
             let buf = event_log::read_complete(&path, start)?;
             let applied_in_buf = usize::try_from(fp.len - start).unwrap_or(usize::MAX);
             if buf.len() >= applied_in_buf {
-                return self.apply_growth(&fp, &buf[applied_in_buf..], &buf, stamp);
+                return self.apply_growth(&fp, &buf[applied_in_buf..], &buf, stamp, false);
             }
         }
         let buf = event_log::read_complete(&path, 0)?;
@@ -350,19 +366,21 @@ impl Session {
         let same = fp.hashes.matching_prefix(&buf, len);
         if same == len && buf.len() >= len {
             let start = fp.hashes.partial_start();
-            return self.apply_growth(&fp, &buf[len..], &buf[start..], stamp);
+            return self.apply_growth(&fp, &buf[len..], &buf[start..], stamp, true);
         }
         self.apply_rewritten(&buf, same, stamp)
     }
 
     /// Applies `new` (the bytes after the applied prefix); `from_partial` holds the bytes from
-    /// the start of the fingerprint's partial block to the end.
+    /// the start of the fingerprint's partial block to the end. `external` when the lines came
+    /// from elsewhere (a pull or a merge that appended): then new duplicates are reported.
     fn apply_growth(
         &mut self,
         fp: &Fingerprint,
         new: &[u8],
         from_partial: &[u8],
         stamp: Option<FileStamp>,
+        external: bool,
     ) -> Result<()> {
         let first = usize::try_from(fp.lines).unwrap_or(0) + 1;
         let events = decode_with_lines(&self.project, new, first, fp.len)?;
@@ -373,7 +391,16 @@ impl Session {
             stamp,
         };
         self.report.missing_parents = self.missing_parents_of(&events)?;
+        let created: Vec<String> = if external {
+            events
+                .iter()
+                .filter_map(|(e, _)| e.created_entry().map(str::to_owned))
+                .collect()
+        } else {
+            Vec::new()
+        };
         self.report.applied += self.store().apply(events, &next)?;
+        self.report.duplicates = self.duplicates_of(&created)?;
         if self.report.mode == "none" {
             self.report.mode = "append";
         }
@@ -409,7 +436,12 @@ impl Session {
         };
         if known.len() == self.store().event_count()? {
             self.report.missing_parents = self.missing_parents_of(&decoded)?;
+            let created: Vec<String> = decoded
+                .iter()
+                .filter_map(|(e, _)| e.created_entry().map(str::to_owned))
+                .collect();
             self.report.applied += self.store().apply(decoded, &next)?;
+            self.report.duplicates = self.duplicates_of(&created)?;
             self.report.mode = "merge";
             return Ok(());
         }
@@ -418,6 +450,32 @@ impl Session {
         self.report.applied += self.build(events, &next)?;
         self.report.mode = "rebuild";
         Ok(())
+    }
+
+    /// Pairs (entry of `created`, other active entry) with the same subject, scope and summary.
+    fn duplicates_of(&self, created: &[String]) -> Result<Vec<(String, String)>> {
+        let mut out = Vec::new();
+        for id in created {
+            let Some(s) = self.store().entry(id)? else {
+                continue;
+            };
+            if s.status != projections::Status::Active {
+                continue;
+            }
+            for other in self.store().ids_with("subject", &s.fields.subject)? {
+                if other == *id || out.iter().any(|(a, b)| *a == other && b == id) {
+                    continue;
+                }
+                if let Some(o) = self.store().entry(&other)?
+                    && o.status == projections::Status::Active
+                    && o.fields.scope == s.fields.scope
+                    && o.fields.summary == s.fields.summary
+                {
+                    out.push((id.clone(), other));
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// Events among `events` (just read) whose parents are neither in `events` nor in the store.

@@ -514,3 +514,171 @@ fn a_large_json_lines_import_is_one_batch_and_a_hostile_one_stays_small() {
     );
     assert_eq!(read(&env.log()), before);
 }
+
+fn git(env: &Env, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .args(args)
+        .current_dir(env.root())
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.com")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.com")
+        .output()
+        .unwrap_or_else(|e| panic!("git: {e}"));
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn active_ids(env: &Env) -> Vec<String> {
+    let listed = env.run(&["list", "--json"]).ok().json();
+    let mut ids: Vec<String> = listed
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|e| e["status"] == "active")
+        .filter_map(|e| e["id"].as_str().map(str::to_owned))
+        .collect();
+    ids.sort();
+    ids
+}
+
+#[test]
+fn concurrent_supersedes_are_settled_by_choosing_a_winner() {
+    let env = Env::new();
+    git(&env, &["init", "-q", "-b", "main"]);
+    env.run(&["init", "demo"]).ok();
+    let old = env.add("auth.tokens", "Use long-lived tokens");
+    git(&env, &["add", "-A"]);
+    git(&env, &["commit", "-qm", "base"]);
+    git(&env, &["checkout", "-qb", "a"]);
+    let first = env
+        .run_at(
+            "2026-11-23T00:00:00Z",
+            &["supersede", &old, "--summary", "Use 15-minute tokens"],
+        )
+        .ok()
+        .stdout;
+    let b1 = first
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_owned();
+    let same_a = env
+        .run_at(
+            "2026-11-23T00:00:05Z",
+            &[
+                "add",
+                "--section",
+                "learnings",
+                "--kind",
+                "other",
+                "--subject",
+                "ci",
+                "--scope",
+                "repo",
+                "--summary",
+                "CI needs 4 GB",
+                "--content",
+                "seen on branch a",
+                "--confidence",
+                "0.7",
+                "--evidence",
+                "log:ci/run.log:oom",
+            ],
+        )
+        .ok();
+    git(&env, &["commit", "-qam", "a"]);
+    git(&env, &["checkout", "-q", "main"]);
+    let second = env
+        .run_at(
+            "2026-11-23T00:00:01Z",
+            &["supersede", &old, "--summary", "Use 10-minute tokens"],
+        )
+        .ok()
+        .stdout;
+    let b2 = second
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_owned();
+    let same_b = env
+        .run_at(
+            "2026-11-23T00:00:06Z",
+            &[
+                "add",
+                "--section",
+                "learnings",
+                "--kind",
+                "other",
+                "--subject",
+                "ci",
+                "--scope",
+                "repo",
+                "--summary",
+                "CI needs 4 GB",
+                "--content",
+                "seen on main",
+                "--confidence",
+                "0.7",
+                "--evidence",
+                "log:ci/run.log:oom",
+            ],
+        )
+        .ok();
+    git(&env, &["commit", "-qam", "b"]);
+    git(&env, &["merge", "-q", "--no-edit", "a"]);
+
+    // The merge is caught up with both replacements, and the same note from both branches is
+    // reported as a duplicate.
+    let listed = env.run(&["list"]).ok();
+    assert!(
+        listed.stderr.contains("same subject, scope and summary"),
+        "{}",
+        listed.stderr
+    );
+    assert!(
+        listed.stderr.contains(same_a.stdout.trim())
+            || listed.stderr.contains(same_b.stdout.trim())
+    );
+    let shown = env.run(&["show", &old, "--json"]).ok().json();
+    assert_eq!(shown["heads"].as_array().map(Vec::len), Some(2), "{shown}");
+    // Reviving the replaced entry is refused; resolving needs a winner.
+    let revive = env.run(&["resolve", &old, "--status", "active"]);
+    assert_eq!(revive.code, 3, "{}", revive.stderr);
+    let vague = env.run(&["resolve", &old]);
+    assert_eq!(vague.code, 3);
+    assert!(
+        vague.stderr.contains("--winner")
+            && vague.stderr.contains(&b1)
+            && vague.stderr.contains(&b2),
+        "{}",
+        vague.stderr
+    );
+    env.run(&[
+        "resolve",
+        &old,
+        "--winner",
+        &b1,
+        "--reason",
+        "shorter is not needed",
+    ])
+    .ok();
+    let shown = env.run(&["show", &old, "--json"]).ok().json();
+    assert_eq!(shown["heads"].as_array().map(Vec::len), Some(1), "{shown}");
+    assert_eq!(shown["superseded_by"], b1.as_str());
+    let loser = env.run(&["show", &b2, "--json"]).ok().json();
+    assert_eq!(loser["status"], "superseded");
+    assert_eq!(loser["superseded_by"], b1.as_str());
+    let active = active_ids(&env);
+    assert!(
+        active.contains(&b1) && !active.contains(&b2) && !active.contains(&old),
+        "{active:?}"
+    );
+    let audit = env.run(&["audit", &b2]).ok().stdout;
+    assert!(audit.contains("lost a concurrent supersede"), "{audit}");
+    assert_eq!(env.run(&["verify"]).code, 0);
+}
