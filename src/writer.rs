@@ -24,6 +24,8 @@ pub struct WriteContext {
     pub lock_timeout: Duration,
     /// Check everything, write nothing (`memlog validate`).
     pub dry_run: bool,
+    /// Fault injection for tests: the projections fail right after the append.
+    pub fail_after_append: bool,
 }
 
 /// A change to make, already validated.
@@ -468,7 +470,15 @@ impl<'a> Batch<'a> {
         // From here on the events are durable: whatever fails next, they were written.
         let growth = before.map(|before| Growth { before, after });
         let written: Vec<Written> = staged.into_iter().map(|s| s.written).collect();
-        let store_warning = match self.session.catch_up(growth.as_ref()) {
+        let caught_up = if self.ctx.fail_after_append {
+            Err(Error::store(
+                &self.project.store_dir(),
+                "injected failure after the append",
+            ))
+        } else {
+            self.session.catch_up(growth.as_ref())
+        };
+        let store_warning = match caught_up {
             Ok(()) => None,
             Err(e) => Some(Warning {
                 field: "store".into(),

@@ -165,6 +165,9 @@ impl Ctx {
             at: self.now(),
             lock_timeout: self.lock_timeout(),
             dry_run: false,
+            // A fault injector for the test suite, in debug builds only.
+            fail_after_append: cfg!(debug_assertions)
+                && std::env::var_os("MEMLOG_TEST_FAIL_AFTER_APPEND").is_some(),
         })
     }
 

@@ -409,20 +409,29 @@ fn check_evidence(c: &mut Checker, items: &[EvidenceInput]) -> Vec<Evidence> {
                 parsed
             }
         };
+        // An assumption is stated, not located: it needs no URI.
+        let assumption = kind == Some(EvidenceType::Assumption);
         for (name, value, max) in [
             ("uri", &e.uri, MAX_URI_CHARS),
             ("note", &e.note, MAX_NOTE_CHARS),
         ] {
             let field = format!("{f}.{name}");
+            let required = !(assumption && name == "uri");
             match value {
-                None => c.push(&field, "required", format!("`{field}` is required")),
+                None if required => c.push(&field, "required", format!("`{field}` is required")),
+                None => {}
                 Some(v) => {
-                    c.text(&field, v, max, true);
+                    c.text(&field, v, max, required);
                     c.no_control(&field, v, false);
                 }
             }
         }
-        if let (Some(kind), Some(uri), Some(note)) = (kind, &e.uri, &e.note) {
+        let uri = if assumption {
+            Some(e.uri.clone().unwrap_or_default())
+        } else {
+            e.uri.clone()
+        };
+        if let (Some(kind), Some(uri), Some(note)) = (kind, &uri, &e.note) {
             out.push(Evidence {
                 kind,
                 uri: uri.clone(),
@@ -632,6 +641,9 @@ pub fn check_create(input: &EntryInput) -> Result<(EntryFields, Status), Invalid
         );
     }
     if !c.problems.is_empty() {
+        // The write policy cannot run on an entry that does not parse, but its most important
+        // check, secrets, needs only text: report those problems too, all at once.
+        secret_problems(&mut c, input);
         return Err(Invalid {
             problems: c.problems,
         });
@@ -657,6 +669,44 @@ pub fn check_create(input: &EntryInput) -> Result<(EntryFields, Status), Invalid
         },
         status,
     ))
+}
+
+fn secret_problems(c: &mut Checker, input: &EntryInput) {
+    let mut texts: Vec<(String, &str)> = Vec::new();
+    for (name, value) in [
+        ("subject", &input.subject),
+        ("scope", &input.scope),
+        ("summary", &input.summary),
+        ("content", &input.content),
+    ] {
+        if let Some(v) = value {
+            texts.push((name.to_owned(), v));
+        }
+    }
+    for (i, tag) in input.tags.iter().flatten().enumerate() {
+        texts.push((format!("tags[{i}]"), tag));
+    }
+    for (i, e) in input.evidence.iter().flatten().enumerate() {
+        if let Some(uri) = &e.uri {
+            texts.push((format!("evidence[{i}].uri"), uri));
+        }
+        if let Some(note) = &e.note {
+            texts.push((format!("evidence[{i}].note"), note));
+        }
+    }
+    for (field, text) in texts {
+        if let Some(f) = crate::policy::secret_scan::scan_text(text).first() {
+            c.push(
+                &field,
+                "secret",
+                format!(
+                    "looks like a {} (rule {}); credentials must never be stored in memory: \
+                     remove it and refer to where it is kept instead",
+                    f.description, f.rule
+                ),
+            );
+        }
+    }
 }
 
 /// Checks a change to an existing entry and returns the `set` map of an update event, given the

@@ -682,3 +682,85 @@ fn concurrent_supersedes_are_settled_by_choosing_a_winner() {
     assert!(audit.contains("lost a concurrent supersede"), "{audit}");
     assert_eq!(env.run(&["verify"]).code, 0);
 }
+
+#[test]
+fn every_problem_of_an_update_is_reported_at_once_and_an_assumption_needs_no_uri() {
+    let env = Env::with_project();
+    let bad = format!(
+        r#"{{"operation":"create","entry":{{"section":"learnings","kind":"other","subject":"s","scope":"repo","summary":"x","content":"key {FAKE_AWS}","confidence":7,"evidence":[{{"type":"doc","uri":"docs/a.md","note":"n"}}]}}}}"#
+    );
+    let v = stdin_run(&env, &["validate", "--json", "-"], bad.as_bytes()).json();
+    let fields: Vec<&str> = v["errors"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e["field"].as_str())
+        .collect();
+    assert!(
+        fields.contains(&"confidence") && fields.contains(&"content"),
+        "{v}"
+    );
+    let assumption = r#"{"operation":"create","entry":{"section":"learnings","kind":"hypothesis","subject":"s","scope":"repo","summary":"guess","content":"c","confidence":0.6,"status":"draft","evidence":[{"type":"assumption","note":"nobody measured it yet"}]}}"#;
+    let v = stdin_run(&env, &["validate", "--json", "-"], assumption.as_bytes()).json();
+    assert_eq!(v["valid"], true, "{v}");
+    stdin_run(&env, &["apply", "-"], assumption.as_bytes()).ok();
+}
+
+#[test]
+fn a_write_that_reached_the_log_is_reported_as_written_even_if_the_store_fails() {
+    let env = Env::with_project();
+    let args = [
+        "add",
+        "--section",
+        "learnings",
+        "--kind",
+        "other",
+        "--subject",
+        "s",
+        "--scope",
+        "repo",
+        "--summary",
+        "durable",
+        "--content",
+        "c",
+        "--confidence",
+        "0.7",
+        "--evidence",
+        "doc:docs/a.md:n",
+        "--json",
+    ];
+    let r = output_with(&env, &args, "MEMLOG_TEST_FAIL_AFTER_APPEND");
+    assert_eq!(
+        r.code, 0,
+        "the write is acknowledged: {} {}",
+        r.stdout, r.stderr
+    );
+    let written = r.json();
+    let id = written["id"].as_str().unwrap_or_default().to_owned();
+    assert!(
+        written["warnings"].to_string().contains("store_stale"),
+        "{written}"
+    );
+    // The next command catches up; a retry does not create a second entry.
+    let shown = env.run(&["show", &id, "--json"]).ok().json();
+    assert_eq!(shown["summary"], "durable");
+    let retry = env.run(&args);
+    assert_eq!(retry.code, 3, "{}", retry.stdout);
+    assert!(
+        retry.stdout.contains(&id),
+        "the retry names the entry: {}",
+        retry.stdout
+    );
+    assert_eq!(
+        env.run(&["list", "--json"])
+            .ok()
+            .json()
+            .as_array()
+            .map(Vec::len),
+        Some(1)
+    );
+}
+
+fn output_with(env: &Env, args: &[&str], var: &str) -> Run {
+    crate::common::output(env.command(args).env(var, "1").output())
+}
