@@ -159,6 +159,21 @@ pub fn show(ctx: &Ctx, args: ShowArgs, out: &mut Out) -> Result<ExitCode> {
 }
 
 /// Accepts ids with or without the `m-` prefix.
+/// Entry ids as people read them in tables: the shortest unique prefix of at least 10
+/// characters (`m-` and 8), like git's short commit ids; any unique prefix is accepted back.
+fn short_ids<'a>(session: &Session, ids: impl Iterator<Item = &'a str>) -> Result<Vec<String>> {
+    let mut known = std::collections::HashMap::new();
+    ids.map(|id| {
+        if let Some(s) = known.get(id) {
+            return Ok(String::clone(s));
+        }
+        let short = session.store().short_id(id, 10)?;
+        known.insert(id.to_owned(), short.clone());
+        Ok(short)
+    })
+    .collect()
+}
+
 pub fn normalize_id(id: &str) -> String {
     if id.starts_with("m-") {
         id.to_owned()
@@ -196,15 +211,17 @@ pub fn list(ctx: &Ctx, args: ListArgs, out: &mut Out) -> Result<ExitCode> {
         out.line("no entries");
         return Ok(ExitCode::Ok);
     }
+    let ids = short_ids(&session, entries.iter().map(|s| s.id.as_str()))?;
+    let w = ids.iter().map(String::len).max().unwrap_or(2).max(2);
     out.line(format!(
-        "{:<12}  {:<24}  {:<12}  {:<12}  {:<11}  {:<24}  {:<20}  {:>4}  {}",
+        "{:<w$}  {:<24}  {:<12}  {:<12}  {:<11}  {:<24}  {:<20}  {:>4}  {}",
         "ID", "UPDATED", "SECTION", "KIND", "STATUS", "SUBJECT", "SCOPE", "CONF", "SUMMARY"
     ));
-    for s in &entries {
+    for (s, id) in entries.iter().zip(&ids) {
         let low = if s.fields.confidence < 0.5 { "!" } else { " " };
         out.line(format!(
-            "{:<12}  {:<24}  {:<12}  {:<12}  {:<11}  {:<24}  {:<20}  {:>4.2}{low} {}",
-            s.id,
+            "{:<w$}  {:<24}  {:<12}  {:<12}  {:<11}  {:<24}  {:<20}  {:>4.2}{low} {}",
+            id,
             s.updated_at,
             s.fields.section.as_str(),
             s.fields.kind.as_str(),
@@ -275,11 +292,13 @@ pub fn audit(ctx: &Ctx, args: AuditArgs, out: &mut Out) -> Result<ExitCode> {
     if records.is_empty() {
         out.line("no transitions");
     }
-    for r in &records {
+    let ids = short_ids(&session, records.iter().map(|r| r.entry.as_str()))?;
+    let w = ids.iter().map(String::len).max().unwrap_or(0);
+    for (r, id) in records.iter().zip(&ids) {
         out.line(format!(
-            "{}  {}  {:<9} {:>10} -> {:<10} {:<20} event {}{}",
+            "{}  {:<w$}  {:<9} {:>10} -> {:<10} {:<20} event {}{}",
             r.at,
-            r.entry,
+            id,
             format!("{:?}", r.dimension).to_lowercase(),
             r.from,
             r.to,

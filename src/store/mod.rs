@@ -516,6 +516,21 @@ impl Store {
         Ok(out.into_iter().take(limit).collect())
     }
 
+    /// The shortest prefix of `id`, at least `min` characters long, that names no other entry
+    /// (as git shortens commit ids).
+    ///
+    /// # Errors
+    /// When the store cannot be read.
+    pub fn short_id(&self, id: &str, min: usize) -> Result<String> {
+        for len in min.min(id.len())..id.len() {
+            let Some(prefix) = id.get(..len) else { break };
+            if self.ids_with_prefix(prefix, 2)?.len() <= 1 {
+                return Ok(prefix.to_owned());
+            }
+        }
+        Ok(id.to_owned())
+    }
+
     /// Hot entries, most recently updated first, that pass `keep`, at most `limit`.
     ///
     /// # Errors

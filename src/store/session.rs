@@ -563,6 +563,11 @@ impl Session {
             format!("{}{prefix}", projections::event::ENTRY_PREFIX)
         };
         let ids = self.store().ids_with_prefix(&full, 5)?;
+        // A whole id wins over longer ids it happens to begin (an old 10-character id can be
+        // the start of a new 26-character one).
+        if ids.contains(&full) {
+            return Ok(full);
+        }
         match ids.len() {
             0 => Err(Error::NotFound {
                 project: self.project.name.to_string(),
