@@ -546,6 +546,13 @@ pub fn write(
         // create. Only the checks that need no store apply, and no target exists.
         return dry_run_without_store(project, ctx, change);
     }
+    // The detector compiles its rules on first use (a few milliseconds): do it before taking
+    // the locks, which every other memlog process on this project is waiting for.
+    if let Change::Create { fields, .. } | Change::Supersede { fields, .. } = &change {
+        let _ = crate::policy::secret_scan::scan_text(&fields.content);
+        let _ = crate::policy::secret_scan::scan_text(&fields.summary);
+    }
+    let _ = crate::policy::secret_scan::scan_text(&ctx.actor);
     let mut batch = Batch::open(project, ctx)?;
     let staged = batch.stage(change, check)?;
     if ctx.dry_run {
