@@ -272,6 +272,22 @@ impl Session {
     /// # Errors
     /// [`Error::LockTimeout`], [`Error::CorruptLog`] for a bad line, I/O errors.
     pub fn open(project: &Project, timeout: Duration) -> Result<Self> {
+        // The local state can be deleted under a running process (it is derived data, and
+        // people do `rm -rf .memlog`): then building the store fails half-way. Start over a few
+        // times before giving up; each attempt takes the (re-created) lock anew.
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            match Self::open_once(project, timeout) {
+                Err(Error::Store { .. } | Error::Io(_)) if attempt < 8 => {
+                    std::thread::sleep(Duration::from_millis(5 * attempt));
+                }
+                other => return other,
+            }
+        }
+    }
+
+    fn open_once(project: &Project, timeout: Duration) -> Result<Self> {
         project.ensure_state_dir()?;
         let lock = FileLock::acquire(&project.store_lock_path(), "store", timeout)?;
         remove_leftovers(project);
@@ -309,6 +325,14 @@ impl Session {
     /// # Errors
     /// [`Error::LockTimeout`], [`Error::CorruptLog`] for a bad line, I/O and store errors.
     pub fn open_rebuilt(project: &Project, timeout: Duration) -> Result<Self> {
+        match Self::rebuilt_once(project, timeout) {
+            // See `open`: the local state may have been deleted during the build.
+            Err(Error::Store { .. } | Error::Io(_)) => Self::rebuilt_once(project, timeout),
+            other => other,
+        }
+    }
+
+    fn rebuilt_once(project: &Project, timeout: Duration) -> Result<Self> {
         project.ensure_state_dir()?;
         let lock = FileLock::acquire(&project.store_lock_path(), "store", timeout)?;
         remove_leftovers(project);
