@@ -560,13 +560,21 @@ const GENERIC_RANK: usize = 3_000;
 
 fn text_findings(text: &str) -> Vec<Raw> {
     let mut raw = scan_with(&TEXT, text);
-    for (i, id, description, start, end) in provider::scan(text) {
-        let rank = if id == "generic-api-key" {
-            GENERIC_RANK
-        } else {
-            PROVIDER_BASE + i
-        };
-        raw.push((rank, id, description, start, end));
+    // Provider rules line by line: many trust a bare format (40 hex digits, say) only when their
+    // keyword ("sourcegraph") is near, and a keyword on one line must not turn every git commit
+    // hash elsewhere in a note or a log into a credential. Multi-line secrets (private keys)
+    // are this module's own rules, which see the whole text.
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        for (i, id, description, start, end) in provider::scan(line) {
+            let rank = if id == "generic-api-key" {
+                GENERIC_RANK
+            } else {
+                PROVIDER_BASE + i
+            };
+            raw.push((rank, id, description, offset + start, offset + end));
+        }
+        offset += line.len();
     }
     raw
 }
@@ -846,6 +854,17 @@ pub(crate) fn is_example_value(value: &str) -> bool {
         }
     }
     if value.contains("...") || value.contains('\u{2026}') {
+        return true;
+    }
+    // `xoxp-1234-1234-1234-…`: the same segment three times is a template, not a token.
+    let segments: Vec<&str> = value
+        .split(['-', '_', '.'])
+        .filter(|s| s.len() >= 3)
+        .collect();
+    if segments
+        .iter()
+        .any(|s| segments.iter().filter(|t| *t == s).count() >= 3)
+    {
         return true;
     }
     let lower = value.to_ascii_lowercase();

@@ -307,8 +307,8 @@ fn false_positives_on_placeholders() {
     );
 }
 
-/// The false-positive examples published with the gitleaks rules. The target is 1%; 2.3% is
-/// reached (6 of 258): each of the 6 is a random value assigned to a credential name or sent in
+/// The false-positive examples published with the gitleaks rules. The target is 1%; 1.9% is
+/// reached (5 of 258): each of the 5 is a random value assigned to a credential name or sent in
 /// an `Authorization` header (`meraki_token = 5cb4…`, `key = adf4b1db…`, a JWT after `Basic`),
 /// a false positive only for the one provider rule it was published under. This bound keeps it
 /// from growing.
@@ -319,8 +319,21 @@ fn false_positives_on_published_rule_examples() {
     let bad = flagged(&published);
     let rate = bad.len() as f64 / published.len() as f64;
     assert!(
-        rate <= 0.024,
+        rate <= 0.02,
         "false-positive rate {rate:.3} of {}: {bad:#?}",
         published.len()
     );
+}
+
+/// A provider keyword on one line does not make a bare format elsewhere a credential: a note
+/// that names Sourcegraph and cites a commit hash is not a Sourcegraph token.
+#[test]
+fn keywords_gate_provider_rules_line_by_line() {
+    let note = "We moved code search to Sourcegraph last week.\n\
+                Fixed in commit 43fc912ef59a83054ea7f6706df4d53a7dea4d80 of the moby fork.";
+    assert!(scan_text(note).is_empty(), "{:?}", scan_text(note));
+    assert!(scan_document(note).is_empty());
+    // The same hash beside the keyword, in a sourcegraph token's shape, is still found.
+    let leaked = "sourcegraph token: sgp_43fc912ef59a83054ea7f6706df4d53a7dea4d80";
+    assert!(!scan_text(leaked).is_empty());
 }
