@@ -289,6 +289,10 @@ pub struct Batch<'a> {
     warned_size: bool,
     /// What earlier commits of this batch wrote.
     done: Committed,
+    /// Appends not yet forced to disk.
+    unsynced: Vec<durable::Unsynced>,
+    /// Leave the sync of the last append to [`Batch::finish`], after the locks are released.
+    sync_on_finish: bool,
 }
 
 struct Staged {
@@ -335,6 +339,8 @@ impl<'a> Batch<'a> {
             staged_keys: BTreeMap::new(),
             warned_size: false,
             done: Committed::default(),
+            unsynced: Vec::new(),
+            sync_on_finish: false,
         })
     }
 
@@ -445,6 +451,31 @@ impl<'a> Batch<'a> {
         Ok(std::mem::take(&mut self.done))
     }
 
+    /// Commits what is staged, releases the locks, then forces the log to disk: the fsync, the
+    /// slowest step of a write, does not keep other processes waiting. The writes are
+    /// acknowledged (returned) only after it.
+    ///
+    /// # Errors
+    /// When the append or the sync fails.
+    pub fn finish(mut self) -> Result<Committed> {
+        self.sync_on_finish = true;
+        let committed = self.commit_staged();
+        let unsynced = std::mem::take(&mut self.unsynced);
+        let done = std::mem::take(&mut self.done);
+        drop(self);
+        for u in unsynced {
+            u.sync()?;
+        }
+        committed.map(|()| done)
+    }
+
+    fn sync_pending(&mut self) -> Result<()> {
+        for u in self.unsynced.drain(..) {
+            u.sync()?;
+        }
+        Ok(())
+    }
+
     /// Writes committed by staging itself and not yet returned by [`Batch::flush`]: what a caller
     /// must still report when the batch stops with an error.
     pub fn take_written(&mut self) -> Committed {
@@ -466,8 +497,13 @@ impl<'a> Batch<'a> {
             }
         }
         let before = self.session.store().fingerprint()?.and_then(|f| f.stamp);
-        let after = durable::append(&self.project.log_path(), &bytes)?;
-        // From here on the events are durable: whatever fails next, they were written.
+        let (after, unsynced) = durable::append_unsynced(&self.project.log_path(), &bytes)?;
+        // Synced by `finish` after the locks are released, or now when more may follow.
+        self.unsynced.push(unsynced);
+        if !self.sync_on_finish {
+            self.sync_pending()?;
+        }
+        // From here on the events are written: whatever fails next, they are in the log.
         let growth = before.map(|before| Growth { before, after });
         let written: Vec<Written> = staged.into_iter().map(|s| s.written).collect();
         let caught_up = if self.ctx.fail_after_append {
@@ -513,6 +549,15 @@ pub fn competing_replacements(store: &Store, state: &EntryState) -> Result<Vec<S
     by.sort();
     by.dedup();
     Ok(by)
+}
+
+impl Drop for Batch<'_> {
+    fn drop(&mut self) {
+        // A batch given up on an error: what reached the log is still forced to disk.
+        for u in self.unsynced.drain(..) {
+            let _ = u.sync();
+        }
+    }
 }
 
 /// The duplicate key of a change that creates an active entry.
@@ -566,11 +611,14 @@ pub fn write(
         .into_iter()
         .filter(|w| w.rule != "newline_added" && w.rule != "quarantined")
         .collect();
+    batch.sync_on_finish = true;
     let committed = batch.flush()?;
     let mut w = committed.written.into_iter().next().unwrap_or(staged);
     if committed.store_warning.is_none() {
         w.entry = batch.session.store().entry(&w.id).ok().flatten();
     }
+    // Releases the locks, then syncs the append.
+    batch.finish()?;
     w.warnings.extend(committed.store_warning);
     w.warnings.extend(sync_warnings);
     w.quarantined = quarantined;

@@ -507,13 +507,14 @@ pub fn run(ctx: &Ctx, args: ApplyArgs, out: &mut Out) -> Result<ExitCode> {
         }
     }
     if stopped.is_none() {
-        match batch.flush() {
+        match batch.finish() {
             Ok(c) => report.committed(c),
             Err(e) => stopped = Some(e),
         }
+    } else {
+        drop(batch);
     }
     report.staged.clear();
-    drop(batch);
     log_skipped(ctx, &project, &report.skipped)?;
     let single = updates.single_object && index == 1;
     if let Some(e) = stopped {

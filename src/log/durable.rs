@@ -24,6 +24,42 @@ pub fn append(path: &Path, bytes: &[u8]) -> Result<crate::log::stamp::FileStamp>
     Ok(crate::log::stamp::FileStamp::of(&file.metadata()?))
 }
 
+/// An append whose bytes are written but not yet forced to disk: [`Unsynced::sync`] does that.
+/// Other processes already read the bytes; the writer acknowledges them only after the sync.
+#[derive(Debug)]
+pub struct Unsynced {
+    file: fs_err::File,
+}
+
+impl Unsynced {
+    /// Forces the appended bytes to disk.
+    ///
+    /// # Errors
+    /// When the sync fails (the error names the path).
+    pub fn sync(self) -> Result<()> {
+        self.file.sync_data()?;
+        Ok(())
+    }
+}
+
+/// Appends `bytes` (one or more complete lines) with a single `write` call, without syncing:
+/// the caller syncs later, outside its locks, so that the next writer need not wait for the disk.
+///
+/// # Errors
+/// When the file cannot be opened or written (the error names the path).
+pub fn append_unsynced(
+    path: &Path,
+    bytes: &[u8],
+) -> Result<(crate::log::stamp::FileStamp, Unsynced)> {
+    let mut file = fs_err::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)?;
+    file.write_all(bytes)?;
+    let stamp = crate::log::stamp::FileStamp::of(&file.metadata()?);
+    Ok((stamp, Unsynced { file }))
+}
+
 /// Replaces `path` with `bytes` atomically: write a temporary sibling, fsync, rename, fsync the
 /// directory. Readers see the old or the new content, never a mix.
 ///

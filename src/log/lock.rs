@@ -50,7 +50,7 @@ impl FileLock {
                 });
             }
             std::thread::sleep(pause.min(timeout.saturating_sub(waited)));
-            pause = (pause * 2).min(Duration::from_millis(25));
+            pause = (pause * 2).min(Duration::from_millis(2));
         }
     }
 

@@ -26,7 +26,7 @@ pub const STORE_FORMAT: &str = "memlog-store-5";
 
 /// Journal size above which opening the store first flushes its memtables and starts a new
 /// journal, so that a process replays little whatever the history of writes.
-const CHECKPOINT_JOURNAL_BYTES: u64 = 512 * 1024;
+const CHECKPOINT_JOURNAL_BYTES: u64 = 128 * 1024;
 
 const KEYSPACES: [&str; 8] = [
     "meta",
