@@ -276,6 +276,7 @@ fn bench_times_every_operation_on_a_synthetic_workspace() {
         .collect();
     for (op, state) in [
         ("apply", "applied"),
+        ("stats after apply", "applied"),
         ("supersede", "applied"),
         ("pin", "applied"),
         ("show", "applied"),

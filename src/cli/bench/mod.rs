@@ -455,6 +455,7 @@ impl Bench<'_> {
         workload::write_creates(&file, 0..n)?;
         let file_arg = file.display().to_string();
         let mut outcomes = Vec::new();
+        let mut first_reads = Vec::new();
         let mut kept = None;
         for run in 0..self.args.slow_runs {
             let (root, project) = self.new_workspace(&format!("applied-{n}-run{run}"))?;
@@ -469,6 +470,8 @@ impl Bench<'_> {
                     apply_failure(&o)
                 )));
             }
+            // The first command after a bulk apply pays for whatever the apply left to do.
+            first_reads.push(self.memlog.run(&root, &workload::stats(), "stats")?);
             if kept.is_none() {
                 let ids = applied_ids(&o);
                 if ids.len() != n {
@@ -499,6 +502,14 @@ impl Bench<'_> {
                 APPLY_PER_SEC,
             ));
         }
+        self.push(row);
+        let mut row = self.row("stats after apply", "applied", n, events, &first_reads)?;
+        row.checks.push(Check::below(
+            row.subject("median"),
+            "ms",
+            row.median_ms,
+            READ_MS,
+        ));
         self.push(row);
         let mut built = Built {
             root,
