@@ -1,4 +1,4 @@
-use crate::common::{Env, output, redact};
+use crate::common::{Env, redact};
 
 macro_rules! snap {
     ($name:expr, $value:expr) => {
@@ -231,44 +231,114 @@ fn concurrent_writers_lose_nothing() {
 #[test]
 fn bench_times_every_operation_on_a_synthetic_workspace() {
     let env = Env::new();
+    // The bench works in a directory of its own inside --dir and removes only that.
     let dir = env.root().join("bench");
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(dir.join("notes.txt"), "not the bench's").unwrap_or_else(|e| panic!("{e}"));
     let r = env
         .run(&[
             "bench",
             "--entries",
-            "30",
+            "24,30",
+            "--grown",
+            "8",
+            "--writes",
+            "6",
             "--runs",
             "3",
             "--slow-runs",
             "1",
+            "--pull-events",
+            "10",
+            "--writers",
+            "2",
+            "--mutators",
+            "2",
+            "--readers",
+            "1",
+            "--ops",
+            "3",
             "--dir",
             dir.to_str().unwrap_or_default(),
-            "--keep",
             "--json",
         ])
         .ok();
     let v = r.json();
     let rows = v["results"].as_array().cloned().unwrap_or_default();
-    let ops: Vec<&str> = rows
+    let ops: std::collections::BTreeSet<(String, String)> = rows
         .iter()
-        .filter_map(|r| r["operation"].as_str())
+        .map(|r| {
+            (
+                r["operation"].as_str().unwrap_or_default().to_owned(),
+                r["state"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
         .collect();
-    assert_eq!(ops, ["rebuild", "show", "list", "stats", "add", "verify"]);
+    for (op, state) in [
+        ("apply", "applied"),
+        ("stats after apply", "applied"),
+        ("supersede", "applied"),
+        ("pin", "applied"),
+        ("show", "applied"),
+        ("list", "applied"),
+        ("stats", "applied"),
+        ("add", "applied"),
+        ("rebuild", "applied"),
+        ("verify", "applied"),
+        ("catch-up rewritten", "applied"),
+        ("catch-up pull", "applied"),
+        ("add", "growing"),
+        ("show", "grown"),
+        ("list", "grown"),
+        ("stats", "grown"),
+        ("add", "grown"),
+    ] {
+        assert!(
+            ops.contains(&(op.to_owned(), state.to_owned())),
+            "{op} ({state}) missing from {ops:?}"
+        );
+    }
     for row in &rows {
         assert!(row["median_ms"].as_f64().unwrap_or(0.0) > 0.0, "{row}");
-        assert_eq!(row["entries"], 30);
+        assert!(
+            row["errors"].as_object().is_some_and(|e| e.is_empty()),
+            "{row}"
+        );
     }
-    // 30 creates plus an update for every tenth entry.
-    assert_eq!(rows[0]["events"], 33);
-    // The synthetic log is a valid log: the kept workspace verifies, and holds the 3 adds.
-    let verify = env
-        .command(&["verify", "--json"])
-        .env("MEMLOG_WORKSPACE", dir.join("n30"))
-        .env("MEMLOG_PROJECT", "bench")
-        .output();
-    let verify = output(verify);
-    assert_eq!(verify.code, 0, "{}", verify.stdout);
-    assert_eq!(verify.json()["events"], 36);
+    let sizes: Vec<u64> = rows
+        .iter()
+        .filter(|r| r["operation"] == "apply")
+        .filter_map(|r| r["entries"].as_u64())
+        .collect();
+    assert_eq!(sizes, [24, 30]);
+    // The pull brought 10 events to the 30 entries, the 6 setup writes and the 3 timed adds.
+    let pull = rows.iter().find(|r| r["operation"] == "catch-up pull");
+    assert_eq!(pull.map(|r| r["events"].clone()), Some(49.into()));
+    // Every write of the concurrency run is acknowledged and in the log, once.
+    let c = &v["concurrency"];
+    assert_eq!(c["acknowledged_writes"], 12, "{c}");
+    assert_eq!(c["events_appended"], 12, "{c}");
+    assert!(c["errors"].as_object().is_some_and(|e| e.is_empty()), "{c}");
+    assert!(c["write_p99_ms"].as_f64().unwrap_or(0.0) > 0.0, "{c}");
+    // Sizes on disk of each workspace, and the targets judged.
+    let workspaces = v["workspaces"].as_array().cloned().unwrap_or_default();
+    assert_eq!(workspaces.len(), 3);
+    assert!(
+        workspaces
+            .iter()
+            .all(|w| w["log_bytes"].as_u64() > Some(0) && w["store_bytes"].as_u64() > Some(0))
+    );
+    let checks = v["targets"]["checks"].as_array().map_or(0, Vec::len);
+    assert!(checks > 10, "{}", v["targets"]);
+    assert_eq!(v["errors"], serde_json::json!({}));
+    // Only the bench's own directory was removed.
+    let left: Vec<String> = std::fs::read_dir(&dir)
+        .map(|d| {
+            d.filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(left, ["notes.txt"]);
 }
 
 #[test]
