@@ -490,10 +490,13 @@ impl<'a> Batch<'a> {
         let staged = std::mem::take(&mut self.staged);
         self.touched.clear();
         let mut bytes = Vec::new();
+        let mut events: Vec<(Event, String)> = Vec::new();
         for s in &staged {
             for e in &s.events {
-                bytes.extend_from_slice(e.to_line()?.as_bytes());
+                let line = e.to_line()?;
+                bytes.extend_from_slice(line.as_bytes());
                 bytes.push(b'\n');
+                events.push((e.clone(), line));
             }
         }
         let before = self.session.store().fingerprint()?.and_then(|f| f.stamp);
@@ -504,7 +507,11 @@ impl<'a> Batch<'a> {
             self.sync_pending()?;
         }
         // From here on the events are written: whatever fails next, they are in the log.
-        let growth = before.map(|before| Growth { before, after });
+        let growth = before.map(|before| Growth {
+            before,
+            after,
+            events,
+        });
         let written: Vec<Written> = staged.into_iter().map(|s| s.written).collect();
         let caught_up = if self.ctx.fail_after_append {
             Err(Error::store(

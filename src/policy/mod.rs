@@ -263,7 +263,8 @@ impl Policy {
         let wants = |f: &str| only.is_none_or(|o| o.contains(f));
         let mut v = Verdict::default();
         if status == Status::Active && (wants("subject") || wants("scope") || wants("summary")) {
-            for id in store.ids_with("subject", &fields.subject)? {
+            // One index lookup: active entries with this subject, scope and summary.
+            for id in store.ids_with("duplicate", &crate::store::duplicate_key(fields))? {
                 if Some(id.as_str()) == exclude {
                     continue;
                 }

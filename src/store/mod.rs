@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 
 /// Bumped whenever the layout or the meaning of a projection changes: a store of another format
 /// is rebuilt from the log, never misread.
-pub const STORE_FORMAT: &str = "memlog-store-5";
+pub const STORE_FORMAT: &str = "memlog-store-6";
 
 /// Journal size above which opening the store first flushes its memtables and starts a new
 /// journal, so that a process replays little whatever the history of writes.
@@ -74,6 +74,17 @@ fn journal_bytes(path: &Path) -> u64 {
         .unwrap_or(0)
 }
 
+/// What makes two active entries duplicates of each other: subject, scope and summary, hashed
+/// into one index value so the write policy's check is a single lookup.
+pub fn duplicate_key(fields: &projections::EntryFields) -> String {
+    let mut h = blake3::Hasher::new();
+    for part in [&fields.subject, &fields.scope, &fields.summary] {
+        h.update(&(part.len() as u64).to_le_bytes());
+        h.update(part.as_bytes());
+    }
+    h.finalize().to_hex()[..32].to_owned()
+}
+
 /// Index dimensions maintained for hot entries.
 fn index_keys(s: &EntryState) -> Vec<Vec<u8>> {
     let key = |dim: &str, value: &str| {
@@ -98,6 +109,9 @@ fn index_keys(s: &EntryState) -> Vec<Vec<u8>> {
     keys.extend(tags.into_iter().map(|t| key("tag", t)));
     if s.pinned {
         keys.push(key("pinned", "true"));
+    }
+    if s.status == projections::Status::Active {
+        keys.push(key("duplicate", &duplicate_key(&s.fields)));
     }
     if s.in_conflict() {
         keys.push(key("conflict", "true"));
@@ -655,7 +669,7 @@ impl Store {
     /// holds nothing that is not in a table; the next open starts an empty one. fjall starts a
     /// new journal only after 64 MiB and replays the whole active journal on every open, so
     /// without this a store grown by single writes gets slower to open with every write.
-    fn checkpoint(self) -> Result<()> {
+    pub fn checkpoint(self) -> Result<()> {
         self.flush()?;
         let path = self.path.clone();
         drop(self);

@@ -148,6 +148,9 @@ pub struct Growth {
     pub before: FileStamp,
     /// The stamp of the file right after the append.
     pub after: FileStamp,
+    /// The events appended, with their lines: applied as they are, without decoding the
+    /// lines just written.
+    pub events: Vec<(Event, String)>,
 }
 
 /// An open, caught-up store with its lock.
@@ -382,7 +385,14 @@ impl Session {
             let buf = event_log::read_complete(&path, start)?;
             let applied_in_buf = usize::try_from(fp.len - start).unwrap_or(usize::MAX);
             if buf.len() >= applied_in_buf {
-                return self.apply_growth(&fp, &buf[applied_in_buf..], &buf, stamp, false);
+                let new = &buf[applied_in_buf..];
+                let ours: usize = growth
+                    .map(|g| g.events.iter().map(|(_, l)| l.len() + 1).sum())
+                    .unwrap_or(0);
+                let known = (ours == new.len())
+                    .then(|| growth.map(|g| g.events.clone()))
+                    .flatten();
+                return self.apply_growth(&fp, new, &buf, stamp, false, known);
             }
         }
         let buf = event_log::read_complete(&path, 0)?;
@@ -390,7 +400,7 @@ impl Session {
         let same = fp.hashes.matching_prefix(&buf, len);
         if same == len && buf.len() >= len {
             let start = fp.hashes.partial_start();
-            return self.apply_growth(&fp, &buf[len..], &buf[start..], stamp, true);
+            return self.apply_growth(&fp, &buf[len..], &buf[start..], stamp, true, None);
         }
         self.apply_rewritten(&buf, same, stamp)
     }
@@ -405,9 +415,13 @@ impl Session {
         from_partial: &[u8],
         stamp: Option<FileStamp>,
         external: bool,
+        known: Option<Vec<(Event, String)>>,
     ) -> Result<()> {
         let first = usize::try_from(fp.lines).unwrap_or(0) + 1;
-        let events = decode_with_lines(&self.project, new, first, fp.len)?;
+        let events = match known {
+            Some(events) => events,
+            None => decode_with_lines(&self.project, new, first, fp.len)?,
+        };
         let next = Fingerprint {
             len: fp.len + new.len() as u64,
             lines: fp.lines + count_lines(new),
@@ -486,7 +500,10 @@ impl Session {
             if s.status != projections::Status::Active {
                 continue;
             }
-            for other in self.store().ids_with("subject", &s.fields.subject)? {
+            for other in self
+                .store()
+                .ids_with("duplicate", &crate::store::duplicate_key(&s.fields))?
+            {
                 if other == *id || out.iter().any(|(a, b)| *a == other && b == id) {
                     continue;
                 }
@@ -603,6 +620,22 @@ impl Session {
                 prefix: prefix.to_owned(),
                 candidates: ids,
             }),
+        }
+    }
+}
+
+/// Events applied incrementally in one session past which the store is checkpointed when the
+/// session ends, so the next process does not replay a long journal (a bulk `apply`, a pull).
+const CHECKPOINT_AFTER_EVENTS: usize = 256;
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        if matches!(self.report.mode, "append" | "merge")
+            && self.report.applied >= CHECKPOINT_AFTER_EVENTS
+            && let Some(store) = self.store.take()
+        {
+            // Failing costs only speed: the journal stays and is replayed next time.
+            let _ = store.checkpoint();
         }
     }
 }
