@@ -160,6 +160,8 @@ pub struct Session {
     /// Always `Some` outside [`Session::build`], which closes the store to swap in a new one.
     store: Option<Store>,
     pub report: SyncReport,
+    /// Events applied through the store's journal in this session (not by a rebuild).
+    applied_incrementally: usize,
     _lock: FileLock,
 }
 
@@ -306,6 +308,7 @@ impl Session {
                 quarantined,
                 ..SyncReport::default()
             },
+            applied_incrementally: 0,
             _lock: lock,
         };
         match broken {
@@ -347,6 +350,7 @@ impl Session {
                 quarantined,
                 ..SyncReport::default()
             },
+            applied_incrementally: 0,
             _lock: lock,
         };
         session.rebuild()?;
@@ -437,7 +441,9 @@ impl Session {
         } else {
             Vec::new()
         };
-        self.report.applied += self.store().apply(events, &next)?;
+        let n = self.store().apply(events, &next)?;
+        self.report.applied += n;
+        self.applied_incrementally += n;
         self.report.duplicates = self.duplicates_of(&created)?;
         if self.report.mode == "none" {
             self.report.mode = "append";
@@ -478,7 +484,9 @@ impl Session {
                 .iter()
                 .filter_map(|(e, _)| e.created_entry().map(str::to_owned))
                 .collect();
-            self.report.applied += self.store().apply(decoded, &next)?;
+            let n = self.store().apply(decoded, &next)?;
+            self.report.applied += n;
+            self.applied_incrementally += n;
             self.report.duplicates = self.duplicates_of(&created)?;
             self.report.mode = "merge";
             return Ok(());
@@ -630,8 +638,7 @@ const CHECKPOINT_AFTER_EVENTS: usize = 256;
 
 impl Drop for Session {
     fn drop(&mut self) {
-        if matches!(self.report.mode, "append" | "merge")
-            && self.report.applied >= CHECKPOINT_AFTER_EVENTS
+        if self.applied_incrementally >= CHECKPOINT_AFTER_EVENTS
             && let Some(store) = self.store.take()
         {
             // Failing costs only speed: the journal stays and is replayed next time.
