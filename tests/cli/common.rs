@@ -1,5 +1,9 @@
+use memlog::project::Project;
+use memlog::store::session::Session;
+use memlog::workspace::{ProjectName, Workspace};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::time::Duration;
 
 pub const NOW: &str = "2026-11-22T10:31:12.123Z";
 
@@ -117,4 +121,46 @@ pub fn output(o: std::io::Result<Output>) -> Run {
 /// Replaces the temp dir path so snapshots are stable.
 pub fn redact(env: &Env, text: &str) -> String {
     text.replace(&env.root().display().to_string(), "[WORKSPACE]")
+}
+
+/// Project `demo` initialized in a fresh temporary workspace (for tests that drive the store
+/// directly). Keep the directory alive as long as the project is used.
+pub fn temp_project() -> (tempfile::TempDir, Project) {
+    let dir = tempfile::Builder::new()
+        .prefix("memlog-store-")
+        .tempdir_in(fast_temp_dir())
+        .unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let ws = Workspace::at(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+    let name = ProjectName::new("demo").unwrap_or_else(|e| panic!("{e}"));
+    memlog::project::init(&ws, &name, NOW).unwrap_or_else(|e| panic!("{e}"));
+    let project = Project::new(&ws, name);
+    (dir, project)
+}
+
+/// A store session on `project`: the store lock taken and the store caught up with the log.
+pub fn session(project: &Project) -> Session {
+    Session::open(project, Duration::from_secs(10)).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Every projection record of the session's store, canonically (what `memlog dump` prints).
+pub fn store_dump(session: &Session) -> String {
+    let mut out = Vec::new();
+    session
+        .store()
+        .dump(&mut out)
+        .unwrap_or_else(|e| panic!("{e}"));
+    String::from_utf8(out).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A memory-backed temporary directory where there is one (`/dev/shm`), else the system's.
+/// Building a store syncs its files to disk several times; the store tests build hundreds of
+/// stores and test what they hold, not durability, which on a disk would take minutes.
+pub fn fast_temp_dir() -> PathBuf {
+    let shm = Path::new("/dev/shm");
+    let writable = shm.is_dir() && tempfile::tempdir_in(shm).is_ok_and(|d| d.close().is_ok());
+    if writable {
+        shm.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    }
 }

@@ -6,3 +6,4 @@ mod failures;
 mod merge;
 mod policy;
 mod replay;
+mod store_laws;
