@@ -9,7 +9,10 @@ pub const NOW: &str = "2026-11-22T10:31:12.123Z";
 
 /// A temporary workspace and a way to run memlog in it.
 pub struct Env {
+    /// Removed when the test ends.
     pub dir: tempfile::TempDir,
+    /// The workspace root: `dir` itself, or a directory inside it (see [`Env::nested`]).
+    root: PathBuf,
 }
 
 pub struct Run {
@@ -41,8 +44,21 @@ pub fn bin() -> &'static str {
 
 impl Env {
     pub fn new() -> Self {
-        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
-        Self { dir }
+        let dir = tempfile::Builder::new()
+            .prefix("memlog-test-")
+            .tempdir_in(fast_temp_dir())
+            .unwrap_or_else(|e| panic!("tempdir: {e}"));
+        let root = dir.path().to_path_buf();
+        Self { dir, root }
+    }
+
+    /// A workspace at `<temp>/ws`, so that the test owns the directory around the workspace
+    /// too and can check that nothing outside the workspace changed.
+    pub fn nested() -> Self {
+        let mut env = Self::new();
+        env.root = env.dir.path().join("ws");
+        std::fs::create_dir(&env.root).unwrap_or_else(|e| panic!("{e}"));
+        env
     }
 
     /// A workspace with project `demo` initialized.
@@ -53,7 +69,7 @@ impl Env {
     }
 
     pub fn root(&self) -> &Path {
-        self.dir.path()
+        &self.root
     }
 
     pub fn log(&self) -> PathBuf {
@@ -153,8 +169,8 @@ pub fn store_dump(session: &Session) -> String {
 }
 
 /// A memory-backed temporary directory where there is one (`/dev/shm`), else the system's.
-/// Building a store syncs its files to disk several times; the store tests build hundreds of
-/// stores and test what they hold, not durability, which on a disk would take minutes.
+/// Every write and every store build syncs files to disk; the tests check what is written, not
+/// that a disk keeps it, and on a busy disk the syncs alone would take minutes.
 pub fn fast_temp_dir() -> PathBuf {
     let shm = Path::new("/dev/shm");
     let writable = shm.is_dir() && tempfile::tempdir_in(shm).is_ok_and(|d| d.close().is_ok());

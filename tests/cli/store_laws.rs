@@ -495,7 +495,7 @@ fn resigned(e: &Event) -> Option<Event> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
 
     #[test]
     fn store_equals_fold_through_chunks_and_git_rewrites(
