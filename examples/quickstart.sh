@@ -4,8 +4,15 @@
 # branches' logs with git.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
-cargo build --quiet --manifest-path "$here/Cargo.toml"
-memlog="$here/target/debug/memlog"
+# Cargo says where it put the binary (CARGO_TARGET_DIR, a configured target dir or triple).
+memlog="$(cargo build --quiet --manifest-path "$here/Cargo.toml" --bin memlog --message-format=json |
+  sed -n 's/.*"executable":"\([^"]*\/memlog\)".*/\1/p' | tail -n 1)"
+if [ ! -x "$memlog" ]; then
+  target="${CARGO_TARGET_DIR:-$here/target}"
+  case "$target" in /*) ;; *) target="$here/$target" ;; esac
+  memlog="$target/debug/memlog"
+fi
+[ -x "$memlog" ] || { echo "quickstart: memlog was not built ($memlog)" >&2; exit 1; }
 
 ws="$(mktemp -d)"
 trap 'rm -rf "$ws"' EXIT
@@ -15,9 +22,18 @@ git config user.name "Example"
 git config user.email "example@example.com"
 export MEMLOG_ACTOR=agent-7
 
-step() { printf '\n$ %s\n' "$*"; "$@"; }
+# Shows a command, then runs it; `memlog` stands for the binary just built.
+step() {
+  printf '\n$ %s\n' "$*"
+  if [ "$1" = memlog ]; then
+    shift
+    "$memlog" "$@"
+  else
+    "$@"
+  fi
+}
 
-step "$memlog" init auth-service
+step memlog init auth-service
 id=$("$memlog" add auth-service --section decisions --kind decision \
   --subject auth.tokens --scope service:auth \
   --summary "Use short-lived JWTs for service-to-service calls" \
@@ -25,14 +41,16 @@ id=$("$memlog" add auth-service --section decisions --kind decision \
   --confidence 0.9 --evidence "code:src/auth/token.rs#L10-L40:token issuing" \
   --evidence "doc:docs/adr/0007-token-lifetime.md:the decision record" --tag security)
 echo "added $id"
-step "$memlog" supersede "$id" --summary "Use 10-minute JWTs" --reason "security review"
-new=$("$memlog" list --status active --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["id"])' 2>/dev/null || true)
-[ -n "$new" ] && step "$memlog" pin "$new" --reason "critical path"
-step "$memlog" list
-step "$memlog" show "$id"
-step "$memlog" history "$id"
-step "$memlog" audit
-step "$memlog" stats
+# supersede prints "<replacement> (supersedes <old>)".
+replaced=$(step memlog supersede "$id" --summary "Use 10-minute JWTs" --reason "security review")
+echo "$replaced"
+new=$(printf '%s\n' "$replaced" | tail -n 1 | cut -d ' ' -f 1)
+step memlog pin "$new" --reason "critical path"
+step memlog list
+step memlog show "$id"
+step memlog history "$id"
+step memlog audit
+step memlog stats
 
 git add -A && git commit -qm "memory: token lifetime"
 git checkout -qb agent-b
@@ -46,8 +64,8 @@ git checkout -q main
   --confidence 0.8 --evidence "artifact:reports/latency.csv:daily report" >/dev/null
 git commit -qam "memory from main"
 step git merge -q --no-edit agent-b
-step "$memlog" verify
-step "$memlog" list
-step "$memlog" rebuild
+step memlog verify
+step memlog list
+step memlog rebuild
 echo
 echo "example finished in $ws (removed on exit)"

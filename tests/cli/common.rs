@@ -1,11 +1,18 @@
+use memlog::project::Project;
+use memlog::store::session::Session;
+use memlog::workspace::{ProjectName, Workspace};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::time::Duration;
 
 pub const NOW: &str = "2026-11-22T10:31:12.123Z";
 
 /// A temporary workspace and a way to run memlog in it.
 pub struct Env {
+    /// Removed when the test ends.
     pub dir: tempfile::TempDir,
+    /// The workspace root: `dir` itself, or a directory inside it (see [`Env::nested`]).
+    root: PathBuf,
 }
 
 pub struct Run {
@@ -37,8 +44,21 @@ pub fn bin() -> &'static str {
 
 impl Env {
     pub fn new() -> Self {
-        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
-        Self { dir }
+        let dir = tempfile::Builder::new()
+            .prefix("memlog-test-")
+            .tempdir_in(fast_temp_dir())
+            .unwrap_or_else(|e| panic!("tempdir: {e}"));
+        let root = dir.path().to_path_buf();
+        Self { dir, root }
+    }
+
+    /// A workspace at `<temp>/ws`, so that the test owns the directory around the workspace
+    /// too and can check that nothing outside the workspace changed.
+    pub fn nested() -> Self {
+        let mut env = Self::new();
+        env.root = env.dir.path().join("ws");
+        std::fs::create_dir(&env.root).unwrap_or_else(|e| panic!("{e}"));
+        env
     }
 
     /// A workspace with project `demo` initialized.
@@ -49,7 +69,7 @@ impl Env {
     }
 
     pub fn root(&self) -> &Path {
-        self.dir.path()
+        &self.root
     }
 
     pub fn log(&self) -> PathBuf {
@@ -117,4 +137,46 @@ pub fn output(o: std::io::Result<Output>) -> Run {
 /// Replaces the temp dir path so snapshots are stable.
 pub fn redact(env: &Env, text: &str) -> String {
     text.replace(&env.root().display().to_string(), "[WORKSPACE]")
+}
+
+/// Project `demo` initialized in a fresh temporary workspace (for tests that drive the store
+/// directly). Keep the directory alive as long as the project is used.
+pub fn temp_project() -> (tempfile::TempDir, Project) {
+    let dir = tempfile::Builder::new()
+        .prefix("memlog-store-")
+        .tempdir_in(fast_temp_dir())
+        .unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let ws = Workspace::at(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+    let name = ProjectName::new("demo").unwrap_or_else(|e| panic!("{e}"));
+    memlog::project::init(&ws, &name, NOW).unwrap_or_else(|e| panic!("{e}"));
+    let project = Project::new(&ws, name);
+    (dir, project)
+}
+
+/// A store session on `project`: the store lock taken and the store caught up with the log.
+pub fn session(project: &Project) -> Session {
+    Session::open(project, Duration::from_secs(10)).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Every projection record of the session's store, canonically (what `memlog dump` prints).
+pub fn store_dump(session: &Session) -> String {
+    let mut out = Vec::new();
+    session
+        .store()
+        .dump(&mut out)
+        .unwrap_or_else(|e| panic!("{e}"));
+    String::from_utf8(out).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A memory-backed temporary directory where there is one (`/dev/shm`), else the system's.
+/// Every write and every store build syncs files to disk; the tests check what is written, not
+/// that a disk keeps it, and on a busy disk the syncs alone would take minutes.
+pub fn fast_temp_dir() -> PathBuf {
+    let shm = Path::new("/dev/shm");
+    let writable = shm.is_dir() && tempfile::tempdir_in(shm).is_ok_and(|d| d.close().is_ok());
+    if writable {
+        shm.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    }
 }

@@ -1,4 +1,5 @@
 use crate::common::{Env, redact};
+use serde_json::json;
 
 macro_rules! snap {
     ($name:expr, $value:expr) => {
@@ -178,6 +179,7 @@ fn concurrent_writers_lose_nothing() {
     for w in 0..4 {
         let root = env.root().to_path_buf();
         children.push(std::thread::spawn(move || {
+            let mut printed = Vec::new();
             for i in 0..12 {
                 let out = std::process::Command::new(crate::common::bin())
                     .args([
@@ -208,13 +210,19 @@ fn concurrent_writers_lose_nothing() {
                     .output();
                 let r = crate::common::output(out);
                 assert_eq!(r.code, 0, "{}", r.stderr);
+                printed.push(r.stdout.trim().to_owned());
             }
+            printed
         }));
     }
+    let mut printed = std::collections::BTreeSet::new();
     for c in children {
-        c.join()
-            .unwrap_or_else(|_| panic!("writer thread panicked"));
+        printed.extend(
+            c.join()
+                .unwrap_or_else(|_| panic!("writer thread panicked")),
+        );
     }
+    assert_eq!(printed.len(), 48, "ids printed: {printed:?}");
     let verify = env.run(&["verify", "--json"]).ok().json();
     assert_eq!(verify["ok"], true);
     assert_eq!(verify["events"], 48);
@@ -225,7 +233,10 @@ fn concurrent_writers_lose_nothing() {
         .flatten()
         .filter_map(|e| e["id"].as_str().map(str::to_owned))
         .collect();
-    assert_eq!(ids.len(), 48);
+    assert_eq!(
+        ids, printed,
+        "every acknowledged id is listed, nothing else"
+    );
 }
 
 #[test]
@@ -346,16 +357,45 @@ fn project_flag_and_short_ids_work_after_any_command() {
     let env = Env::with_project();
     let id = env.add("auth", "Sessions expire after 30 minutes");
     env.run(&["init", "other"]).ok();
-    // Two projects: commands need a project, given either way and in any position.
-    for args in [
+    // Two projects: commands need a project, given either way and in any position, and they
+    // answer for that project.
+    let lists: Vec<String> = [
         &["list", "-p", "demo"][..],
         &["-p", "demo", "list"][..],
         &["list", "demo"][..],
-        &["stats", "--project", "demo", "--json"][..],
-        &["verify", "-p", "demo"][..],
-    ] {
-        env.run(args).ok();
-    }
+    ]
+    .iter()
+    .map(|args| env.run(args).ok().stdout)
+    .collect();
+    // Tables show the shortest unique prefix (at least 10 characters).
+    let short = &id[..10];
+    assert!(lists[0].contains(short), "{}", lists[0]);
+    assert!(lists.iter().all(|l| *l == lists[0]), "{lists:?}");
+    assert!(
+        !env.run(&["list", "-p", "other"])
+            .ok()
+            .stdout
+            .contains(short)
+    );
+    let stats = env
+        .run(&["stats", "--project", "demo", "--json"])
+        .ok()
+        .json();
+    assert_eq!(stats["statistics"]["total_entries"], 1, "{stats}");
+    let stats = env
+        .run(&["stats", "--project", "other", "--json"])
+        .ok()
+        .json();
+    assert_eq!(stats["statistics"]["total_entries"], 0, "{stats}");
+    let verify = env.run(&["verify", "-p", "demo", "--json"]).ok().json();
+    assert_eq!(
+        (&verify["ok"], &verify["events"]),
+        (&json!(true), &json!(1))
+    );
+    // Without a project, a command that needs one says so.
+    let r = env.run(&["list", "--json"]);
+    assert_eq!(r.code, 2, "{}", r.stdout);
+    assert_eq!(r.json()["error"]["details"]["field"], "project");
     // Ids without their `m-` work for writes as for reads.
     env.run(&["pin", &id[2..], "-p", "demo"]).ok();
     let shown = env

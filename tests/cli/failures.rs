@@ -1,25 +1,80 @@
 use crate::common::Env;
 use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Every path under `dir` with its contents (directories as `/`), sorted.
+fn tree(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for item in std::fs::read_dir(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display())) {
+            let path = item.unwrap_or_else(|e| panic!("{e}")).path();
+            if path.is_dir() {
+                out.push((path.clone(), b"/".to_vec()));
+                todo.push(path);
+            } else {
+                let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{e}"));
+                out.push((path, bytes));
+            }
+        }
+    }
+    out.sort();
+    out
+}
 
 #[test]
 fn bad_project_names_are_refused_and_nothing_is_written_outside() {
-    let env = Env::new();
-    let outside = env
-        .root()
-        .parent()
-        .map(|p| std::fs::read_dir(p).map(|d| d.count()).unwrap_or(0));
-    for bad in ["../x", "/abs", "", "a\u{1}b", ".memlog", "a/b", ".."] {
-        let r = env.run(&["init", bad]);
-        assert_eq!(r.code, 3, "{bad:?}: {}", r.stderr);
-        assert!(r.stderr.contains("invalid project name"), "{}", r.stderr);
+    // The workspace is `<temp>/ws`; the test owns `<temp>`, where `../x` would land.
+    let env = Env::nested();
+    let outside = env.dir.path();
+    std::fs::write(outside.join("sibling.txt"), "untouched").unwrap_or_else(|e| panic!("{e}"));
+    let before = tree(outside);
+    let abs_existed = Path::new("/abs").exists();
+    for bad in [
+        "../x",
+        "/abs",
+        "",
+        "a\u{1}b",
+        ".memlog",
+        "a/b",
+        "..",
+        "../ws2",
+        "x/../../y",
+    ] {
+        let add = [
+            "add",
+            bad,
+            "--section",
+            "learnings",
+            "--kind",
+            "other",
+            "--subject",
+            "s",
+            "--scope",
+            "org",
+            "--summary",
+            "x",
+            "--content",
+            "c",
+            "--confidence",
+            "0.7",
+            "--evidence",
+            "doc:docs/a.md:n",
+        ];
+        for args in [&["init", bad][..], &["list", "-p", bad], &add] {
+            let r = env.run(args);
+            assert_eq!(r.code, 3, "{args:?}: {}", r.stderr);
+            assert!(
+                r.stderr.contains("invalid project name"),
+                "{args:?}: {}",
+                r.stderr
+            );
+        }
     }
-    assert!(!env.root().join("ai-memory").exists());
-    assert_eq!(
-        env.root()
-            .parent()
-            .map(|p| std::fs::read_dir(p).map(|d| d.count()).unwrap_or(0)),
-        outside
-    );
+    // Nothing was created, inside the workspace or out.
+    assert_eq!(tree(outside), before);
+    assert_eq!(tree(env.root()), vec![]);
+    assert_eq!(Path::new("/abs").exists(), abs_existed);
 }
 
 #[test]
@@ -232,8 +287,14 @@ fn schema_violations_are_named() {
         "0.7",
         "--evidence",
         "doc:docs/a.md:n",
+        "--json",
     ]);
     assert_eq!(r.code, 0, "{}", r.stderr);
+    let summary = r.json()["entry"]["summary"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert_eq!(summary, "é".repeat(300));
 }
 
 #[test]

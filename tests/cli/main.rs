@@ -7,3 +7,4 @@ mod foundation;
 mod merge;
 mod policy;
 mod replay;
+mod store_laws;

@@ -161,7 +161,14 @@ fn evidence_must_fit_its_type_and_the_kind() {
     assert_eq!((r.code, code(&r).as_str()), (3, "EVIDENCE_INVALID"));
     let mut draft = add_args("Use argon2", "x", "assumption:gut:feels right");
     draft.extend(["--status", "draft"]);
-    env.run(&draft).ok();
+    let id = env.run(&draft).ok().stdout.trim().to_owned();
+    let shown = env.run(&["show", &id, "--json"]).ok().json();
+    assert_eq!(
+        (&shown["status"], &shown["evidence"][0]["type"]),
+        (&json!("draft"), &json!("assumption")),
+        "{shown}"
+    );
+    let before = log_bytes(&env);
     // Code evidence is a permalink or a workspace path: no absolute paths, no traversal.
     for bad in [
         "code:/etc/passwd:x",
@@ -175,6 +182,7 @@ fn evidence_must_fit_its_type_and_the_kind() {
             "{bad}"
         );
     }
+    assert_eq!(log_bytes(&env), before, "a refused write changed the log");
     // Tickets: known trackers, and patterns the project adds in memlog.json.
     env.run(&add_args(
         "Use scrypt",
@@ -182,12 +190,12 @@ fn evidence_must_fit_its_type_and_the_kind() {
         "ticket:https://github.com/o/r/issues/12:discussion",
     ))
     .ok();
-    let r = env.run(&add_args(
+    let r = env.run(&with_json(add_args(
         "Use yescrypt",
         "x",
         "ticket:https://tracker.example.com/t/42:discussion",
-    ));
-    assert_eq!(r.code, 3);
+    )));
+    assert_eq!((r.code, code(&r).as_str()), (3, "EVIDENCE_INVALID"));
     let config = env.root().join("ai-memory/demo/memlog.json");
     let mut cfg: Value =
         serde_json::from_str(&std::fs::read_to_string(&config).unwrap_or_default())
@@ -200,6 +208,32 @@ fn evidence_must_fit_its_type_and_the_kind() {
         "ticket:https://tracker.example.com/t/42:discussion",
     ))
     .ok();
+    // Exactly the three accepted entries were written, with their evidence.
+    let listed = env.run(&["list", "--all", "--json"]).ok().json();
+    let mut got: Vec<(String, String)> = listed
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|e| {
+            let s = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+            (s(&e["summary"]), s(&e["evidence"][0]["uri"]))
+        })
+        .collect();
+    got.sort();
+    assert_eq!(
+        got,
+        [
+            ("Use argon2".to_owned(), "gut".to_owned()),
+            (
+                "Use scrypt".to_owned(),
+                "https://github.com/o/r/issues/12".to_owned()
+            ),
+            (
+                "Use yescrypt".to_owned(),
+                "https://tracker.example.com/t/42".to_owned()
+            ),
+        ]
+    );
 }
 
 #[test]
@@ -229,6 +263,7 @@ fn duplicates_and_missing_references_are_refused_warnings_are_reported() {
     assert_eq!(r.code, 3);
     assert_eq!(r.json()["error"]["details"]["constraint"], "duplicate");
     assert!(r.stdout.contains(&id));
+    let before = log_bytes(&env);
     let r = env.run(&[
         "add",
         "--json",
@@ -251,7 +286,9 @@ fn duplicates_and_missing_references_are_refused_warnings_are_reported() {
         "--related",
         "m-0000000000",
     ]);
+    assert_eq!(r.code, 3, "{}", r.stdout);
     assert_eq!(r.json()["error"]["details"]["field"], "related_entries[0]");
+    assert_eq!(log_bytes(&env), before, "a refused write changed the log");
     // Low confidence is a warning, not a refusal.
     let r = env
         .run(&[
@@ -375,6 +412,10 @@ proptest! {
             let r = run_stdin(&env, &["apply", "-"], input);
             prop_assert!((0..=4).contains(&r.code), "apply: exit {} {}", r.code, r.stderr);
             prop_assert!(!r.stderr.contains("panicked"));
+            // Refused input writes nothing.
+            if r.code >= 2 {
+                prop_assert_eq!(log_bytes(&env), before.clone());
+            }
         }
     }
 }

@@ -1,30 +1,20 @@
-use crate::common::Env;
+use crate::common::{Env, session, store_dump};
 use memlog::project::Project;
 use memlog::store::session::Session;
 use memlog::workspace::{ProjectName, Workspace};
 use proptest::prelude::*;
 use std::time::Duration;
 
+/// The store after an incremental catch-up with the log.
 fn dump(project: &Project) -> String {
-    let session = Session::open(project, Duration::from_secs(5)).unwrap_or_else(|e| panic!("{e}"));
-    let mut out = Vec::new();
-    session
-        .store()
-        .dump(&mut out)
-        .unwrap_or_else(|e| panic!("{e}"));
-    String::from_utf8(out).unwrap_or_default()
+    store_dump(&session(project))
 }
 
+/// The store after throwing the projections away and replaying the whole log.
 fn rebuilt_dump(project: &Project) -> String {
-    let mut session =
-        Session::open(project, Duration::from_secs(5)).unwrap_or_else(|e| panic!("{e}"));
-    session.rebuild().unwrap_or_else(|e| panic!("{e}"));
-    let mut out = Vec::new();
-    session
-        .store()
-        .dump(&mut out)
-        .unwrap_or_else(|e| panic!("{e}"));
-    String::from_utf8(out).unwrap_or_default()
+    let mut s = session(project);
+    s.rebuild().unwrap_or_else(|e| panic!("{e}"));
+    store_dump(&s)
 }
 
 fn project(env: &Env) -> Project {
@@ -52,11 +42,14 @@ fn history(env: &Env) -> Vec<String> {
     )
     .ok();
     env.run_at("2026-11-23T03:00:00Z", &["deprecate", &b]).ok();
-    std::fs::read_to_string(env.log())
+    let lines: Vec<String> = std::fs::read_to_string(env.log())
         .unwrap_or_default()
         .lines()
         .map(str::to_owned)
-        .collect()
+        .collect();
+    // Two creates, a pin, an update, a supersede (one event) and a deprecate.
+    assert_eq!(lines.len(), 6, "{lines:#?}");
+    lines
 }
 
 #[test]
