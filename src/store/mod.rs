@@ -673,11 +673,30 @@ impl Store {
         self.flush()?;
         let path = self.path.clone();
         drop(self);
+        let mut journals: Vec<(u64, PathBuf)> = Vec::new();
         for item in fs_err::read_dir(&path)? {
-            let item = item?;
-            if item.path().extension().is_some_and(|e| e == "jnl") {
-                fs_err::remove_file(item.path())?;
+            let p = item?.path();
+            if p.extension().is_some_and(|e| e == "jnl")
+                && let Some(id) = p
+                    .file_stem()
+                    .and_then(|s| s.to_str())
+                    .and_then(|s| s.parse().ok())
+            {
+                journals.push((id, p));
             }
+        }
+        journals.sort();
+        // The newest journal is emptied, not removed: fjall recovers its sequence counter from
+        // the tables only while replaying an existing journal, and a store reopened without one
+        // would number new writes below the flushed ones, which would then hide them.
+        if let Some((_, active)) = journals.pop() {
+            fs_err::OpenOptions::new()
+                .write(true)
+                .open(&active)?
+                .set_len(0)?;
+        }
+        for (_, sealed) in journals {
+            fs_err::remove_file(sealed)?;
         }
         if let Ok(dir) = fs_err::File::open(&path) {
             let _ = dir.sync_all();

@@ -764,3 +764,32 @@ fn a_write_that_reached_the_log_is_reported_as_written_even_if_the_store_fails()
 fn output_with(env: &Env, args: &[&str], var: &str) -> Run {
     crate::common::output(env.command(args).env(var, "1").output())
 }
+
+#[test]
+fn writes_after_a_store_checkpoint_are_not_hidden_by_older_ones() {
+    let env = Env::with_project();
+    // A bulk apply ends with a checkpoint of the store (flush, new journal).
+    let bulk: String = (0..300)
+        .map(|i| create_line(i, &format!("bulk {i}")) + "\n")
+        .collect();
+    let ids: Vec<String> = stdin_run(&env, &["apply", "-"], bulk.as_bytes())
+        .ok()
+        .stdout
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(ids.len(), 300);
+    // Later writes change the same records again; they must win over the flushed ones.
+    for id in &ids[..5] {
+        env.run(&["update", id, "--confidence", "0.95"]).ok();
+        env.run(&["pin", id]).ok();
+    }
+    for id in &ids[..5] {
+        let shown = env.run(&["show", id, "--json"]).ok().json();
+        assert_eq!(shown["confidence"], 0.95, "{shown}");
+        assert_eq!(shown["pinned"], true, "{shown}");
+    }
+    let incremental = env.run(&["dump"]).ok().stdout;
+    env.run(&["rebuild"]).ok();
+    assert_eq!(env.run(&["dump"]).ok().stdout, incremental);
+}
