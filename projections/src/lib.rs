@@ -7,6 +7,7 @@
 pub mod canonical;
 pub mod entry_json;
 pub mod event;
+mod fast_decode;
 pub mod fold;
 pub mod model;
 pub mod order;
