@@ -103,7 +103,17 @@ pub fn fold_entry(events: &[Event]) -> Folded {
 /// the entry's projections. A supersede that carries its replacement is the replacement's
 /// create when `entry` is the replacement, and an ordinary supersede when `entry` is its target.
 pub fn fold_entry_of(entry: &str, events: &[Event]) -> Folded {
-    let own: Vec<&Event> = events.iter().filter(|e| e.projects_onto(entry)).collect();
+    let own: Vec<&Event> = events.iter().collect();
+    fold_entry_refs(entry, &own)
+}
+
+/// [`fold_entry_of`] for events held elsewhere, as a replay that groups a whole log has them.
+pub fn fold_entry_refs(entry: &str, events: &[&Event]) -> Folded {
+    let own: Vec<&Event> = events
+        .iter()
+        .copied()
+        .filter(|e| e.projects_onto(entry))
+        .collect();
     let ordered = order_events(&own);
     let mut out = Folded::default();
     // The heads are structural: every event of the entry that no other names as a parent,
