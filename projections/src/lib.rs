@@ -16,8 +16,8 @@ pub mod time;
 
 pub use event::{Event, EventData, EventError, Replacement, decode_line};
 pub use fold::{
-    AuditRecord, Change, Dimension, Folded, Version, fill_changes, fold_entry, fold_entry_of,
-    fold_entry_refs,
+    AuditRecord, Change, Dimension, Folded, LeanFold, Version, fill_changes, fold_entry,
+    fold_entry_lean, fold_entry_of, fold_entry_refs,
 };
 pub use model::{
     EntryFields, EntryState, EventType, Evidence, EvidenceType, Kind, Lifecycle, Section, Status,

@@ -22,8 +22,8 @@
 use crate::error::{Error, Result};
 use fjall::{Database, Keyspace, KeyspaceCreateOptions};
 use projections::{
-    AuditRecord, EntryState, Event, EventType, Folded, Stats, Version, fold_entry_of,
-    fold_entry_refs,
+    AuditRecord, EntryState, Event, EventType, LeanFold, Stats, Version, fold_entry_lean,
+    fold_entry_of,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -185,7 +185,7 @@ struct EntryRecords {
     audit: Vec<(Vec<u8>, Vec<u8>)>,
 }
 
-fn derive(entry: &str, folded: Folded) -> EntryRecords {
+fn derive(entry: &str, folded: LeanFold<'_>) -> EntryRecords {
     let mut own = Vec::with_capacity(folded.versions.len() + 1);
     // Tags in key order: cold state, (entry events), hot state, versions.
     if let Some(s) = folded.state.as_ref().filter(|s| s.is_cold()) {
@@ -194,15 +194,15 @@ fn derive(entry: &str, folded: Folded) -> EntryRecords {
     if let Some(s) = folded.state.as_ref().filter(|s| !s.is_cold()) {
         own.push((entry_key(entry, T_HOT, b""), to_json(s)));
     }
-    for v in &folded.versions {
+    for (version, event) in &folded.versions {
         let record = VersionRecord {
-            event: &v.event,
-            event_type: v.event_type,
-            actor: &v.actor,
-            at: &v.at,
+            event: &event.id,
+            event_type: event.event_type(),
+            actor: &event.actor,
+            at: &event.at,
         };
         own.push((
-            entry_key(entry, T_VERSION, format!("{:08}", v.version).as_bytes()),
+            entry_key(entry, T_VERSION, format!("{version:08}").as_bytes()),
             to_json(&record),
         ));
     }
@@ -419,7 +419,8 @@ impl Store {
             if let Some(s) = &old_state {
                 stats.apply(s, -1);
             }
-            let new = derive(&entry, fold_entry_of(&entry, &all));
+            let refs: Vec<&Event> = all.iter().collect();
+            let new = derive(&entry, fold_entry_lean(&entry, &refs));
             if let Some(s) = &new.state {
                 stats.apply(s, 1);
             }
@@ -580,7 +581,7 @@ impl Store {
                             .map(|e| entry_key(entry, T_EVENT, e.id.as_bytes()))
                             .collect();
                         event_keys.sort_unstable();
-                        (event_keys, derive(entry, fold_entry_refs(entry, events)))
+                        (event_keys, derive(entry, fold_entry_lean(entry, events)))
                     })
                     .collect::<Vec<_>>()
             });
