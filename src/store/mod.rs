@@ -218,6 +218,17 @@ fn derive(entry: &str, folded: LeanFold<'_>) -> EntryRecords {
     }
 }
 
+/// What the folding side of a rebuild hands the writing side.
+enum Batch {
+    /// Records of consecutive entries, in entry order, with each entry's entry-event keys.
+    Entries(Vec<(Vec<Vec<u8>>, EntryRecords)>),
+    /// The last records: the index keys, sorted, and the meta records.
+    Tail {
+        index: Vec<Vec<u8>>,
+        meta: Vec<(Vec<u8>, Vec<u8>)>,
+    },
+}
+
 /// Entries folded per step of a rebuild: enough to keep every core busy, few enough that the
 /// derived records of one step stay small.
 const STREAM_CHUNK: usize = 8192;
@@ -568,10 +579,32 @@ impl Store {
         }
         let entries: Vec<&str> = groups.iter().map(|(entry, _)| *entry).collect();
 
-        let mut ingestion = self.ks[K_PROJ].start_ingestion().map_err(|e| self.err(e))?;
+        // Folding runs here while a second thread writes what the previous chunk derived.
+        let (send, receive) = std::sync::mpsc::sync_channel::<Batch>(1);
+        std::thread::scope(|scope| {
+            let writer = scope.spawn(move || self.write_projections(&receive));
+            let folded = self.fold_all(&groups, &entries, fingerprint, &send);
+            drop(send);
+            let written = match writer.join() {
+                Ok(r) => r,
+                Err(panic) => std::panic::resume_unwind(panic),
+            };
+            written.and(folded)
+        })
+    }
+
+    /// Folds `groups` chunk by chunk and sends the records to the writer, then the index and
+    /// the meta records.
+    fn fold_all(
+        &self,
+        groups: &[(&str, Vec<&Event>)],
+        entries: &[&str],
+        fingerprint: &Fingerprint,
+        send: &std::sync::mpsc::SyncSender<Batch>,
+    ) -> Result<()> {
+        let gone = |_| self.err("the store writer stopped");
         let mut stats = Stats::default();
         let mut index = IndexBuckets::default();
-        let mut audit: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
         for (chunk_no, chunk) in groups.chunks(STREAM_CHUNK).enumerate() {
             let parts = crate::parallel::map_chunks(chunk, |part| {
                 part.iter()
@@ -585,20 +618,9 @@ impl Store {
                     })
                     .collect::<Vec<_>>()
             });
+            let batch: Vec<(Vec<Vec<u8>>, EntryRecords)> = parts.into_iter().flatten().collect();
             let first = chunk_no * STREAM_CHUNK;
-            for (i, (event_keys, records)) in parts.into_iter().flatten().enumerate() {
-                let mut own = records.own.into_iter().peekable();
-                // Cold state, entry events, then hot state and versions: key order.
-                while let Some((key, value)) = own.next_if(|(k, _)| k.last() == Some(&T_COLD)) {
-                    ingestion.write(key, value).map_err(|e| self.err(e))?;
-                }
-                for key in event_keys {
-                    ingestion.write(key, b"").map_err(|e| self.err(e))?;
-                }
-                for (key, value) in own {
-                    ingestion.write(key, value).map_err(|e| self.err(e))?;
-                }
-                audit.extend(records.audit);
+            for (i, (_, records)) in batch.iter().enumerate() {
                 if let Some(s) = &records.state {
                     stats.apply(s, 1);
                     if !s.is_cold() {
@@ -606,24 +628,61 @@ impl Store {
                     }
                 }
             }
+            send.send(Batch::Entries(batch)).map_err(gone)?;
         }
-        // `~a` < `~i` < `~m`, all after every entry id (`m-…`).
-        for (key, value) in audit {
-            ingestion.write(key, value).map_err(|e| self.err(e))?;
+        let meta = vec![
+            (meta_key("format"), STORE_FORMAT.as_bytes().to_vec()),
+            (meta_key("log"), to_json(fingerprint)),
+            (meta_key("stats"), to_json(&stats)),
+        ];
+        send.send(Batch::Tail {
+            index: index.into_sorted_keys(entries),
+            meta,
+        })
+        .map_err(gone)
+    }
+
+    /// Writes the batches `fold_all` sends, in key order, as one ingestion.
+    fn write_projections(&self, receive: &std::sync::mpsc::Receiver<Batch>) -> Result<()> {
+        let mut ingestion = self.ks[K_PROJ].start_ingestion().map_err(|e| self.err(e))?;
+        let mut audit: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+        while let Ok(batch) = receive.recv() {
+            match batch {
+                Batch::Entries(batch) => {
+                    for (event_keys, records) in batch {
+                        let mut own = records.own.into_iter().peekable();
+                        // Cold state, entry events, then hot state and versions: key order.
+                        while let Some((key, value)) =
+                            own.next_if(|(k, _)| k.last() == Some(&T_COLD))
+                        {
+                            ingestion.write(key, value).map_err(|e| self.err(e))?;
+                        }
+                        for key in event_keys {
+                            ingestion.write(key, b"").map_err(|e| self.err(e))?;
+                        }
+                        for (key, value) in own {
+                            ingestion.write(key, value).map_err(|e| self.err(e))?;
+                        }
+                        audit.extend(records.audit);
+                    }
+                }
+                Batch::Tail { index, meta } => {
+                    // `~a` < `~i` < `~m`, all after every entry id (`m-…`).
+                    for (key, value) in audit.drain(..) {
+                        ingestion.write(key, value).map_err(|e| self.err(e))?;
+                    }
+                    for key in index {
+                        ingestion.write(key, b"").map_err(|e| self.err(e))?;
+                    }
+                    for (key, value) in meta {
+                        ingestion.write(key, value).map_err(|e| self.err(e))?;
+                    }
+                    return ingestion.finish().map_err(|e| self.err(e));
+                }
+            }
         }
-        for key in index.into_sorted_keys(&entries) {
-            ingestion.write(key, b"").map_err(|e| self.err(e))?;
-        }
-        for (name, value) in [
-            ("format", STORE_FORMAT.as_bytes().to_vec()),
-            ("log", to_json(fingerprint)),
-            ("stats", to_json(&stats)),
-        ] {
-            ingestion
-                .write(meta_key(name), value)
-                .map_err(|e| self.err(e))?;
-        }
-        ingestion.finish().map_err(|e| self.err(e))
+        // The folding side stopped early with an error of its own.
+        Ok(())
     }
 
     /// The state of an entry, hot or cold.
