@@ -278,7 +278,11 @@ struct CreateData {
 
 fn read_data(kind: EventType, data: &str) -> Option<EventData> {
     if kind == EventType::Create {
-        let d: CreateData = serde_json::from_str(data).ok()?;
+        let mut d: CreateData = serde_json::from_str(data).ok()?;
+        // A replay holds every event at once: no spare capacity in the lists.
+        d.tags.shrink_to_fit();
+        d.evidence.shrink_to_fit();
+        d.related_entries.shrink_to_fit();
         return Some(EventData::Create {
             fields: EntryFields {
                 section: d.section,

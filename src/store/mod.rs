@@ -231,7 +231,7 @@ enum Batch {
 
 /// Entries folded per step of a rebuild: enough to keep every core busy, few enough that the
 /// derived records of one step stay small.
-const STREAM_CHUNK: usize = 8192;
+const STREAM_CHUNK: usize = 4096;
 
 /// Options shared by both keyspaces. lz4 on every level: the values are JSON text, and writing
 /// a third of the bytes costs a rebuild less than compressing them.
@@ -506,9 +506,9 @@ impl Store {
     ///
     /// # Errors
     /// When the store cannot be written.
-    pub fn build_at(
+    pub fn build_at<L: AsRef<str> + Default + Send + Sync>(
         path: &Path,
-        events: Vec<(Event, String)>,
+        events: Vec<(Event, L)>,
         fingerprint: &Fingerprint,
     ) -> Result<usize> {
         // Always a fresh directory: fjall's `clear` followed by ingestion can lose the ingested
@@ -521,18 +521,22 @@ impl Store {
         store.ingest_all(events, fingerprint)
     }
 
-    fn ingest_all(&self, events: Vec<(Event, String)>, fingerprint: &Fingerprint) -> Result<usize> {
-        let mut lines: Vec<(String, String)> = Vec::with_capacity(events.len());
-        let mut all: Vec<Event> = Vec::with_capacity(events.len());
-        for (event, line) in events {
-            lines.push((event.id.clone(), line));
-            all.push(event);
-        }
-        // The raw events go to their own keyspace on a thread of their own, which frees each
-        // line once written, while this thread folds.
+    fn ingest_all<L: AsRef<str> + Default + Send + Sync>(
+        &self,
+        mut events: Vec<(Event, L)>,
+        fingerprint: &Fingerprint,
+    ) -> Result<usize> {
+        // The raw events go to their own keyspace on a thread of their own while this one
+        // folds. The lines move to that thread, which frees each once written; the events stay
+        // where they are (moving them apart would copy every event once more).
+        let lines: Vec<L> = events
+            .iter_mut()
+            .map(|(_, line)| std::mem::take(line))
+            .collect();
+        let events = events;
         std::thread::scope(|scope| {
-            let writer = scope.spawn(move || self.ingest_lines(lines));
-            let derived = self.ingest_projections(&all, fingerprint);
+            let writer = scope.spawn(|| self.ingest_lines(&events, lines));
+            let derived = self.ingest_projections(&events, fingerprint);
             let applied = match writer.join() {
                 Ok(r) => r?,
                 Err(panic) => std::panic::resume_unwind(panic),
@@ -542,9 +546,15 @@ impl Store {
         })
     }
 
-    /// Writes `events` (id and line), sorted and without duplicates; returns how many.
-    fn ingest_lines(&self, mut lines: Vec<(String, String)>) -> Result<usize> {
-        lines.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    /// Writes the raw events (id and line, `lines[i]` being the line of `events[i]`), sorted
+    /// and without duplicates; returns how many.
+    fn ingest_lines<L: AsRef<str>>(&self, events: &[(Event, L)], lines: Vec<L>) -> Result<usize> {
+        let mut lines: Vec<(&str, L)> = events
+            .iter()
+            .map(|(e, _)| e.id.as_str())
+            .zip(lines)
+            .collect();
+        lines.sort_unstable_by(|a, b| a.0.cmp(b.0));
         lines.dedup_by(|a, b| a.0 == b.0);
         let applied = lines.len();
         if applied > 0 {
@@ -553,7 +563,7 @@ impl Store {
                 .map_err(|e| self.err(e))?;
             for (id, line) in lines {
                 ingestion
-                    .write(id.into_bytes(), line.into_bytes())
+                    .write(id, line.as_ref())
                     .map_err(|e| self.err(e))?;
             }
             ingestion.finish().map_err(|e| self.err(e))?;
@@ -562,22 +572,32 @@ impl Store {
     }
 
     /// Folds every entry of `events` and writes the whole `projections` keyspace in one pass.
-    fn ingest_projections(&self, events: &[Event], fingerprint: &Fingerprint) -> Result<()> {
+    fn ingest_projections<L>(
+        &self,
+        events: &[(Event, L)],
+        fingerprint: &Fingerprint,
+    ) -> Result<()> {
         // Each event under every entry it projects onto, in entry order; duplicates dropped.
         let mut placed: Vec<(&str, &Event)> = Vec::with_capacity(events.len());
-        for e in events {
+        for (e, _) in events {
             placed.extend(e.entries().map(|entry| (entry, e)));
         }
         placed.sort_unstable_by(|a, b| (a.0, a.1.id.as_str()).cmp(&(b.0, b.1.id.as_str())));
         placed.dedup_by(|a, b| a.0 == b.0 && a.1.id == b.1.id);
-        let mut groups: Vec<(&str, Vec<&Event>)> = Vec::new();
-        for (entry, e) in placed {
+        // Groups as ranges of one list of events, not a list per entry.
+        let mut groups: Vec<(&str, std::ops::Range<usize>)> = Vec::new();
+        for (i, (entry, _)) in placed.iter().enumerate() {
             match groups.last_mut() {
-                Some((last, evs)) if *last == entry => evs.push(e),
-                _ => groups.push((entry, vec![e])),
+                Some((last, range)) if last == entry => range.end = i + 1,
+                _ => groups.push((entry, i..i + 1)),
             }
         }
+        let placed: Vec<&Event> = placed.into_iter().map(|(_, e)| e).collect();
         let entries: Vec<&str> = groups.iter().map(|(entry, _)| *entry).collect();
+        let groups: Vec<(&str, &[&Event])> = groups
+            .into_iter()
+            .map(|(entry, range)| (entry, placed.get(range).unwrap_or_default()))
+            .collect();
 
         // Folding runs here while a second thread writes what the previous chunk derived.
         let (send, receive) = std::sync::mpsc::sync_channel::<Batch>(1);
@@ -597,7 +617,7 @@ impl Store {
     /// the meta records.
     fn fold_all(
         &self,
-        groups: &[(&str, Vec<&Event>)],
+        groups: &[(&str, &[&Event])],
         entries: &[&str],
         fingerprint: &Fingerprint,
         send: &std::sync::mpsc::SyncSender<Batch>,
