@@ -235,12 +235,17 @@ const STREAM_CHUNK: usize = 4096;
 
 /// Options shared by both keyspaces. lz4 on every level: the values are JSON text, and writing
 /// a third of the bytes costs a rebuild less than compressing them.
+///
+/// A rebuild writes each keyspace as one large table. Its index and filter are partitioned, so
+/// that a short-lived process looking up a few keys reads a few small blocks of them rather
+/// than the whole index and filter of the table.
 fn keyspace_options() -> KeyspaceCreateOptions {
+    use fjall::config::{CompressionPolicy, PartitioningPolicy};
     KeyspaceCreateOptions::default()
         .max_memtable_size(8 * 1024 * 1024)
-        .data_block_compression_policy(fjall::config::CompressionPolicy::all(
-            fjall::CompressionType::Lz4,
-        ))
+        .data_block_compression_policy(CompressionPolicy::all(fjall::CompressionType::Lz4))
+        .index_block_partitioning_policy(PartitioningPolicy::all(true))
+        .filter_block_partitioning_policy(PartitioningPolicy::all(true))
 }
 
 /// Index terms gathered over a whole replay: per dimension and value, the positions (in entry
