@@ -825,6 +825,20 @@ pub fn decode_line(line: &str) -> Result<Event, EventError> {
     }
 }
 
+/// Decodes again a line that [`decode_line`] accepted before (the same bytes, still in memory),
+/// without hashing it again: a replay that reads each line twice, to group the events by entry
+/// and then to fold them, verifies each line once. Lines the one-pass reader does not take get
+/// [`decode_line`]'s full checks.
+///
+/// # Errors
+/// As [`decode_line`].
+pub fn decode_verified_line(line: &str) -> Result<Event, EventError> {
+    match crate::fast_decode::decode_verified_line(line) {
+        Some(event) => Ok(event),
+        None => decode_line(line),
+    }
+}
+
 /// [`decode_line`] the straightforward way: parse the line as a JSON value, encode that value
 /// canonically and compare, then hash the encodings. It accepts exactly the lines
 /// [`decode_line`] accepts; it is what names the problem with a line that is refused, and the

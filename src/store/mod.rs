@@ -218,6 +218,18 @@ fn derive(entry: &str, folded: LeanFold<'_>) -> EntryRecords {
     }
 }
 
+/// An entry's records: its entry-event keys, sorted, and the rest.
+type Derived = (Vec<Vec<u8>>, EntryRecords);
+
+fn fold_group(entry: &str, events: &[&Event]) -> Derived {
+    let mut event_keys: Vec<Vec<u8>> = events
+        .iter()
+        .map(|e| entry_key(entry, T_EVENT, e.id.as_bytes()))
+        .collect();
+    event_keys.sort_unstable();
+    (event_keys, derive(entry, fold_entry_lean(entry, events)))
+}
+
 /// What the folding side of a rebuild hands the writing side.
 enum Batch {
     /// Records of consecutive entries, in entry order, with each entry's entry-event keys.
@@ -291,6 +303,94 @@ impl IndexBuckets {
         }
         keys
     }
+}
+
+/// An event whose parent the log does not hold.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Dangling {
+    pub entry: String,
+    pub event: String,
+    pub parent: String,
+}
+
+/// What [`Store::build_from_log_at`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogBuild {
+    /// Distinct events applied.
+    pub applied: usize,
+    /// Parents named by events but absent from the log, by entry and event.
+    pub dangling: Vec<Dangling>,
+}
+
+/// What the first pass of [`Store::build_from_log_at`] keeps of an event.
+struct Seen<'a> {
+    line: &'a str,
+    id: String,
+    entry: String,
+    /// The entry a supersede creates in the same line.
+    replacement: Option<String>,
+    parents: Vec<String>,
+}
+
+/// Lines verified per parallel step of the first pass.
+const FIRST_PASS_STEP: usize = 8192;
+
+fn first_pass<'a>(log: &Path, buf: &'a [u8]) -> Result<Vec<Seen<'a>>> {
+    use crate::log::read as event_log;
+    let lines: Vec<event_log::Line<'a>> = event_log::lines(buf, 1, 0)
+        .filter(|l| !event_log::is_blank(l))
+        .collect();
+    let mut seen = Vec::with_capacity(lines.len());
+    for step in lines.chunks(FIRST_PASS_STEP) {
+        let parts = crate::parallel::map_chunks(step, |chunk| {
+            chunk
+                .iter()
+                .map(|l| {
+                    let e = event_log::decode(log, l)?;
+                    let replacement = match &e.data {
+                        projections::EventData::Supersede {
+                            by,
+                            replacement: Some(_),
+                            ..
+                        } => Some(by.clone()),
+                        _ => None,
+                    };
+                    Ok(Seen {
+                        // `decode` proved the line is UTF-8.
+                        line: std::str::from_utf8(l.bytes).unwrap_or_default(),
+                        id: e.id,
+                        entry: e.entry,
+                        replacement,
+                        parents: e.parents,
+                    })
+                })
+                .collect::<Result<Vec<_>>>()
+        });
+        for part in parts {
+            seen.extend(part?);
+        }
+    }
+    Ok(seen)
+}
+
+fn dangling_parents(seen: &[Seen<'_>]) -> Vec<Dangling> {
+    let ids: std::collections::HashSet<&str> = seen.iter().map(|s| s.id.as_str()).collect();
+    let mut out: Vec<Dangling> = seen
+        .iter()
+        .flat_map(|s| {
+            s.parents
+                .iter()
+                .filter(|p| !ids.contains(p.as_str()))
+                .map(|p| Dangling {
+                    entry: s.entry.clone(),
+                    event: s.id.clone(),
+                    parent: p.clone(),
+                })
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    out
 }
 
 impl Store {
@@ -554,11 +654,18 @@ impl Store {
     /// Writes the raw events (id and line, `lines[i]` being the line of `events[i]`), sorted
     /// and without duplicates; returns how many.
     fn ingest_lines<L: AsRef<str>>(&self, events: &[(Event, L)], lines: Vec<L>) -> Result<usize> {
-        let mut lines: Vec<(&str, L)> = events
-            .iter()
-            .map(|(e, _)| e.id.as_str())
-            .zip(lines)
-            .collect();
+        self.write_events(
+            events
+                .iter()
+                .map(|(e, _)| e.id.as_str())
+                .zip(lines)
+                .collect(),
+        )
+    }
+
+    /// Writes `(id, line)` pairs to `events`, sorted and without duplicates, freeing each line
+    /// once written; returns how many.
+    fn write_events<L: AsRef<str>>(&self, mut lines: Vec<(&str, L)>) -> Result<usize> {
         lines.sort_unstable_by(|a, b| a.0.cmp(b.0));
         lines.dedup_by(|a, b| a.0 == b.0);
         let applied = lines.len();
@@ -574,6 +681,80 @@ impl Store {
             ingestion.finish().map_err(|e| self.err(e))?;
         }
         Ok(applied)
+    }
+
+    /// Creates a complete store at `path` (replacing whatever is there) from the log `buf` (the
+    /// complete lines of the log at `log`), and closes it.
+    ///
+    /// Unlike [`Store::build_at`], which is given every event decoded and a copy of every line,
+    /// this holds only the log itself: a first pass verifies every line and keeps what grouping
+    /// by entry needs, then each chunk of entries decodes its lines again (without hashing them
+    /// again) to fold them, and the raw events are written as slices of `buf`.
+    ///
+    /// # Errors
+    /// [`Error::CorruptLog`] for a line that does not verify (nothing is built); [`Error::Store`]
+    /// when the store cannot be written.
+    pub fn build_from_log_at(
+        path: &Path,
+        log: &Path,
+        buf: &[u8],
+        fingerprint: &Fingerprint,
+    ) -> Result<LogBuild> {
+        let seen = first_pass(log, buf)?;
+        let dangling = dangling_parents(&seen);
+        if path.exists() {
+            fs_err::remove_dir_all(path)?;
+        }
+        let store = Self::open_raw(path)?;
+        let applied = std::thread::scope(|scope| {
+            let writer = scope.spawn(|| {
+                store.write_events(seen.iter().map(|s| (s.id.as_str(), s.line)).collect())
+            });
+            let derived = store.ingest_seen(&seen, fingerprint);
+            let applied = match writer.join() {
+                Ok(r) => r?,
+                Err(panic) => std::panic::resume_unwind(panic),
+            };
+            derived.map(|()| applied)
+        })?;
+        Ok(LogBuild { applied, dangling })
+    }
+
+    /// The second pass of [`Store::build_from_log_at`]: group, decode, fold, write.
+    fn ingest_seen(&self, seen: &[Seen<'_>], fingerprint: &Fingerprint) -> Result<()> {
+        let mut placed: Vec<(&str, &str, usize)> = Vec::with_capacity(seen.len());
+        for (i, s) in seen.iter().enumerate() {
+            placed.push((s.entry.as_str(), s.id.as_str(), i));
+            if let Some(by) = &s.replacement {
+                placed.push((by.as_str(), s.id.as_str(), i));
+            }
+        }
+        placed.sort_unstable_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+        placed.dedup_by(|a, b| a.0 == b.0 && a.1 == b.1);
+        let mut groups: Vec<(&str, std::ops::Range<usize>)> = Vec::new();
+        for (i, (entry, _, _)) in placed.iter().enumerate() {
+            match groups.last_mut() {
+                Some((last, range)) if last == entry => range.end = i + 1,
+                _ => groups.push((entry, i..i + 1)),
+            }
+        }
+        let entries: Vec<&str> = groups.iter().map(|(entry, _)| *entry).collect();
+        let lines: Vec<usize> = placed.into_iter().map(|(_, _, i)| i).collect();
+        let groups: Vec<(&str, &[usize])> = groups
+            .into_iter()
+            .map(|(entry, range)| (entry, lines.get(range).unwrap_or_default()))
+            .collect();
+        self.write_groups(&groups, &entries, fingerprint, |(entry, members)| {
+            let events = members
+                .iter()
+                .map(|i| {
+                    let line = seen.get(*i).map_or("", |s| s.line);
+                    projections::event::decode_verified_line(line).map_err(|e| self.err(e))
+                })
+                .collect::<Result<Vec<Event>>>()?;
+            let refs: Vec<&Event> = events.iter().collect();
+            Ok(fold_group(entry, &refs))
+        })
     }
 
     /// Folds every entry of `events` and writes the whole `projections` keyspace in one pass.
@@ -603,12 +784,25 @@ impl Store {
             .into_iter()
             .map(|(entry, range)| (entry, placed.get(range).unwrap_or_default()))
             .collect();
+        self.write_groups(&groups, &entries, fingerprint, |(entry, events)| {
+            Ok(fold_group(entry, events))
+        })
+    }
 
-        // Folding runs here while a second thread writes what the previous chunk derived.
+    /// Writes the `projections` keyspace from `groups` (one per entry, in entry order, named
+    /// by `entries`), which `fold` turns into each entry's records. Folding runs on this thread
+    /// (and the cores) while a second thread writes what the previous chunk derived.
+    fn write_groups<G: Sync>(
+        &self,
+        groups: &[G],
+        entries: &[&str],
+        fingerprint: &Fingerprint,
+        fold: impl Fn(&G) -> Result<Derived> + Sync,
+    ) -> Result<()> {
         let (send, receive) = std::sync::mpsc::sync_channel::<Batch>(1);
         std::thread::scope(|scope| {
             let writer = scope.spawn(move || self.write_projections(&receive));
-            let folded = self.fold_all(&groups, &entries, fingerprint, &send);
+            let folded = self.fold_all(groups, entries, fingerprint, &send, fold);
             drop(send);
             let written = match writer.join() {
                 Ok(r) => r,
@@ -620,30 +814,25 @@ impl Store {
 
     /// Folds `groups` chunk by chunk and sends the records to the writer, then the index and
     /// the meta records.
-    fn fold_all(
+    fn fold_all<G: Sync>(
         &self,
-        groups: &[(&str, &[&Event])],
+        groups: &[G],
         entries: &[&str],
         fingerprint: &Fingerprint,
         send: &std::sync::mpsc::SyncSender<Batch>,
+        fold: impl Fn(&G) -> Result<Derived> + Sync,
     ) -> Result<()> {
         let gone = |_| self.err("the store writer stopped");
         let mut stats = Stats::default();
         let mut index = IndexBuckets::default();
         for (chunk_no, chunk) in groups.chunks(STREAM_CHUNK).enumerate() {
             let parts = crate::parallel::map_chunks(chunk, |part| {
-                part.iter()
-                    .map(|(entry, events)| {
-                        let mut event_keys: Vec<Vec<u8>> = events
-                            .iter()
-                            .map(|e| entry_key(entry, T_EVENT, e.id.as_bytes()))
-                            .collect();
-                        event_keys.sort_unstable();
-                        (event_keys, derive(entry, fold_entry_lean(entry, events)))
-                    })
-                    .collect::<Vec<_>>()
+                part.iter().map(&fold).collect::<Result<Vec<_>>>()
             });
-            let batch: Vec<(Vec<Vec<u8>>, EntryRecords)> = parts.into_iter().flatten().collect();
+            let mut batch: Vec<Derived> = Vec::with_capacity(chunk.len());
+            for part in parts {
+                batch.extend(part?);
+            }
             let first = chunk_no * STREAM_CHUNK;
             for (i, (_, records)) in batch.iter().enumerate() {
                 if let Some(s) = &records.state {
@@ -928,3 +1117,126 @@ impl std::fmt::Debug for Store {
     }
 }
 pub mod session;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use projections::{EntryFields, EventData, Kind, Section, Status};
+
+    fn fields(n: usize) -> EntryFields {
+        EntryFields {
+            section: Section::ALL[n % 4],
+            kind: Kind::ALL[n % 8],
+            subject: format!("subject-{}", n % 3),
+            scope: "repo".into(),
+            summary: format!("summary {n} \"quoted\""),
+            content: format!("content {n}\nsecond line"),
+            tags: vec![format!("t{}", n % 2), "all".into()],
+            confidence: 0.5,
+            evidence: vec![],
+            related_entries: vec![],
+            valid_from: None,
+            valid_to: None,
+            review_interval: None,
+        }
+    }
+
+    fn build(kind: &str, n: usize) -> Event {
+        let at = format!("2026-01-01T00:00:{:02}.000Z", n % 60);
+        let data = EventData::Create {
+            fields: fields(n),
+            status: Status::Active,
+        };
+        Event::build(kind, "tester", &at, vec![], data).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn dump(path: &Path) -> String {
+        let (store, _) = Store::open(path).unwrap_or_else(|e| panic!("{e}"));
+        let mut out = Vec::new();
+        store.dump(&mut out).unwrap_or_else(|e| panic!("{e}"));
+        String::from_utf8(out).unwrap_or_default()
+    }
+
+    /// Building from the log's bytes gives the same store as building from decoded events,
+    /// duplicates, one-line supersedes and missing parents included.
+    #[test]
+    fn build_from_log_equals_build_from_events() {
+        let mut events: Vec<Event> = (0..40).map(|n| build("", n)).collect();
+        let target = events[3].clone();
+        let at = "2026-01-02T00:00:00.000Z";
+        let supersede = Event::supersede_with_replacement(
+            &target.entry,
+            "tester",
+            at,
+            vec![target.id.clone()],
+            fields(99),
+            Status::Active,
+            Some("newer".into()),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let orphan = Event::build(
+            &events[5].entry,
+            "tester",
+            at,
+            vec!["0".repeat(64)],
+            EventData::Deprecate { reason: None },
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        events.push(supersede);
+        events.push(orphan.clone());
+        events.push(events[7].clone());
+        let mut buf = Vec::new();
+        for e in &events {
+            buf.extend_from_slice(e.to_line().unwrap_or_default().as_bytes());
+            buf.push(b'\n');
+        }
+        let fp = Fingerprint {
+            len: buf.len() as u64,
+            lines: events.len() as u64,
+            hashes: crate::log::stamp::BlockHashes::of(&buf),
+            stamp: None,
+        };
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        let pairs: Vec<(Event, String)> = events
+            .iter()
+            .map(|e| (e.clone(), e.to_line().unwrap_or_default()))
+            .collect();
+        let applied = Store::build_at(&a, pairs, &fp).unwrap_or_else(|e| panic!("{e}"));
+        let built = Store::build_from_log_at(&b, Path::new("events.jsonl"), &buf, &fp)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(applied, 42);
+        assert_eq!(built.applied, 42);
+        assert_eq!(
+            built.dangling,
+            vec![Dangling {
+                entry: orphan.entry.clone(),
+                event: orphan.id.clone(),
+                parent: "0".repeat(64),
+            }]
+        );
+        let (left, right) = (dump(&a), dump(&b));
+        assert!(left.contains("entries\t"), "{left}");
+        assert_eq!(left, right);
+    }
+
+    /// A line that does not verify stops the build and names the line.
+    #[test]
+    fn build_from_log_refuses_a_damaged_line() {
+        let mut line = build("", 1).to_line().unwrap_or_default();
+        line = line.replacen("summary 1", "summary 2", 1);
+        let buf = format!("{line}\n").into_bytes();
+        let fp = Fingerprint {
+            len: buf.len() as u64,
+            lines: 1,
+            hashes: crate::log::stamp::BlockHashes::of(&buf),
+            stamp: None,
+        };
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let result = Store::build_from_log_at(&dir.path().join("s"), Path::new("x"), &buf, &fp);
+        assert!(
+            matches!(result, Err(Error::CorruptLog { line: 1, .. })),
+            "{result:?}"
+        );
+    }
+}
