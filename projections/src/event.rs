@@ -228,7 +228,7 @@ impl EventData {
         }
     }
 
-    fn from_value(kind: EventType, value: Value) -> Result<Self, serde_json::Error> {
+    pub(crate) fn from_value(kind: EventType, value: Value) -> Result<Self, serde_json::Error> {
         Ok(match kind {
             EventType::Create => {
                 let (fields, status) = create_from_value(value)?;
@@ -467,7 +467,7 @@ fn valid_actor(actor: &str) -> bool {
 /// `m-` and the first `chars` five-bit groups of the hash, most significant bit first.
 ///
 /// The legacy ten-character id of a hash is therefore the first twelve characters of its long id.
-fn entry_id_from_hash(hash: &blake3::Hash, chars: usize) -> String {
+pub(crate) fn entry_id_from_hash(hash: &blake3::Hash, chars: usize) -> String {
     let bytes = hash.as_bytes();
     let mut id = String::with_capacity(ENTRY_PREFIX.len() + chars);
     id.push_str(ENTRY_PREFIX);
@@ -486,7 +486,7 @@ fn entry_id_from_hash(hash: &blake3::Hash, chars: usize) -> String {
 
 /// The id a derived entry id must have, given the length the event states: the legacy form is
 /// checked against the first 50 bits, anything else against the full 130.
-fn expected_entry_id(hash: &blake3::Hash, stated: &str) -> String {
+pub(crate) fn expected_entry_id(hash: &blake3::Hash, stated: &str) -> String {
     let legacy = stated.len() == ENTRY_PREFIX.len() + LEGACY_ENTRY_ID_CHARS;
     entry_id_from_hash(
         hash,
@@ -686,7 +686,7 @@ impl Event {
         Ok(to_canonical_string(&self.to_value()?)?)
     }
 
-    fn check_fields(&self) -> Result<(), EventError> {
+    pub(crate) fn check_fields(&self) -> Result<(), EventError> {
         if !valid_actor(&self.actor) {
             return Err(EventError::BadActor);
         }
@@ -813,9 +813,40 @@ fn top_level_key_offsets(map: &Map<String, Value>, body: &str) -> Option<TopLeve
 /// Reads one log line (without its newline) as an event, checking everything a single line can
 /// prove: JSON, canonical form, known version and type, schema of the data, id and entry ids.
 ///
+/// A valid line is read in one pass over its bytes ([`crate::fast_decode`]); any other line is
+/// left to [`reference_decode_line`], which names the problem.
+///
 /// # Errors
 /// The first problem found, as an [`EventError`].
 pub fn decode_line(line: &str) -> Result<Event, EventError> {
+    match crate::fast_decode::decode_valid_line(line) {
+        Some(event) => Ok(event),
+        None => reference_decode_line(line),
+    }
+}
+
+/// Decodes again a line that [`decode_line`] accepted before (the same bytes, still in memory),
+/// without hashing it again: a replay that reads each line twice, to group the events by entry
+/// and then to fold them, verifies each line once. Lines the one-pass reader does not take get
+/// [`decode_line`]'s full checks.
+///
+/// # Errors
+/// As [`decode_line`].
+pub fn decode_verified_line(line: &str) -> Result<Event, EventError> {
+    match crate::fast_decode::decode_verified_line(line) {
+        Some(event) => Ok(event),
+        None => decode_line(line),
+    }
+}
+
+/// [`decode_line`] the straightforward way: parse the line as a JSON value, encode that value
+/// canonically and compare, then hash the encodings. It accepts exactly the lines
+/// [`decode_line`] accepts; it is what names the problem with a line that is refused, and the
+/// reference the one-pass reader is tested against.
+///
+/// # Errors
+/// The first problem found, as an [`EventError`].
+pub fn reference_decode_line(line: &str) -> Result<Event, EventError> {
     decode(line).map_err(|e| match e {
         // An integer token beyond 64 bits is read as a rounded double: name it as written.
         EventError::NotCanonical | EventError::Canonical(CanonicalError::UnsafeInteger(_)) => {

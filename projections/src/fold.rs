@@ -103,9 +103,95 @@ pub fn fold_entry(events: &[Event]) -> Folded {
 /// the entry's projections. A supersede that carries its replacement is the replacement's
 /// create when `entry` is the replacement, and an ordinary supersede when `entry` is its target.
 pub fn fold_entry_of(entry: &str, events: &[Event]) -> Folded {
-    let own: Vec<&Event> = events.iter().filter(|e| e.projects_onto(entry)).collect();
+    let own: Vec<&Event> = events.iter().collect();
+    fold_entry_refs(entry, &own)
+}
+
+/// [`fold_entry_of`] for events held elsewhere, as a replay that groups a whole log has them.
+pub fn fold_entry_refs(entry: &str, events: &[&Event]) -> Folded {
+    let mut versions = Vec::new();
+    let (state, audit, anomalies) = fold_core(entry, events, |state, event| {
+        versions.push(Version {
+            entry: state.id.clone(),
+            version: state.version,
+            event: event.id.clone(),
+            event_type: event.event_type(),
+            actor: event.actor.clone(),
+            at: event.at.clone(),
+            changes: Vec::new(),
+            state: state.clone(),
+        });
+    });
+    Folded {
+        state,
+        versions,
+        audit,
+        anomalies,
+    }
+}
+
+/// An entry's fold without a snapshot per version: what a store that does not keep snapshots
+/// needs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LeanFold<'e> {
+    /// The current state; `None` when the set holds no create event for the entry.
+    pub state: Option<EntryState>,
+    /// Each version's number and the event that made it, oldest first.
+    pub versions: Vec<(u32, &'e Event)>,
+    pub audit: Vec<AuditRecord>,
+}
+
+/// [`fold_entry_refs`] without the snapshots: the same state, versions and audit records.
+pub fn fold_entry_lean<'e>(entry: &str, events: &[&'e Event]) -> LeanFold<'e> {
+    let mut versions = Vec::new();
+    let (state, audit, _) = fold_core(entry, events, |state, event| {
+        versions.push((state.version, event));
+    });
+    LeanFold {
+        state,
+        versions,
+        audit,
+    }
+}
+
+/// What [`transitions`] compares: the dimensions an audit record is about.
+#[derive(Clone, Copy)]
+struct Dimensions {
+    status: Status,
+    lifecycle: Lifecycle,
+    purged: bool,
+    pinned: bool,
+}
+
+impl Dimensions {
+    fn of(s: &EntryState) -> Self {
+        Self {
+            status: s.status,
+            lifecycle: s.lifecycle,
+            purged: s.purged,
+            pinned: s.pinned,
+        }
+    }
+}
+
+type Anomalies = Vec<(String, String)>;
+
+/// The fold itself; `on_version` sees the state after each event that made a version.
+fn fold_core<'e>(
+    entry: &str,
+    events: &[&'e Event],
+    mut on_version: impl FnMut(&EntryState, &'e Event),
+) -> (Option<EntryState>, Vec<AuditRecord>, Anomalies) {
+    let own: Vec<&Event> = events
+        .iter()
+        .copied()
+        .filter(|e| e.projects_onto(entry))
+        .collect();
     let ordered = order_events(&own);
-    let mut out = Folded::default();
+    let mut state: Option<EntryState> = None;
+    let mut versions: u32 = 0;
+    let mut audit_out: Vec<AuditRecord> = Vec::new();
+    let mut anomalies = Vec::new();
     // The heads are structural: every event of the entry that no other names as a parent,
     // including events that cannot be applied (a second create is a head).
     let mut heads: BTreeSet<&str> = BTreeSet::new();
@@ -118,22 +204,23 @@ pub fn fold_entry_of(entry: &str, events: &[Event]) -> Folded {
             heads.remove(p.as_str());
         }
         heads.insert(event.id.as_str());
-        let before = out.state.clone();
-        match apply(entry, out.state.take(), event) {
-            Ok(next) => out.state = Some(next),
+        let before = state.as_ref().map(Dimensions::of);
+        match apply(entry, state.take(), event) {
+            Ok(next) => state = Some(next),
             Err(boxed) => {
-                let (state, problem) = *boxed;
-                out.state = state;
-                out.anomalies.push((event.id.clone(), problem));
+                let (kept, problem) = *boxed;
+                state = kept;
+                anomalies.push((event.id.clone(), problem));
                 continue;
             }
         }
-        let Some(state) = out.state.as_mut() else {
+        let Some(current) = state.as_mut() else {
             continue;
         };
-        state.version = u32::try_from(out.versions.len() + 1).unwrap_or(u32::MAX);
-        state.heads = heads.iter().map(|h| (*h).to_owned()).collect();
-        let mut audit = transitions(before.as_ref(), state, event);
+        versions = versions.saturating_add(1);
+        current.version = versions;
+        current.heads = heads.iter().map(|h| (*h).to_owned()).collect();
+        let mut audit = transitions(before, current, event);
         let is_conflict = heads.len() > 1;
         let creates = event.creation_of(entry).is_some();
         if is_conflict && (!was_conflict || concurrent) && !creates {
@@ -147,9 +234,9 @@ pub fn fold_entry_of(entry: &str, events: &[Event]) -> Folded {
             ));
         }
         for (dimension, from, to, reason) in audit {
-            out.audit.push(AuditRecord {
-                entry: state.id.clone(),
-                seq: u32::try_from(out.audit.len()).unwrap_or(u32::MAX),
+            audit_out.push(AuditRecord {
+                entry: current.id.clone(),
+                seq: u32::try_from(audit_out.len()).unwrap_or(u32::MAX),
                 event: event.id.clone(),
                 dimension,
                 from,
@@ -159,22 +246,13 @@ pub fn fold_entry_of(entry: &str, events: &[Event]) -> Folded {
                 at: event.at.clone(),
             });
         }
-        out.versions.push(Version {
-            entry: state.id.clone(),
-            version: state.version,
-            event: event.id.clone(),
-            event_type: event.event_type(),
-            actor: event.actor.clone(),
-            at: event.at.clone(),
-            changes: Vec::new(),
-            state: state.clone(),
-        });
+        on_version(current, event);
     }
-    if let Some(state) = out.state.as_mut() {
+    if let Some(current) = state.as_mut() {
         // An event that could not be applied made no version but is still a head.
-        state.heads = heads.iter().map(|h| (*h).to_owned()).collect();
+        current.heads = heads.iter().map(|h| (*h).to_owned()).collect();
     }
-    out
+    (state, audit_out, anomalies)
 }
 
 type Applied = Result<EntryState, Box<(Option<EntryState>, String)>>;
@@ -340,7 +418,7 @@ fn reason_of(event: &Event) -> Option<String> {
 
 type Transition = (Dimension, String, String, Option<String>);
 
-fn transitions(before: Option<&EntryState>, after: &EntryState, event: &Event) -> Vec<Transition> {
+fn transitions(before: Option<Dimensions>, after: &EntryState, event: &Event) -> Vec<Transition> {
     let reason = || after.status_reason.clone().or_else(|| reason_of(event));
     let mut out = Vec::new();
     let Some(before) = before else {

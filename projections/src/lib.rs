@@ -7,6 +7,7 @@
 pub mod canonical;
 pub mod entry_json;
 pub mod event;
+mod fast_decode;
 pub mod fold;
 pub mod model;
 pub mod order;
@@ -15,7 +16,8 @@ pub mod time;
 
 pub use event::{Event, EventData, EventError, Replacement, decode_line};
 pub use fold::{
-    AuditRecord, Change, Dimension, Folded, Version, fill_changes, fold_entry, fold_entry_of,
+    AuditRecord, Change, Dimension, Folded, LeanFold, Version, fill_changes, fold_entry,
+    fold_entry_lean, fold_entry_of, fold_entry_refs,
 };
 pub use model::{
     EntryFields, EntryState, EventType, Evidence, EvidenceType, Kind, Lifecycle, Section, Status,

@@ -300,6 +300,23 @@ proptest! {
         }
     }
 
+    /// The fold without snapshots (what the store keeps) gives the same state, versions and
+    /// audit records as the full fold.
+    #[test]
+    fn lean_fold_equals_full_fold(ops in prop::collection::vec(op(), 1..60)) {
+        let r = simulate(&ops);
+        let all = union(&[&r[0], &r[1], &r[2]]);
+        let refs: Vec<&Event> = all.iter().collect();
+        for (entry, full) in project(&all).entries {
+            let lean = projections::fold_entry_lean(&entry, &refs);
+            prop_assert_eq!(&lean.state, &full.state);
+            prop_assert_eq!(&lean.audit, &full.audit);
+            let versions: Vec<(u32, &str)> = lean.versions.iter().map(|(n, e)| (*n, e.id.as_str())).collect();
+            let expected: Vec<(u32, &str)> = full.versions.iter().map(|v| (v.version, v.event.as_str())).collect();
+            prop_assert_eq!(versions, expected);
+        }
+    }
+
     /// Statistics maintained by delta equal statistics computed from scratch.
     #[test]
     fn stats_by_delta_equal_scratch(ops in prop::collection::vec(op(), 1..60)) {

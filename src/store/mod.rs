@@ -1,43 +1,55 @@
 //! The projections, materialized in fjall.
 //!
-//! Keyspaces (all keys and values are bytes; keys are text so that `dump` is readable):
+//! Two keyspaces. `events` maps each event id to its canonical log line. `projections` holds
+//! everything derived, as text keys so that `dump` is readable, in ranges that a replay writes
+//! in one ordered pass (entries in id order, then audit, index and meta):
 //!
-//! | keyspace       | key                                   | value                       |
-//! |----------------|---------------------------------------|-----------------------------|
-//! | `meta`         | `format`, `log`, `stats`              | store format, log fingerprint, statistics |
-//! | `events`       | event id                              | the canonical log line      |
-//! | `entry_events` | entry id + event id                   | empty                       |
-//! | `entries`      | entry id                              | current state (hot)         |
-//! | `cold`         | entry id                              | current state (archived, expired, purged) |
-//! | `index`        | dimension `\0` value `\0` entry id    | empty (hot entries only)    |
-//! | `versions`     | entry id `/` version (8 digits)       | version record              |
-//! | `audit`        | entry id `/` sequence (8 digits)      | audit record                |
+//! | record         | key                                        | value                       |
+//! |----------------|--------------------------------------------|-----------------------------|
+//! | cold state     | entry id `\0c`                             | state (archived, expired, purged) |
+//! | entry event    | entry id `\0e` event id                    | empty                       |
+//! | hot state      | entry id `\0h`                             | current state               |
+//! | version        | entry id `\0v` version (8 digits)          | event, type, actor, time    |
+//! | audit          | `~a\0` entry id `/` sequence (8 digits)    | audit record                |
+//! | index          | `~i\0` dimension `\0` value `\0` entry id  | empty (hot entries only)    |
+//! | meta           | `~m\0format`, `~m\0log`, `~m\0stats`       | store format, log fingerprint, statistics |
+//!
+//! A version record says which event made the version and when; the entry's state at that
+//! version is its events folded up to it (the event is the difference between two versions),
+//! which is how [`Store::versions`] answers. The cold states are kept apart from the hot ones by
+//! their tag, and only hot entries are in the index.
 
 use crate::error::{Error, Result};
 use fjall::{Database, Keyspace, KeyspaceCreateOptions};
-use projections::{AuditRecord, EntryState, Event, Folded, Stats, Version, fold_entry_of};
+use projections::{
+    AuditRecord, EntryState, Event, EventType, LeanFold, Stats, Version, fold_entry_lean,
+    fold_entry_of,
+};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 /// Bumped whenever the layout or the meaning of a projection changes: a store of another format
 /// is rebuilt from the log, never misread.
-pub const STORE_FORMAT: &str = "memlog-store-6";
+pub const STORE_FORMAT: &str = "memlog-store-7";
 
 /// Journal size above which opening the store first flushes its memtables and starts a new
 /// journal, so that a process replays little whatever the history of writes.
 const CHECKPOINT_JOURNAL_BYTES: u64 = 128 * 1024;
 
-const KEYSPACES: [&str; 8] = [
-    "meta",
-    "events",
-    "entry_events",
-    "entries",
-    "cold",
-    "index",
-    "versions",
-    "audit",
-];
+/// Every keyspace costs a rebuild a few synced files to create and to ingest, which on a busy
+/// disk is the larger part of rebuilding a small log: so there are only two.
+const KEYSPACES: [&str; 2] = ["events", "projections"];
+const K_EVENTS: usize = 0;
+const K_PROJ: usize = 1;
+
+const T_COLD: u8 = b'c';
+const T_EVENT: u8 = b'e';
+const T_HOT: u8 = b'h';
+const T_VERSION: u8 = b'v';
+const AUDIT: &[u8] = b"~a\0";
+const INDEX: &[u8] = b"~i\0";
+const META: &[u8] = b"~m\0";
 
 /// How far into the log the store has applied, and how to recognise that prefix cheaply.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -56,7 +68,17 @@ pub struct Fingerprint {
 pub struct Store {
     path: PathBuf,
     db: Database,
-    ks: [Keyspace; 8],
+    ks: [Keyspace; 2],
+}
+
+/// What a version record stores; the rest of [`Version`] comes from its key and the fold.
+#[derive(Serialize)]
+struct VersionRecord<'a> {
+    event: &'a str,
+    #[serde(rename = "type")]
+    event_type: EventType,
+    actor: &'a str,
+    at: &'a str,
 }
 
 /// Bytes in the store's journal files as closed stores leave them (fjall trims a journal to its
@@ -85,42 +107,71 @@ pub fn duplicate_key(fields: &projections::EntryFields) -> String {
     h.finalize().to_hex()[..32].to_owned()
 }
 
-/// Index dimensions maintained for hot entries.
-fn index_keys(s: &EntryState) -> Vec<Vec<u8>> {
-    let key = |dim: &str, value: &str| {
-        let mut k = Vec::with_capacity(dim.len() + value.len() + s.id.len() + 2);
-        k.extend_from_slice(dim.as_bytes());
-        k.push(0);
-        k.extend_from_slice(value.as_bytes());
-        k.push(0);
-        k.extend_from_slice(s.id.as_bytes());
-        k
-    };
-    let mut keys = vec![
-        key("section", s.fields.section.as_str()),
-        key("kind", s.fields.kind.as_str()),
-        key("scope", &s.fields.scope),
-        key("subject", &s.fields.subject),
-        key("status", s.status.as_str()),
-        key("lifecycle", s.lifecycle.as_str()),
-        key("updated", &s.updated_at),
-    ];
-    let tags: BTreeSet<&str> = s.fields.tags.iter().map(String::as_str).collect();
-    keys.extend(tags.into_iter().map(|t| key("tag", t)));
-    if s.pinned {
-        keys.push(key("pinned", "true"));
-    }
-    if s.status == projections::Status::Active {
-        keys.push(key("duplicate", &duplicate_key(&s.fields)));
-    }
-    if s.in_conflict() {
-        keys.push(key("conflict", "true"));
-    }
-    keys
+fn meta_key(name: &str) -> Vec<u8> {
+    [META, name.as_bytes()].concat()
 }
 
-fn seq_key(entry: &str, n: u32) -> Vec<u8> {
-    format!("{entry}/{n:08}").into_bytes()
+fn entry_key(entry: &str, tag: u8, suffix: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(entry.len() + 2 + suffix.len());
+    k.extend_from_slice(entry.as_bytes());
+    k.push(0);
+    k.push(tag);
+    k.extend_from_slice(suffix);
+    k
+}
+
+fn audit_key(entry: &str, seq: u32) -> Vec<u8> {
+    let mut k = AUDIT.to_vec();
+    k.extend_from_slice(format!("{entry}/{seq:08}").as_bytes());
+    k
+}
+
+/// The index dimensions and values of a hot entry (tags once each).
+fn index_terms(s: &EntryState) -> Vec<(&'static str, std::borrow::Cow<'_, str>)> {
+    use std::borrow::Cow::Borrowed;
+    let mut terms = vec![
+        ("section", Borrowed(s.fields.section.as_str())),
+        ("kind", Borrowed(s.fields.kind.as_str())),
+        ("scope", Borrowed(s.fields.scope.as_str())),
+        ("subject", Borrowed(s.fields.subject.as_str())),
+        ("status", Borrowed(s.status.as_str())),
+        ("lifecycle", Borrowed(s.lifecycle.as_str())),
+        ("updated", Borrowed(s.updated_at.as_str())),
+    ];
+    let tags: BTreeSet<&str> = s.fields.tags.iter().map(String::as_str).collect();
+    terms.extend(tags.into_iter().map(|t| ("tag", Borrowed(t))));
+    if s.pinned {
+        terms.push(("pinned", Borrowed("true")));
+    }
+    if s.status == projections::Status::Active {
+        terms.push(("duplicate", duplicate_key(&s.fields).into()));
+    }
+    if s.in_conflict() {
+        terms.push(("conflict", Borrowed("true")));
+    }
+    terms
+}
+
+/// `dimension \0 value \0`, the part of an index key before the entry id.
+fn index_prefix(dim: &str, value: &str) -> Vec<u8> {
+    let mut k = Vec::with_capacity(INDEX.len() + dim.len() + value.len() + 2);
+    k.extend_from_slice(INDEX);
+    k.extend_from_slice(dim.as_bytes());
+    k.push(0);
+    k.extend_from_slice(value.as_bytes());
+    k.push(0);
+    k
+}
+
+fn index_keys(s: &EntryState) -> Vec<Vec<u8>> {
+    index_terms(s)
+        .into_iter()
+        .map(|(dim, value)| {
+            let mut k = index_prefix(dim, &value);
+            k.extend_from_slice(s.id.as_bytes());
+            k
+        })
+        .collect()
 }
 
 fn to_json<T: Serialize>(v: &T) -> Vec<u8> {
@@ -139,48 +190,223 @@ fn to_json<T: Serialize>(v: &T) -> Vec<u8> {
     })
 }
 
-/// Everything one entry contributes to the keyspaces, by keyspace index.
+/// Everything one entry's fold contributes to `projections`, except its entry-event records and
+/// its index keys.
 struct EntryRecords {
     state: Option<EntryState>,
-    kvs: Vec<(usize, Vec<u8>, Vec<u8>)>,
+    /// Records keyed under the entry id, in key order.
+    own: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Audit records, in key order.
+    audit: Vec<(Vec<u8>, Vec<u8>)>,
 }
 
-const K_META: usize = 0;
-const K_EVENTS: usize = 1;
-const K_ENTRY_EVENTS: usize = 2;
-const K_ENTRIES: usize = 3;
-const K_COLD: usize = 4;
-const K_INDEX: usize = 5;
-const K_VERSIONS: usize = 6;
-const K_AUDIT: usize = 7;
-
-fn derive(folded: Folded) -> EntryRecords {
-    let mut kvs = Vec::new();
-    for v in &folded.versions {
-        kvs.push((K_VERSIONS, seq_key(&v.entry, v.version), to_json(v)));
+fn derive(entry: &str, folded: LeanFold<'_>) -> EntryRecords {
+    let mut own = Vec::with_capacity(folded.versions.len() + 1);
+    // Tags in key order: cold state, (entry events), hot state, versions.
+    if let Some(s) = folded.state.as_ref().filter(|s| s.is_cold()) {
+        own.push((entry_key(entry, T_COLD, b""), to_json(s)));
     }
-    for a in &folded.audit {
-        kvs.push((K_AUDIT, seq_key(&a.entry, a.seq), to_json(a)));
+    if let Some(s) = folded.state.as_ref().filter(|s| !s.is_cold()) {
+        own.push((entry_key(entry, T_HOT, b""), to_json(s)));
     }
-    if let Some(s) = &folded.state {
-        let target = if s.is_cold() { K_COLD } else { K_ENTRIES };
-        kvs.push((target, s.id.clone().into_bytes(), to_json(s)));
-        if !s.is_cold() {
-            kvs.extend(index_keys(s).into_iter().map(|k| (K_INDEX, k, Vec::new())));
-        }
+    for (version, event) in &folded.versions {
+        let record = VersionRecord {
+            event: &event.id,
+            event_type: event.event_type(),
+            actor: &event.actor,
+            at: &event.at,
+        };
+        own.push((
+            entry_key(entry, T_VERSION, format!("{version:08}").as_bytes()),
+            to_json(&record),
+        ));
     }
+    let audit = folded
+        .audit
+        .iter()
+        .map(|a| (audit_key(&a.entry, a.seq), to_json(a)))
+        .collect();
     EntryRecords {
         state: folded.state,
-        kvs,
+        own,
+        audit,
     }
+}
+
+/// An entry's records: its entry-event keys, sorted, and the rest.
+type Derived = (Vec<Vec<u8>>, EntryRecords);
+
+fn fold_group(entry: &str, events: &[&Event]) -> Derived {
+    let mut event_keys: Vec<Vec<u8>> = events
+        .iter()
+        .map(|e| entry_key(entry, T_EVENT, e.id.as_bytes()))
+        .collect();
+    event_keys.sort_unstable();
+    (event_keys, derive(entry, fold_entry_lean(entry, events)))
+}
+
+/// What the folding side of a rebuild hands the writing side.
+enum Batch {
+    /// Records of consecutive entries, in entry order, with each entry's entry-event keys.
+    Entries(Vec<(Vec<Vec<u8>>, EntryRecords)>),
+    /// The last records: the index keys, sorted, and the meta records.
+    Tail {
+        index: Vec<Vec<u8>>,
+        meta: Vec<(Vec<u8>, Vec<u8>)>,
+    },
 }
 
 /// Entries folded per step of a rebuild: enough to keep every core busy, few enough that the
 /// derived records of one step stay small.
-const STREAM_CHUNK: usize = 8192;
+const STREAM_CHUNK: usize = 4096;
 
-/// Keyspaces keyed by entry id, which a rebuild writes as one stream in entry order.
-const STREAMED: [usize; 5] = [K_ENTRY_EVENTS, K_ENTRIES, K_COLD, K_VERSIONS, K_AUDIT];
+/// Options shared by both keyspaces. lz4 on every level: the values are JSON text, and writing
+/// a third of the bytes costs a rebuild less than compressing them.
+///
+/// A rebuild writes each keyspace as one large table. Its index and filter are partitioned, so
+/// that a short-lived process looking up a few keys reads a few small blocks of them rather
+/// than the whole index and filter of the table.
+fn keyspace_options() -> KeyspaceCreateOptions {
+    use fjall::config::{CompressionPolicy, PartitioningPolicy};
+    KeyspaceCreateOptions::default()
+        .max_memtable_size(8 * 1024 * 1024)
+        .data_block_compression_policy(CompressionPolicy::all(fjall::CompressionType::Lz4))
+        .index_block_partitioning_policy(PartitioningPolicy::all(true))
+        .filter_block_partitioning_policy(PartitioningPolicy::all(true))
+}
+
+/// Index terms gathered over a whole replay: per dimension and value, the positions (in entry
+/// order) of the hot entries that have it.
+#[derive(Default)]
+struct IndexBuckets {
+    by_term: HashMap<(&'static str, String), Vec<u32>>,
+    /// True when some value holds a NUL byte, so that sorting by term no longer sorts the keys.
+    has_nul: bool,
+}
+
+impl IndexBuckets {
+    fn add(&mut self, position: u32, state: &EntryState) {
+        for (dim, value) in index_terms(state) {
+            self.has_nul |= value.contains('\0');
+            self.by_term
+                .entry((dim, value.into_owned()))
+                .or_default()
+                .push(position);
+        }
+    }
+
+    /// The index keys in ascending order; `entries` maps positions to entry ids.
+    fn into_sorted_keys(self, entries: &[&str]) -> Vec<Vec<u8>> {
+        let mut terms: Vec<(Vec<u8>, Vec<u32>)> = self
+            .by_term
+            .into_iter()
+            .map(|((dim, value), positions)| (index_prefix(dim, &value), positions))
+            .collect();
+        terms.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let mut keys = Vec::with_capacity(terms.iter().map(|t| t.1.len()).sum());
+        for (prefix, positions) in terms {
+            for p in positions {
+                let entry = entries.get(p as usize).copied().unwrap_or_default();
+                let mut k = Vec::with_capacity(prefix.len() + entry.len());
+                k.extend_from_slice(&prefix);
+                k.extend_from_slice(entry.as_bytes());
+                keys.push(k);
+            }
+        }
+        if self.has_nul {
+            keys.sort_unstable();
+        }
+        keys
+    }
+}
+
+/// An event whose parent the log does not hold.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Dangling {
+    pub entry: String,
+    pub event: String,
+    pub parent: String,
+}
+
+/// What [`Store::build_from_log_at`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogBuild {
+    /// Distinct events applied.
+    pub applied: usize,
+    /// Parents named by events but absent from the log, by entry and event.
+    pub dangling: Vec<Dangling>,
+}
+
+/// What the first pass of [`Store::build_from_log_at`] keeps of an event.
+struct Seen<'a> {
+    line: &'a str,
+    id: String,
+    entry: String,
+    /// The entry a supersede creates in the same line.
+    replacement: Option<String>,
+    parents: Vec<String>,
+}
+
+/// Lines verified per parallel step of the first pass.
+const FIRST_PASS_STEP: usize = 8192;
+
+fn first_pass<'a>(log: &Path, buf: &'a [u8]) -> Result<Vec<Seen<'a>>> {
+    use crate::log::read as event_log;
+    let lines: Vec<event_log::Line<'a>> = event_log::lines(buf, 1, 0)
+        .filter(|l| !event_log::is_blank(l))
+        .collect();
+    let mut seen = Vec::with_capacity(lines.len());
+    for step in lines.chunks(FIRST_PASS_STEP) {
+        let parts = crate::parallel::map_chunks(step, |chunk| {
+            chunk
+                .iter()
+                .map(|l| {
+                    let e = event_log::decode(log, l)?;
+                    let replacement = match &e.data {
+                        projections::EventData::Supersede {
+                            by,
+                            replacement: Some(_),
+                            ..
+                        } => Some(by.clone()),
+                        _ => None,
+                    };
+                    Ok(Seen {
+                        // `decode` proved the line is UTF-8.
+                        line: std::str::from_utf8(l.bytes).unwrap_or_default(),
+                        id: e.id,
+                        entry: e.entry,
+                        replacement,
+                        parents: e.parents,
+                    })
+                })
+                .collect::<Result<Vec<_>>>()
+        });
+        for part in parts {
+            seen.extend(part?);
+        }
+    }
+    Ok(seen)
+}
+
+fn dangling_parents(seen: &[Seen<'_>]) -> Vec<Dangling> {
+    let ids: std::collections::HashSet<&str> = seen.iter().map(|s| s.id.as_str()).collect();
+    let mut out: Vec<Dangling> = seen
+        .iter()
+        .flat_map(|s| {
+            s.parents
+                .iter()
+                .filter(|p| !ids.contains(p.as_str()))
+                .map(|p| Dangling {
+                    entry: s.entry.clone(),
+                    event: s.id.clone(),
+                    parent: p.clone(),
+                })
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
 
 impl Store {
     /// Opens (creating if needed) the store at `path`. A store of another format is wiped.
@@ -194,20 +420,15 @@ impl Store {
             store.checkpoint()?;
             store = Self::open_raw(path)?;
         }
-        let format = store.ks[K_META]
-            .get("format")
+        let format = store.ks[K_PROJ]
+            .get(meta_key("format"))
             .map_err(|e| Error::store(path, e))?;
         let fresh = match format.as_deref() {
-            Some(f) if f == STORE_FORMAT.as_bytes() => store.ks[K_META]
-                .get("log")
+            Some(f) if f == STORE_FORMAT.as_bytes() => store.ks[K_PROJ]
+                .get(meta_key("log"))
                 .map_err(|e| Error::store(path, e))?
                 .is_none(),
-            None if store.ks[K_META]
-                .is_empty()
-                .map_err(|e| Error::store(path, e))? =>
-            {
-                true
-            }
+            None if store.db.keyspace_count() == KEYSPACES.len() && store.is_empty()? => true,
             _ => {
                 drop(store);
                 fs_err::remove_dir_all(path)?;
@@ -218,6 +439,15 @@ impl Store {
         Ok((store, fresh))
     }
 
+    fn is_empty(&self) -> Result<bool> {
+        for ks in &self.ks {
+            if !ks.is_empty().map_err(|e| self.err(e))? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
     fn open_raw(path: &Path) -> Result<Self> {
         fs_err::create_dir_all(path)?;
         let db = Database::builder(path)
@@ -225,12 +455,14 @@ impl Store {
             .worker_threads(1)
             .open()
             .map_err(|e| Error::store(path, e))?;
-        let opts = || KeyspaceCreateOptions::default().max_memtable_size(8 * 1024 * 1024);
         let mut handles = Vec::with_capacity(KEYSPACES.len());
         for name in KEYSPACES {
-            handles.push(db.keyspace(name, opts).map_err(|e| Error::store(path, e))?);
+            handles.push(
+                db.keyspace(name, keyspace_options)
+                    .map_err(|e| Error::store(path, e))?,
+            );
         }
-        let ks: [Keyspace; 8] = handles
+        let ks: [Keyspace; 2] = handles
             .try_into()
             .map_err(|_| Error::store(path, "keyspace count mismatch"))?;
         Ok(Self {
@@ -244,8 +476,8 @@ impl Store {
         Error::store(&self.path, e)
     }
 
-    fn get_json<T: for<'de> Deserialize<'de>>(&self, k: usize, key: &[u8]) -> Result<Option<T>> {
-        match self.ks[k].get(key).map_err(|e| self.err(e))? {
+    fn get_json<T: for<'de> Deserialize<'de>>(&self, key: &[u8]) -> Result<Option<T>> {
+        match self.ks[K_PROJ].get(key).map_err(|e| self.err(e))? {
             None => Ok(None),
             Some(bytes) => serde_json::from_slice(&bytes)
                 .map(Some)
@@ -258,7 +490,7 @@ impl Store {
     /// # Errors
     /// When the store cannot be read.
     pub fn fingerprint(&self) -> Result<Option<Fingerprint>> {
-        self.get_json(K_META, b"log")
+        self.get_json(&meta_key("log"))
     }
 
     /// Number of distinct events applied.
@@ -289,11 +521,12 @@ impl Store {
         let mut seen = BTreeSet::new();
         let mut batch = self.db.batch().durability(None);
         let mut applied = 0;
+        let (events_ks, proj) = (&self.ks[K_EVENTS], &self.ks[K_PROJ]);
         for (event, line) in events {
             if !seen.insert(event.id.clone()) || self.has_event(&event.id)? {
                 continue;
             }
-            batch.insert(&self.ks[K_EVENTS], event.id.as_bytes(), line.as_bytes());
+            batch.insert(events_ks, event.id.as_bytes(), line.as_bytes());
             applied += 1;
             for entry in event.entries() {
                 by_entry
@@ -302,67 +535,72 @@ impl Store {
                     .push(event.clone());
             }
         }
-        let mut stats: Stats = self.get_json(K_META, b"stats")?.unwrap_or_default();
+        let mut stats = self.stats()?;
         for (entry, new) in by_entry {
             let mut all = self.entry_events(&entry)?;
             for event in new {
-                let mut k = entry.clone().into_bytes();
-                k.extend_from_slice(event.id.as_bytes());
-                batch.insert(&self.ks[K_ENTRY_EVENTS], k, b"".as_slice());
+                batch.insert(
+                    proj,
+                    entry_key(&entry, T_EVENT, event.id.as_bytes()),
+                    b"".as_slice(),
+                );
                 all.push(event);
             }
-            let old = self.entry_records(&entry)?;
-            if let Some(s) = &old.state {
+            let (old_state, old_keys) = self.entry_records(&entry)?;
+            if let Some(s) = &old_state {
                 stats.apply(s, -1);
             }
-            let new = derive(fold_entry_of(&entry, &all));
+            let refs: Vec<&Event> = all.iter().collect();
+            let new = derive(&entry, fold_entry_lean(&entry, &refs));
             if let Some(s) = &new.state {
                 stats.apply(s, 1);
             }
+            let mut new_kvs = new.own;
+            new_kvs.extend(new.audit);
+            if let Some(s) = new.state.as_ref().filter(|s| !s.is_cold()) {
+                new_kvs.extend(index_keys(s).into_iter().map(|k| (k, Vec::new())));
+            }
             // A key written twice in one batch has no defined winner: remove only what the new
             // records do not write again.
-            let rewritten: BTreeSet<(usize, Vec<u8>)> = new
-                .kvs
-                .iter()
-                .map(|(k, key, _)| (*k, key.clone()))
-                .collect();
-            for (k, key, _) in old.kvs {
-                if !rewritten.contains(&(k, key.clone())) {
-                    batch.remove(&self.ks[k], key);
+            let rewritten: BTreeSet<&[u8]> = new_kvs.iter().map(|(k, _)| k.as_slice()).collect();
+            for key in old_keys {
+                if !rewritten.contains(key.as_slice()) {
+                    batch.remove(proj, key);
                 }
             }
-            for (k, key, value) in new.kvs {
-                batch.insert(&self.ks[k], key, value);
+            for (key, value) in new_kvs {
+                batch.insert(proj, key, value);
             }
         }
-        batch.insert(&self.ks[K_META], "stats", to_json(&stats));
-        batch.insert(&self.ks[K_META], "log", to_json(fingerprint));
-        batch.insert(&self.ks[K_META], "format", STORE_FORMAT);
+        batch.insert(proj, meta_key("stats"), to_json(&stats));
+        batch.insert(proj, meta_key("log"), to_json(fingerprint));
+        batch.insert(proj, meta_key("format"), STORE_FORMAT);
         batch.commit().map_err(|e| self.err(e))?;
         Ok(applied)
     }
 
-    /// The keys an entry currently has in the derived keyspaces.
-    fn entry_records(&self, entry: &str) -> Result<EntryRecords> {
-        let mut kvs = Vec::new();
-        let state: Option<EntryState> = match self.get_json(K_ENTRIES, entry.as_bytes())? {
-            Some(s) => Some(s),
-            None => self.get_json(K_COLD, entry.as_bytes())?,
-        };
-        if let Some(s) = &state {
-            let target = if s.is_cold() { K_COLD } else { K_ENTRIES };
-            kvs.push((target, entry.as_bytes().to_vec(), Vec::new()));
-            if !s.is_cold() {
-                kvs.extend(index_keys(s).into_iter().map(|k| (K_INDEX, k, Vec::new())));
+    /// An entry's current state and the keys of everything derived from it (its entry-event
+    /// records aside).
+    fn entry_records(&self, entry: &str) -> Result<(Option<EntryState>, Vec<Vec<u8>>)> {
+        let mut keys = Vec::new();
+        let state = self.entry(entry)?;
+        if let Some(s) = state.as_ref().filter(|s| !s.is_cold()) {
+            keys.extend(index_keys(s));
+        }
+        let mut own = entry.as_bytes().to_vec();
+        own.push(0);
+        for item in self.ks[K_PROJ].prefix(&own) {
+            let key = item.key().map_err(|e| self.err(e))?;
+            if key.get(own.len()) != Some(&T_EVENT) {
+                keys.push(key.to_vec());
             }
         }
-        for k in [K_VERSIONS, K_AUDIT] {
-            for item in self.ks[k].prefix(format!("{entry}/")) {
-                let key = item.key().map_err(|e| self.err(e))?;
-                kvs.push((k, key.to_vec(), Vec::new()));
-            }
+        let mut audit = AUDIT.to_vec();
+        audit.extend_from_slice(format!("{entry}/").as_bytes());
+        for item in self.ks[K_PROJ].prefix(&audit) {
+            keys.push(item.key().map_err(|e| self.err(e))?.to_vec());
         }
-        Ok(EntryRecords { state, kvs })
+        Ok((state, keys))
     }
 
     /// All stored events of one entry.
@@ -370,10 +608,11 @@ impl Store {
     /// # Errors
     /// When the store cannot be read or a stored line no longer decodes.
     pub fn entry_events(&self, entry: &str) -> Result<Vec<Event>> {
+        let prefix = entry_key(entry, T_EVENT, b"");
         let mut out = Vec::new();
-        for item in self.ks[K_ENTRY_EVENTS].prefix(entry.as_bytes()) {
+        for item in self.ks[K_PROJ].prefix(&prefix) {
             let key = item.key().map_err(|e| self.err(e))?;
-            let id = &key[entry.len()..];
+            let id = &key[prefix.len()..];
             if let Some(line) = self.ks[K_EVENTS].get(id).map_err(|e| self.err(e))? {
                 let text = std::str::from_utf8(&line).map_err(|e| self.err(e))?;
                 out.push(projections::decode_line(text).map_err(|e| self.err(e))?);
@@ -387,121 +626,292 @@ impl Store {
     ///
     /// # Errors
     /// When the store cannot be written.
-    pub fn build_at(
+    pub fn build_at<L: AsRef<str> + Default + Send + Sync>(
         path: &Path,
-        events: Vec<(Event, String)>,
+        events: Vec<(Event, L)>,
         fingerprint: &Fingerprint,
     ) -> Result<usize> {
         // Always a fresh directory: fjall's `clear` followed by ingestion can lose the ingested
         // tables on the next open, and bulk ingestion into an empty database is the fast path.
+        // Ingested tables are durable when ingestion finishes; nothing is left to flush.
         if path.exists() {
             fs_err::remove_dir_all(path)?;
         }
         let store = Self::open_raw(path)?;
-        let applied = store.ingest_all(events, fingerprint)?;
-        store.flush()?;
-        Ok(applied)
+        store.ingest_all(events, fingerprint)
     }
 
-    fn ingest_all(&self, events: Vec<(Event, String)>, fingerprint: &Fingerprint) -> Result<usize> {
-        let mut seen = std::collections::HashSet::with_capacity(events.len());
-        let mut lines: Vec<(Vec<u8>, Vec<u8>)> = Vec::with_capacity(events.len());
-        let mut by_entry: BTreeMap<String, Vec<Event>> = BTreeMap::new();
-        for (event, line) in events {
-            if !seen.insert(event.id.clone()) {
-                continue;
-            }
-            lines.push((event.id.clone().into_bytes(), line.into_bytes()));
-            let mut entries = event.entries().map(str::to_owned).collect::<Vec<_>>();
-            if let Some(last) = entries.pop() {
-                for entry in entries {
-                    by_entry.entry(entry).or_default().push(event.clone());
-                }
-                by_entry.entry(last).or_default().push(event);
-            }
-        }
-        drop(seen);
+    fn ingest_all<L: AsRef<str> + Default + Send + Sync>(
+        &self,
+        mut events: Vec<(Event, L)>,
+        fingerprint: &Fingerprint,
+    ) -> Result<usize> {
+        // The raw events go to their own keyspace on a thread of their own while this one
+        // folds. The lines move to that thread, which frees each once written; the events stay
+        // where they are (moving them apart would copy every event once more).
+        let lines: Vec<L> = events
+            .iter_mut()
+            .map(|(_, line)| std::mem::take(line))
+            .collect();
+        let events = events;
+        std::thread::scope(|scope| {
+            let writer = scope.spawn(|| self.ingest_lines(&events, lines));
+            let derived = self.ingest_projections(&events, fingerprint);
+            let applied = match writer.join() {
+                Ok(r) => r?,
+                Err(panic) => std::panic::resume_unwind(panic),
+            };
+            derived?;
+            Ok(applied)
+        })
+    }
+
+    /// Writes the raw events (id and line, `lines[i]` being the line of `events[i]`), sorted
+    /// and without duplicates; returns how many.
+    fn ingest_lines<L: AsRef<str>>(&self, events: &[(Event, L)], lines: Vec<L>) -> Result<usize> {
+        self.write_events(
+            events
+                .iter()
+                .map(|(e, _)| e.id.as_str())
+                .zip(lines)
+                .collect(),
+        )
+    }
+
+    /// Writes `(id, line)` pairs to `events`, sorted and without duplicates, freeing each line
+    /// once written; returns how many.
+    fn write_events<L: AsRef<str>>(&self, mut lines: Vec<(&str, L)>) -> Result<usize> {
+        lines.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        lines.dedup_by(|a, b| a.0 == b.0);
         let applied = lines.len();
-
-        // Keyspaces keyed by entry id (entry_events, entries, cold, versions, audit) are written
-        // as a stream, a chunk of entries at a time in ascending id order, so the derived records
-        // of the whole log never sit in memory at once. Index keys and raw events are keyed
-        // otherwise and are sorted at the end.
-        let mut streams = STREAMED
-            .iter()
-            .map(|&k| self.ks[k].start_ingestion().map_err(|e| self.err(e)))
-            .collect::<Result<Vec<_>>>()?;
-        let mut index: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
-        let mut stats = Stats::default();
-        let mut groups = by_entry.into_iter();
-        loop {
-            let chunk: Vec<(String, Vec<Event>)> = groups.by_ref().take(STREAM_CHUNK).collect();
-            if chunk.is_empty() {
-                break;
-            }
-            let parts = crate::parallel::map_chunks(&chunk, |part| {
-                let mut stats = Stats::default();
-                let mut kvs = Vec::new();
-                for (entry, events) in part {
-                    for e in events {
-                        let mut k = entry.clone().into_bytes();
-                        k.extend_from_slice(e.id.as_bytes());
-                        kvs.push((K_ENTRY_EVENTS, k, Vec::new()));
-                    }
-                    let records = derive(fold_entry_of(entry, events));
-                    if let Some(s) = &records.state {
-                        stats.apply(s, 1);
-                    }
-                    kvs.extend(records.kvs);
-                }
-                (stats, kvs)
-            });
-            drop(chunk);
-            let mut by_keyspace: [Vec<(Vec<u8>, Vec<u8>)>; 8] = Default::default();
-            for (part, kvs) in parts {
-                stats.merge(&part);
-                for (k, key, value) in kvs {
-                    if k == K_INDEX {
-                        index.push((key, value));
-                    } else {
-                        by_keyspace[k].push((key, value));
-                    }
-                }
-            }
-            for (stream, k) in streams.iter_mut().zip(STREAMED) {
-                let table = &mut by_keyspace[k];
-                table.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-                for (key, value) in table.drain(..) {
-                    stream.write(key, value).map_err(|e| self.err(e))?;
-                }
-            }
-        }
-        for stream in streams {
-            stream.finish().map_err(|e| self.err(e))?;
-        }
-
-        let mut meta = vec![
-            (b"format".to_vec(), STORE_FORMAT.as_bytes().to_vec()),
-            (b"log".to_vec(), to_json(fingerprint)),
-            (b"stats".to_vec(), to_json(&stats)),
-        ];
-        for (k, table) in [
-            (K_EVENTS, &mut lines),
-            (K_INDEX, &mut index),
-            (K_META, &mut meta),
-        ] {
-            table.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-            table.dedup_by(|a, b| a.0 == b.0);
-            if table.is_empty() {
-                continue;
-            }
-            let mut ingestion = self.ks[k].start_ingestion().map_err(|e| self.err(e))?;
-            for (key, value) in table.drain(..) {
-                ingestion.write(key, value).map_err(|e| self.err(e))?;
+        if applied > 0 {
+            let mut ingestion = self.ks[K_EVENTS]
+                .start_ingestion()
+                .map_err(|e| self.err(e))?;
+            for (id, line) in lines {
+                ingestion
+                    .write(id, line.as_ref())
+                    .map_err(|e| self.err(e))?;
             }
             ingestion.finish().map_err(|e| self.err(e))?;
         }
         Ok(applied)
+    }
+
+    /// Creates a complete store at `path` (replacing whatever is there) from the log `buf` (the
+    /// complete lines of the log at `log`), and closes it.
+    ///
+    /// Unlike [`Store::build_at`], which is given every event decoded and a copy of every line,
+    /// this holds only the log itself: a first pass verifies every line and keeps what grouping
+    /// by entry needs, then each chunk of entries decodes its lines again (without hashing them
+    /// again) to fold them, and the raw events are written as slices of `buf`.
+    ///
+    /// # Errors
+    /// [`Error::CorruptLog`] for a line that does not verify (nothing is built); [`Error::Store`]
+    /// when the store cannot be written.
+    pub fn build_from_log_at(
+        path: &Path,
+        log: &Path,
+        buf: &[u8],
+        fingerprint: &Fingerprint,
+    ) -> Result<LogBuild> {
+        let seen = first_pass(log, buf)?;
+        let dangling = dangling_parents(&seen);
+        if path.exists() {
+            fs_err::remove_dir_all(path)?;
+        }
+        let store = Self::open_raw(path)?;
+        let applied = std::thread::scope(|scope| {
+            let writer = scope.spawn(|| {
+                store.write_events(seen.iter().map(|s| (s.id.as_str(), s.line)).collect())
+            });
+            let derived = store.ingest_seen(&seen, fingerprint);
+            let applied = match writer.join() {
+                Ok(r) => r?,
+                Err(panic) => std::panic::resume_unwind(panic),
+            };
+            derived.map(|()| applied)
+        })?;
+        Ok(LogBuild { applied, dangling })
+    }
+
+    /// The second pass of [`Store::build_from_log_at`]: group, decode, fold, write.
+    fn ingest_seen(&self, seen: &[Seen<'_>], fingerprint: &Fingerprint) -> Result<()> {
+        let mut placed: Vec<(&str, &str, usize)> = Vec::with_capacity(seen.len());
+        for (i, s) in seen.iter().enumerate() {
+            placed.push((s.entry.as_str(), s.id.as_str(), i));
+            if let Some(by) = &s.replacement {
+                placed.push((by.as_str(), s.id.as_str(), i));
+            }
+        }
+        placed.sort_unstable_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+        placed.dedup_by(|a, b| a.0 == b.0 && a.1 == b.1);
+        let mut groups: Vec<(&str, std::ops::Range<usize>)> = Vec::new();
+        for (i, (entry, _, _)) in placed.iter().enumerate() {
+            match groups.last_mut() {
+                Some((last, range)) if last == entry => range.end = i + 1,
+                _ => groups.push((entry, i..i + 1)),
+            }
+        }
+        let entries: Vec<&str> = groups.iter().map(|(entry, _)| *entry).collect();
+        let lines: Vec<usize> = placed.into_iter().map(|(_, _, i)| i).collect();
+        let groups: Vec<(&str, &[usize])> = groups
+            .into_iter()
+            .map(|(entry, range)| (entry, lines.get(range).unwrap_or_default()))
+            .collect();
+        self.write_groups(&groups, &entries, fingerprint, |(entry, members)| {
+            let events = members
+                .iter()
+                .map(|i| {
+                    let line = seen.get(*i).map_or("", |s| s.line);
+                    projections::event::decode_verified_line(line).map_err(|e| self.err(e))
+                })
+                .collect::<Result<Vec<Event>>>()?;
+            let refs: Vec<&Event> = events.iter().collect();
+            Ok(fold_group(entry, &refs))
+        })
+    }
+
+    /// Folds every entry of `events` and writes the whole `projections` keyspace in one pass.
+    fn ingest_projections<L>(
+        &self,
+        events: &[(Event, L)],
+        fingerprint: &Fingerprint,
+    ) -> Result<()> {
+        // Each event under every entry it projects onto, in entry order; duplicates dropped.
+        let mut placed: Vec<(&str, &Event)> = Vec::with_capacity(events.len());
+        for (e, _) in events {
+            placed.extend(e.entries().map(|entry| (entry, e)));
+        }
+        placed.sort_unstable_by(|a, b| (a.0, a.1.id.as_str()).cmp(&(b.0, b.1.id.as_str())));
+        placed.dedup_by(|a, b| a.0 == b.0 && a.1.id == b.1.id);
+        // Groups as ranges of one list of events, not a list per entry.
+        let mut groups: Vec<(&str, std::ops::Range<usize>)> = Vec::new();
+        for (i, (entry, _)) in placed.iter().enumerate() {
+            match groups.last_mut() {
+                Some((last, range)) if last == entry => range.end = i + 1,
+                _ => groups.push((entry, i..i + 1)),
+            }
+        }
+        let placed: Vec<&Event> = placed.into_iter().map(|(_, e)| e).collect();
+        let entries: Vec<&str> = groups.iter().map(|(entry, _)| *entry).collect();
+        let groups: Vec<(&str, &[&Event])> = groups
+            .into_iter()
+            .map(|(entry, range)| (entry, placed.get(range).unwrap_or_default()))
+            .collect();
+        self.write_groups(&groups, &entries, fingerprint, |(entry, events)| {
+            Ok(fold_group(entry, events))
+        })
+    }
+
+    /// Writes the `projections` keyspace from `groups` (one per entry, in entry order, named
+    /// by `entries`), which `fold` turns into each entry's records. Folding runs on this thread
+    /// (and the cores) while a second thread writes what the previous chunk derived.
+    fn write_groups<G: Sync>(
+        &self,
+        groups: &[G],
+        entries: &[&str],
+        fingerprint: &Fingerprint,
+        fold: impl Fn(&G) -> Result<Derived> + Sync,
+    ) -> Result<()> {
+        let (send, receive) = std::sync::mpsc::sync_channel::<Batch>(1);
+        std::thread::scope(|scope| {
+            let writer = scope.spawn(move || self.write_projections(&receive));
+            let folded = self.fold_all(groups, entries, fingerprint, &send, fold);
+            drop(send);
+            let written = match writer.join() {
+                Ok(r) => r,
+                Err(panic) => std::panic::resume_unwind(panic),
+            };
+            written.and(folded)
+        })
+    }
+
+    /// Folds `groups` chunk by chunk and sends the records to the writer, then the index and
+    /// the meta records.
+    fn fold_all<G: Sync>(
+        &self,
+        groups: &[G],
+        entries: &[&str],
+        fingerprint: &Fingerprint,
+        send: &std::sync::mpsc::SyncSender<Batch>,
+        fold: impl Fn(&G) -> Result<Derived> + Sync,
+    ) -> Result<()> {
+        let gone = |_| self.err("the store writer stopped");
+        let mut stats = Stats::default();
+        let mut index = IndexBuckets::default();
+        for (chunk_no, chunk) in groups.chunks(STREAM_CHUNK).enumerate() {
+            let parts = crate::parallel::map_chunks(chunk, |part| {
+                part.iter().map(&fold).collect::<Result<Vec<_>>>()
+            });
+            let mut batch: Vec<Derived> = Vec::with_capacity(chunk.len());
+            for part in parts {
+                batch.extend(part?);
+            }
+            let first = chunk_no * STREAM_CHUNK;
+            for (i, (_, records)) in batch.iter().enumerate() {
+                if let Some(s) = &records.state {
+                    stats.apply(s, 1);
+                    if !s.is_cold() {
+                        index.add(u32::try_from(first + i).unwrap_or(u32::MAX), s);
+                    }
+                }
+            }
+            send.send(Batch::Entries(batch)).map_err(gone)?;
+        }
+        let meta = vec![
+            (meta_key("format"), STORE_FORMAT.as_bytes().to_vec()),
+            (meta_key("log"), to_json(fingerprint)),
+            (meta_key("stats"), to_json(&stats)),
+        ];
+        send.send(Batch::Tail {
+            index: index.into_sorted_keys(entries),
+            meta,
+        })
+        .map_err(gone)
+    }
+
+    /// Writes the batches `fold_all` sends, in key order, as one ingestion.
+    fn write_projections(&self, receive: &std::sync::mpsc::Receiver<Batch>) -> Result<()> {
+        let mut ingestion = self.ks[K_PROJ].start_ingestion().map_err(|e| self.err(e))?;
+        let mut audit: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+        while let Ok(batch) = receive.recv() {
+            match batch {
+                Batch::Entries(batch) => {
+                    for (event_keys, records) in batch {
+                        let mut own = records.own.into_iter().peekable();
+                        // Cold state, entry events, then hot state and versions: key order.
+                        while let Some((key, value)) =
+                            own.next_if(|(k, _)| k.last() == Some(&T_COLD))
+                        {
+                            ingestion.write(key, value).map_err(|e| self.err(e))?;
+                        }
+                        for key in event_keys {
+                            ingestion.write(key, b"").map_err(|e| self.err(e))?;
+                        }
+                        for (key, value) in own {
+                            ingestion.write(key, value).map_err(|e| self.err(e))?;
+                        }
+                        audit.extend(records.audit);
+                    }
+                }
+                Batch::Tail { index, meta } => {
+                    // `~a` < `~i` < `~m`, all after every entry id (`m-…`).
+                    for (key, value) in audit.drain(..) {
+                        ingestion.write(key, value).map_err(|e| self.err(e))?;
+                    }
+                    for key in index {
+                        ingestion.write(key, b"").map_err(|e| self.err(e))?;
+                    }
+                    for (key, value) in meta {
+                        ingestion.write(key, value).map_err(|e| self.err(e))?;
+                    }
+                    return ingestion.finish().map_err(|e| self.err(e));
+                }
+            }
+        }
+        // The folding side stopped early with an error of its own.
+        Ok(())
     }
 
     /// The state of an entry, hot or cold.
@@ -509,9 +919,9 @@ impl Store {
     /// # Errors
     /// When the store cannot be read.
     pub fn entry(&self, id: &str) -> Result<Option<EntryState>> {
-        match self.get_json(K_ENTRIES, id.as_bytes())? {
+        match self.get_json(&entry_key(id, T_HOT, b""))? {
             Some(s) => Ok(Some(s)),
-            None => self.get_json(K_COLD, id.as_bytes()),
+            None => self.get_json(&entry_key(id, T_COLD, b"")),
         }
     }
 
@@ -520,14 +930,20 @@ impl Store {
     /// # Errors
     /// When the store cannot be read.
     pub fn ids_with_prefix(&self, prefix: &str, limit: usize) -> Result<Vec<String>> {
-        let mut out = BTreeSet::new();
-        for k in [K_ENTRIES, K_COLD] {
-            for item in self.ks[k].prefix(prefix.as_bytes()).take(limit) {
-                let key = item.key().map_err(|e| self.err(e))?;
-                out.insert(String::from_utf8_lossy(&key).into_owned());
+        let mut out = Vec::new();
+        if prefix.starts_with('~') {
+            return Ok(out);
+        }
+        for item in self.ks[K_PROJ].prefix(prefix.as_bytes()) {
+            if out.len() >= limit {
+                break;
+            }
+            let key = item.key().map_err(|e| self.err(e))?;
+            if let [entry @ .., 0, T_HOT | T_COLD] = &*key {
+                out.push(String::from_utf8_lossy(entry).into_owned());
             }
         }
-        Ok(out.into_iter().take(limit).collect())
+        Ok(out)
     }
 
     /// The shortest prefix of `id`, at least `min` characters long, that names no other entry
@@ -555,7 +971,8 @@ impl Store {
         keep: impl Fn(&EntryState) -> bool,
     ) -> Result<Vec<EntryState>> {
         let mut out = Vec::new();
-        for item in self.ks[K_INDEX].prefix(b"updated\0").rev() {
+        let prefix = [INDEX, b"updated\0"].concat();
+        for item in self.ks[K_PROJ].prefix(&prefix).rev() {
             if out.len() >= limit {
                 break;
             }
@@ -563,7 +980,8 @@ impl Store {
             let Some(pos) = key.iter().rposition(|b| *b == 0) else {
                 continue;
             };
-            if let Some(s) = self.get_json::<EntryState>(K_ENTRIES, &key[pos + 1..])?
+            let id = String::from_utf8_lossy(&key[pos + 1..]);
+            if let Some(s) = self.get_json::<EntryState>(&entry_key(&id, T_HOT, b""))?
                 && keep(&s)
             {
                 out.push(s);
@@ -577,13 +995,9 @@ impl Store {
     /// # Errors
     /// When the store cannot be read.
     pub fn ids_with(&self, dim: &str, value: &str) -> Result<Vec<String>> {
-        let mut prefix = Vec::with_capacity(dim.len() + value.len() + 2);
-        prefix.extend_from_slice(dim.as_bytes());
-        prefix.push(0);
-        prefix.extend_from_slice(value.as_bytes());
-        prefix.push(0);
+        let prefix = index_prefix(dim, value);
         let mut ids = Vec::new();
-        for item in self.ks[K_INDEX].prefix(&prefix) {
+        for item in self.ks[K_PROJ].prefix(&prefix) {
             let key = item.key().map_err(|e| self.err(e))?;
             ids.push(String::from_utf8_lossy(&key[prefix.len()..]).into_owned());
         }
@@ -599,12 +1013,12 @@ impl Store {
         Ok(usize::try_from(self.stats()?.hot_entries).unwrap_or(0))
     }
 
-    /// Every version of an entry, oldest first.
+    /// Every version of an entry, oldest first: its events folded, one snapshot per version.
     ///
     /// # Errors
     /// When the store cannot be read.
     pub fn versions(&self, entry: &str) -> Result<Vec<Version>> {
-        let mut versions: Vec<Version> = self.prefix_json(K_VERSIONS, &format!("{entry}/"))?;
+        let mut versions = fold_entry_of(entry, &self.entry_events(entry)?).versions;
         projections::fill_changes(&mut versions);
         Ok(versions)
     }
@@ -614,19 +1028,23 @@ impl Store {
     /// # Errors
     /// When the store cannot be read.
     pub fn audit(&self, entry: Option<&str>) -> Result<Vec<AuditRecord>> {
+        let mut prefix = AUDIT.to_vec();
         match entry {
-            Some(e) => self.prefix_json(K_AUDIT, &format!("{e}/")),
+            Some(e) => {
+                prefix.extend_from_slice(format!("{e}/").as_bytes());
+                self.prefix_json(&prefix)
+            }
             None => {
-                let mut all: Vec<AuditRecord> = self.prefix_json(K_AUDIT, "")?;
+                let mut all: Vec<AuditRecord> = self.prefix_json(&prefix)?;
                 all.sort_by(|a, b| (&a.at, &a.entry, a.seq).cmp(&(&b.at, &b.entry, b.seq)));
                 Ok(all)
             }
         }
     }
 
-    fn prefix_json<T: for<'de> Deserialize<'de>>(&self, k: usize, prefix: &str) -> Result<Vec<T>> {
+    fn prefix_json<T: for<'de> Deserialize<'de>>(&self, prefix: &[u8]) -> Result<Vec<T>> {
         let mut out = Vec::new();
-        for item in self.ks[k].prefix(prefix.as_bytes()) {
+        for item in self.ks[K_PROJ].prefix(prefix) {
             let value = item.value().map_err(|e| self.err(e))?;
             out.push(serde_json::from_slice(&value).map_err(|e| self.err(e))?);
         }
@@ -638,26 +1056,50 @@ impl Store {
     /// # Errors
     /// When the store cannot be read.
     pub fn stats(&self) -> Result<Stats> {
-        Ok(self.get_json(K_META, b"stats")?.unwrap_or_default())
+        Ok(self.get_json(&meta_key("stats"))?.unwrap_or_default())
     }
 
-    /// Writes every projection record canonically, one per line: keyspace, key, value. The log
-    /// fingerprint is left out, so two stores built from the same *set* of events dump the same
-    /// bytes whatever the order of their logs.
+    /// Writes every projection record canonically, one per line: the kind of record, its key
+    /// and its value. The log fingerprint is left out, so two stores built from the same *set*
+    /// of events dump the same bytes whatever the order of their logs.
     ///
     /// # Errors
     /// When the store cannot be read or `out` written.
     pub fn dump(&self, out: &mut dyn std::io::Write) -> Result<()> {
-        for (k, name) in KEYSPACES.iter().enumerate() {
-            for item in self.ks[k].iter() {
+        for (k, ks) in self.ks.iter().enumerate() {
+            for item in ks.iter() {
                 let (key, value) = item.into_inner().map_err(|e| self.err(e))?;
-                if k == K_META && &*key == b"log" {
-                    continue;
-                }
+                let (name, shown) = if k == K_EVENTS {
+                    ("events", key.to_vec())
+                } else if let Some(rest) = key.strip_prefix(META) {
+                    if rest == b"log" {
+                        continue;
+                    }
+                    ("meta", rest.to_vec())
+                } else if let Some(rest) = key.strip_prefix(INDEX) {
+                    ("index", rest.to_vec())
+                } else if let Some(rest) = key.strip_prefix(AUDIT) {
+                    ("audit", rest.to_vec())
+                } else {
+                    match key.iter().position(|b| *b == 0) {
+                        Some(p) => {
+                            let (entry, tail) = (&key[..p], &key[p + 1..]);
+                            let suffix = tail.get(1..).unwrap_or_default();
+                            match tail.first() {
+                                Some(&T_HOT) => ("entries", entry.to_vec()),
+                                Some(&T_COLD) => ("cold", entry.to_vec()),
+                                Some(&T_EVENT) => ("entry_events", [entry, suffix].concat()),
+                                Some(&T_VERSION) => ("versions", [entry, b"/", suffix].concat()),
+                                _ => ("unknown", key.to_vec()),
+                            }
+                        }
+                        None => ("unknown", key.to_vec()),
+                    }
+                };
                 writeln!(
                     out,
                     "{name}\t{}\t{}",
-                    String::from_utf8_lossy(&key).escape_default(),
+                    String::from_utf8_lossy(&shown).escape_default(),
                     String::from_utf8_lossy(&value)
                 )?;
             }
@@ -724,3 +1166,126 @@ impl std::fmt::Debug for Store {
     }
 }
 pub mod session;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use projections::{EntryFields, EventData, Kind, Section, Status};
+
+    fn fields(n: usize) -> EntryFields {
+        EntryFields {
+            section: Section::ALL[n % 4],
+            kind: Kind::ALL[n % 8],
+            subject: format!("subject-{}", n % 3),
+            scope: "repo".into(),
+            summary: format!("summary {n} \"quoted\""),
+            content: format!("content {n}\nsecond line"),
+            tags: vec![format!("t{}", n % 2), "all".into()],
+            confidence: 0.5,
+            evidence: vec![],
+            related_entries: vec![],
+            valid_from: None,
+            valid_to: None,
+            review_interval: None,
+        }
+    }
+
+    fn build(kind: &str, n: usize) -> Event {
+        let at = format!("2026-01-01T00:00:{:02}.000Z", n % 60);
+        let data = EventData::Create {
+            fields: fields(n),
+            status: Status::Active,
+        };
+        Event::build(kind, "tester", &at, vec![], data).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn dump(path: &Path) -> String {
+        let (store, _) = Store::open(path).unwrap_or_else(|e| panic!("{e}"));
+        let mut out = Vec::new();
+        store.dump(&mut out).unwrap_or_else(|e| panic!("{e}"));
+        String::from_utf8(out).unwrap_or_default()
+    }
+
+    /// Building from the log's bytes gives the same store as building from decoded events,
+    /// duplicates, one-line supersedes and missing parents included.
+    #[test]
+    fn build_from_log_equals_build_from_events() {
+        let mut events: Vec<Event> = (0..40).map(|n| build("", n)).collect();
+        let target = events[3].clone();
+        let at = "2026-01-02T00:00:00.000Z";
+        let supersede = Event::supersede_with_replacement(
+            &target.entry,
+            "tester",
+            at,
+            vec![target.id.clone()],
+            fields(99),
+            Status::Active,
+            Some("newer".into()),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let orphan = Event::build(
+            &events[5].entry,
+            "tester",
+            at,
+            vec!["0".repeat(64)],
+            EventData::Deprecate { reason: None },
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        events.push(supersede);
+        events.push(orphan.clone());
+        events.push(events[7].clone());
+        let mut buf = Vec::new();
+        for e in &events {
+            buf.extend_from_slice(e.to_line().unwrap_or_default().as_bytes());
+            buf.push(b'\n');
+        }
+        let fp = Fingerprint {
+            len: buf.len() as u64,
+            lines: events.len() as u64,
+            hashes: crate::log::stamp::BlockHashes::of(&buf),
+            stamp: None,
+        };
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        let pairs: Vec<(Event, String)> = events
+            .iter()
+            .map(|e| (e.clone(), e.to_line().unwrap_or_default()))
+            .collect();
+        let applied = Store::build_at(&a, pairs, &fp).unwrap_or_else(|e| panic!("{e}"));
+        let built = Store::build_from_log_at(&b, Path::new("events.jsonl"), &buf, &fp)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(applied, 42);
+        assert_eq!(built.applied, 42);
+        assert_eq!(
+            built.dangling,
+            vec![Dangling {
+                entry: orphan.entry.clone(),
+                event: orphan.id.clone(),
+                parent: "0".repeat(64),
+            }]
+        );
+        let (left, right) = (dump(&a), dump(&b));
+        assert!(left.contains("entries\t"), "{left}");
+        assert_eq!(left, right);
+    }
+
+    /// A line that does not verify stops the build and names the line.
+    #[test]
+    fn build_from_log_refuses_a_damaged_line() {
+        let mut line = build("", 1).to_line().unwrap_or_default();
+        line = line.replacen("summary 1", "summary 2", 1);
+        let buf = format!("{line}\n").into_bytes();
+        let fp = Fingerprint {
+            len: buf.len() as u64,
+            lines: 1,
+            hashes: crate::log::stamp::BlockHashes::of(&buf),
+            stamp: None,
+        };
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let result = Store::build_from_log_at(&dir.path().join("s"), Path::new("x"), &buf, &fp);
+        assert!(
+            matches!(result, Err(Error::CorruptLog { line: 1, .. })),
+            "{result:?}"
+        );
+    }
+}

@@ -178,23 +178,33 @@ fn decode_with_lines(
     decode_lines(&path, &lines)
 }
 
+/// Lines decoded per parallel step: the decoded events of one step are moved into the result
+/// and freed before the next, so the result is not held twice.
+const DECODE_STEP: usize = 8192;
+
 fn decode_lines(
     path: &std::path::Path,
     lines: &[event_log::Line<'_>],
 ) -> Result<Vec<(Event, String)>> {
-    let chunks = crate::parallel::map_chunks(lines, |chunk| {
-        chunk
-            .iter()
-            .map(|l| {
-                let event = event_log::decode(path, l)?;
-                // `decode` proved the line is UTF-8.
-                Ok((event, String::from_utf8_lossy(l.bytes).into_owned()))
-            })
-            .collect::<Result<Vec<_>>>()
-    });
     let mut events = Vec::with_capacity(lines.len());
-    for chunk in chunks {
-        events.extend(chunk?);
+    for step in lines.chunks(DECODE_STEP) {
+        let chunks = crate::parallel::map_chunks(step, |chunk| {
+            chunk
+                .iter()
+                .map(|l| {
+                    let event = event_log::decode(path, l)?;
+                    // `decode` proved the line is UTF-8.
+                    let line = std::str::from_utf8(l.bytes).map_or_else(
+                        |_| String::from_utf8_lossy(l.bytes).into_owned(),
+                        str::to_owned,
+                    );
+                    Ok((event, line))
+                })
+                .collect::<Result<Vec<_>>>()
+        });
+        for chunk in chunks {
+            events.extend(chunk?);
+        }
     }
     Ok(events)
 }
