@@ -10,10 +10,12 @@
 //! | `entries`      | entry id                              | current state (hot)         |
 //! | `cold`         | entry id                              | current state (archived, expired, purged) |
 //! | `index`        | dimension `\0` value `\0` entry id    | empty (hot entries only)    |
+//! | `index`        | text index (`doc\0…`, `text\0…`)     | see `crate::retrieval::text_index` |
 //! | `versions`     | entry id `/` version (8 digits)       | version record              |
 //! | `audit`        | entry id `/` sequence (8 digits)      | audit record                |
 
 use crate::error::{Error, Result};
+use crate::retrieval::text_index::{TextStats, text_keys};
 use fjall::{Database, Keyspace, KeyspaceCreateOptions};
 use projections::{AuditRecord, EntryState, Event, Folded, Stats, Version, fold_entry_of};
 use serde::{Deserialize, Serialize};
@@ -22,7 +24,7 @@ use std::path::{Path, PathBuf};
 
 /// Bumped whenever the layout or the meaning of a projection changes: a store of another format
 /// is rebuilt from the log, never misread.
-pub const STORE_FORMAT: &str = "memlog-store-6";
+pub const STORE_FORMAT: &str = "memlog-store-7";
 
 /// Journal size above which opening the store first flushes its memtables and starts a new
 /// journal, so that a process replays little whatever the history of writes.
@@ -167,6 +169,7 @@ fn derive(folded: Folded) -> EntryRecords {
         kvs.push((target, s.id.clone().into_bytes(), to_json(s)));
         if !s.is_cold() {
             kvs.extend(index_keys(s).into_iter().map(|k| (K_INDEX, k, Vec::new())));
+            kvs.extend(text_keys(s).into_iter().map(|(k, v)| (K_INDEX, k, v)));
         }
     }
     EntryRecords {
@@ -303,6 +306,7 @@ impl Store {
             }
         }
         let mut stats: Stats = self.get_json(K_META, b"stats")?.unwrap_or_default();
+        let mut text_stats = self.text_stats()?;
         for (entry, new) in by_entry {
             let mut all = self.entry_events(&entry)?;
             for event in new {
@@ -314,10 +318,12 @@ impl Store {
             let old = self.entry_records(&entry)?;
             if let Some(s) = &old.state {
                 stats.apply(s, -1);
+                text_stats.apply(s, -1);
             }
             let new = derive(fold_entry_of(&entry, &all));
             if let Some(s) = &new.state {
                 stats.apply(s, 1);
+                text_stats.apply(s, 1);
             }
             // A key written twice in one batch has no defined winner: remove only what the new
             // records do not write again.
@@ -336,6 +342,7 @@ impl Store {
             }
         }
         batch.insert(&self.ks[K_META], "stats", to_json(&stats));
+        batch.insert(&self.ks[K_META], "text_stats", to_json(&text_stats));
         batch.insert(&self.ks[K_META], "log", to_json(fingerprint));
         batch.insert(&self.ks[K_META], "format", STORE_FORMAT);
         batch.commit().map_err(|e| self.err(e))?;
@@ -354,6 +361,11 @@ impl Store {
             kvs.push((target, entry.as_bytes().to_vec(), Vec::new()));
             if !s.is_cold() {
                 kvs.extend(index_keys(s).into_iter().map(|k| (K_INDEX, k, Vec::new())));
+                kvs.extend(
+                    text_keys(s)
+                        .into_iter()
+                        .map(|(k, _)| (K_INDEX, k, Vec::new())),
+                );
             }
         }
         for k in [K_VERSIONS, K_AUDIT] {
@@ -433,6 +445,7 @@ impl Store {
             .collect::<Result<Vec<_>>>()?;
         let mut index: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
         let mut stats = Stats::default();
+        let mut text_stats = TextStats::default();
         let mut groups = by_entry.into_iter();
         loop {
             let chunk: Vec<(String, Vec<Event>)> = groups.by_ref().take(STREAM_CHUNK).collect();
@@ -441,6 +454,7 @@ impl Store {
             }
             let parts = crate::parallel::map_chunks(&chunk, |part| {
                 let mut stats = Stats::default();
+                let mut text_stats = TextStats::default();
                 let mut kvs = Vec::new();
                 for (entry, events) in part {
                     for e in events {
@@ -451,15 +465,17 @@ impl Store {
                     let records = derive(fold_entry_of(entry, events));
                     if let Some(s) = &records.state {
                         stats.apply(s, 1);
+                        text_stats.apply(s, 1);
                     }
                     kvs.extend(records.kvs);
                 }
-                (stats, kvs)
+                (stats, text_stats, kvs)
             });
             drop(chunk);
             let mut by_keyspace: [Vec<(Vec<u8>, Vec<u8>)>; 8] = Default::default();
-            for (part, kvs) in parts {
+            for (part, text_part, kvs) in parts {
                 stats.merge(&part);
+                text_stats.merge(&text_part);
                 for (k, key, value) in kvs {
                     if k == K_INDEX {
                         index.push((key, value));
@@ -484,6 +500,7 @@ impl Store {
             (b"format".to_vec(), STORE_FORMAT.as_bytes().to_vec()),
             (b"log".to_vec(), to_json(fingerprint)),
             (b"stats".to_vec(), to_json(&stats)),
+            (b"text_stats".to_vec(), to_json(&text_stats)),
         ];
         for (k, table) in [
             (K_EVENTS, &mut lines),
@@ -597,6 +614,47 @@ impl Store {
     pub fn hot_count(&self) -> Result<usize> {
         // From the statistics: counting the keyspace would read every entry.
         Ok(usize::try_from(self.stats()?.hot_entries).unwrap_or(0))
+    }
+
+    /// Statistics of the text index.
+    ///
+    /// # Errors
+    /// When the store cannot be read.
+    pub fn text_stats(&self) -> Result<TextStats> {
+        Ok(self.get_json(K_META, b"text_stats")?.unwrap_or_default())
+    }
+
+    /// Visits the index records whose key starts with `prefix`, in key order, with the rest of
+    /// the key and the value, until `visit` returns false.
+    ///
+    /// # Errors
+    /// When the store cannot be read.
+    pub fn scan_index(
+        &self,
+        prefix: &[u8],
+        mut visit: impl FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<()> {
+        for item in self.ks[K_INDEX].prefix(prefix) {
+            let (key, value) = item.into_inner().map_err(|e| self.err(e))?;
+            if !visit(&key[prefix.len()..], &value) {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Hot entries by id, in the order given (ids that are not hot are left out).
+    ///
+    /// # Errors
+    /// When the store cannot be read.
+    pub fn hot_entries(&self, ids: &[&str]) -> Result<Vec<EntryState>> {
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            if let Some(s) = self.get_json(K_ENTRIES, id.as_bytes())? {
+                out.push(s);
+            }
+        }
+        Ok(out)
     }
 
     /// Every version of an entry, oldest first.
