@@ -190,3 +190,18 @@ mod tests {
         assert_eq!(estimate_tokens("a b"), 2);
     }
 }
+
+#[cfg(test)]
+mod budget_props {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The estimate is additive enough that a rendering within it never exceeds the budget.
+        #[test]
+        fn concatenation_never_costs_less(a in ".{0,80}", b in ".{0,80}") {
+            let joined = a.clone() + &b;
+            prop_assert!(estimate_tokens(&joined) <= estimate_tokens(&a) + estimate_tokens(&b));
+        }
+    }
+}

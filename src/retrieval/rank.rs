@@ -154,3 +154,99 @@ pub fn with_relevance(mut c: Components, bm25: f64, best: f64) -> Components {
     c.score = RELEVANCE_WEIGHT * relevance + (1.0 - RELEVANCE_WEIGHT) * c.composite;
     c
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use projections::{Kind, Section, Status};
+    use proptest::prelude::*;
+
+    const NOW: i64 = 1_795_000_000;
+
+    fn params() -> RankParams {
+        RankParams {
+            now: NOW,
+            expiry_warning_days: 7,
+            recency_half_life_days: 30,
+        }
+    }
+
+    fn features(
+        conf: u32,
+        quality: u8,
+        age: i64,
+        valid_to: Option<i64>,
+        stale: bool,
+    ) -> DocFeatures {
+        DocFeatures {
+            confidence: conf,
+            evidence_quality: quality,
+            evidence_stale: stale,
+            status: Status::Active,
+            section: Section::State,
+            kind: Kind::Metric,
+            created: NOW - age,
+            updated: NOW - age,
+            valid_to,
+            scope_hash: 0,
+            subject_hash: 0,
+            tag_bits: 0,
+            lens: [1, 1, 1, 1],
+        }
+    }
+
+    fn score(f: &DocFeatures, scope: f64) -> f64 {
+        composite(f, scope, &rules(f, &params()), &params()).score
+    }
+
+    proptest! {
+        /// Properties 37 and 43: at equal confidence, an entry near expiry or with stale evidence
+        /// ranks below one without, whatever its evidence, recency and scope match.
+        #[test]
+        fn demotions_outrank_everything_but_confidence(
+            conf in 500_000u32..=1_000_000,
+            qa in prop::sample::select(vec![4u8, 6, 8, 10]),
+            qb in prop::sample::select(vec![4u8, 6, 8, 10]),
+            age_a in 0i64..400 * 86_400,
+            age_b in 0i64..400 * 86_400,
+            scope_a in prop::sample::select(vec![0.5, 1.0]),
+            scope_b in prop::sample::select(vec![0.5, 1.0]),
+            days_left in 0i64..7 * 86_400,
+            stale in any::<bool>(),
+        ) {
+            let demoted = if stale {
+                features(conf, qa, age_a, None, true)
+            } else {
+                features(conf, qa, age_a, Some(NOW + days_left), false)
+            };
+            let fine = features(conf, qb, age_b, Some(NOW + 30 * 86_400), false);
+            prop_assert!(score(&demoted, scope_a) < score(&fine, scope_b));
+        }
+
+        /// Property 38: code/artifact evidence ranks above assumption at equal confidence and
+        /// recency.
+        #[test]
+        fn evidence_quality_orders(conf in 0u32..=1_000_000, age in 0i64..400 * 86_400) {
+            let strong = features(conf, 10, age, None, false);
+            let weak = features(conf, 4, age, None, false);
+            prop_assert!(score(&strong, 1.0) > score(&weak, 1.0));
+        }
+
+        /// Property 8: below 0.5 an entry is annotated low-confidence, at or above it is not.
+        #[test]
+        fn low_confidence_marking(conf in 0u32..=1_000_000) {
+            let f = features(conf, 10, 0, None, false);
+            let marked = rules(&f, &params()).contains(&Rule::LowConfidence);
+            prop_assert_eq!(marked, conf < 500_000);
+        }
+    }
+
+    #[test]
+    fn relevance_leads_with_text() {
+        let f = features(600_000, 4, 0, None, false);
+        let g = features(1_000_000, 10, 0, None, false);
+        let best = with_relevance(composite(&f, 1.0, &[], &params()), 2.0, 2.0);
+        let weak = with_relevance(composite(&g, 1.0, &[], &params()), 0.5, 2.0);
+        assert!(best.score > weak.score);
+    }
+}
