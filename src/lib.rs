@@ -10,6 +10,7 @@ pub mod log;
 pub mod parallel;
 pub mod policy;
 pub mod project;
+pub mod retrieval;
 pub mod store;
 
 pub mod workspace;

@@ -58,6 +58,13 @@ pub struct RetrievalPolicy {
     pub min_confidence: f64,
     pub max_results: u32,
     pub expiry_warning_days: u32,
+    /// A query slower than this (milliseconds, whole command) logs a performance warning.
+    #[serde(default = "default_slow_query_ms")]
+    pub slow_query_ms: u64,
+}
+
+fn default_slow_query_ms() -> u64 {
+    100
 }
 
 /// Lifecycle defaults.
@@ -88,6 +95,7 @@ impl Default for Policies {
                 min_confidence: 0.6,
                 max_results: 50,
                 expiry_warning_days: 7,
+                slow_query_ms: default_slow_query_ms(),
             },
             lifecycle: LifecyclePolicy {
                 default_ttl_days: 90,

@@ -57,13 +57,16 @@ pub(super) fn updates_of(value: Value) -> Result<Vec<Value>> {
     }
 }
 
-fn project_for(ctx: &Ctx, name: Option<&str>) -> Result<Project> {
+pub(super) fn project_for(ctx: &Ctx, name: Option<&str>) -> Result<Project> {
     match ctx.project(name) {
         Err(Error::NoProject { project, .. }) => {
             // Requirement: a write to uninitialized memory initializes it.
             let ws = ctx.workspace()?;
             let pname = ProjectName::new(&project)?;
             crate::project::init(&ws, &pname, &ctx.now())?;
+            super::output::note(&format!(
+                "project `{pname}` was not initialized: created ai-memory/{pname}/ with the default policies"
+            ));
             Project::open(&ws, pname)
         }
         other => other,

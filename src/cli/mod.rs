@@ -4,10 +4,12 @@
 mod apply;
 mod bench;
 mod check;
+mod context;
 mod entry_args;
 mod init;
 mod lifecycle_ops;
 mod output;
+mod query;
 mod read;
 mod rebuild;
 mod stats;
@@ -92,8 +94,12 @@ pub enum Command {
     Resolve(write_ops::ResolveArgs),
     /// Show every field of an entry (any unique id prefix)
     Show(read::ShowArgs),
-    /// List entries, most recently updated first
+    /// List entries, most recently updated first, with filters (no smart defaults)
     List(read::ListArgs),
+    /// Ask memory: ranked entries matching text and filters, with smart defaults and global memory
+    Query(query::QueryArgs),
+    /// Fill an AgentTask's memory_context, or render it as a prompt prefix within a token budget
+    Context(context::ContextArgs),
     /// Every version of an entry, with what changed
     History(read::HistoryArgs),
     /// Status, lifecycle, pin and conflict transitions of one entry or all
@@ -268,6 +274,8 @@ fn run(ctx: &Ctx, command: Command, out: &mut Out) -> Result<ExitCode> {
         Command::Resolve(a) => write_ops::resolve(ctx, a, out),
         Command::Show(a) => read::show(ctx, a, out),
         Command::List(a) => read::list(ctx, a, out),
+        Command::Query(a) => query::run(ctx, a, out),
+        Command::Context(a) => context::run(ctx, a, out),
         Command::History(a) => read::history(ctx, a, out),
         Command::Audit(a) => read::audit(ctx, a, out),
         Command::Stats(a) => stats::run(ctx, a, out),

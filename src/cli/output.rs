@@ -66,6 +66,11 @@ pub fn warn(text: &str) {
     let _ = writeln!(std::io::stderr(), "warning: {}", safe(text));
 }
 
+/// Prints an informational line on standard error.
+pub fn note(text: &str) {
+    let _ = writeln!(std::io::stderr(), "note: {}", safe(text));
+}
+
 /// Strips control characters so stored text can never drive the terminal.
 pub fn safe(text: &str) -> String {
     text.chars()

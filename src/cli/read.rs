@@ -19,15 +19,8 @@ pub struct ListArgs {
     /// Project (default: --project, or the workspace's only project)
     #[arg(id = "project_name", value_name = "PROJECT")]
     pub project: Option<String>,
-    /// Only this status (active, superseded, deprecated, draft)
-    #[arg(long)]
-    pub status: Option<String>,
-    /// Only this section
-    #[arg(long)]
-    pub section: Option<String>,
-    /// Only this kind
-    #[arg(long)]
-    pub kind: Option<String>,
+    #[command(flatten)]
+    pub filters: super::query::FilterArgs,
     /// At most this many entries
     #[arg(long, default_value_t = 50)]
     pub limit: usize,
@@ -185,19 +178,12 @@ pub fn normalize_id(id: &str) -> String {
 pub fn list(ctx: &Ctx, args: ListArgs, out: &mut Out) -> Result<ExitCode> {
     let session = open(ctx, args.project.as_deref())?;
     let limit = if args.all { usize::MAX } else { args.limit };
-    let keep = |s: &EntryState| {
-        args.status
-            .as_deref()
-            .is_none_or(|v| s.status.as_str() == v)
-            && args
-                .section
-                .as_deref()
-                .is_none_or(|v| s.fields.section.as_str() == v)
-            && args
-                .kind
-                .as_deref()
-                .is_none_or(|v| s.fields.kind.as_str() == v)
-    };
+    let (policy, _) = super::query::rank_params(ctx, &session.project)?;
+    let filters = args
+        .filters
+        .resolve(&policy, super::query::Defaults::None)?;
+    let now = crate::retrieval::features::unix_seconds(&ctx.now()).unwrap_or(0);
+    let keep = |s: &EntryState| filters.passes(s, now);
     let entries = session.store().recent(limit, keep)?;
     if out.json {
         let items: Vec<Value> = entries

@@ -73,7 +73,7 @@ pub fn print_written(ctx: &Ctx, w: &Written, verb: &str, out: &mut Out) {
 pub fn add(ctx: &Ctx, args: AddArgs, out: &mut Out) -> Result<ExitCode> {
     let input = args.entry.to_input()?;
     let (fields, status) = check_create(&input)?;
-    let project = ctx.project(args.project.as_deref())?;
+    let project = super::apply::project_for(ctx, args.project.as_deref())?;
     let wctx = ctx.write_context()?;
     let w = write(
         &project,

@@ -12,6 +12,7 @@
 //! | version        | entry id `\0v` version (8 digits)          | event, type, actor, time    |
 //! | audit          | `~a\0` entry id `/` sequence (8 digits)    | audit record                |
 //! | index          | `~i\0` dimension `\0` value `\0` entry id  | empty (hot entries only)    |
+//! | text index     | `~i\0doc\0…`, `~i\0text\0…`               | see `crate::retrieval::text_index` |
 //! | meta           | `~m\0format`, `~m\0log`, `~m\0stats`       | store format, log fingerprint, statistics |
 //!
 //! A version record says which event made the version and when; the entry's state at that
@@ -20,6 +21,7 @@
 //! their tag, and only hot entries are in the index.
 
 use crate::error::{Error, Result};
+use crate::retrieval::text_index::{TextStats, text_keys};
 use fjall::{Database, Keyspace, KeyspaceCreateOptions};
 use projections::{
     AuditRecord, EntryState, Event, EventType, LeanFold, Stats, Version, fold_entry_lean,
@@ -31,7 +33,7 @@ use std::path::{Path, PathBuf};
 
 /// Bumped whenever the layout or the meaning of a projection changes: a store of another format
 /// is rebuilt from the log, never misread.
-pub const STORE_FORMAT: &str = "memlog-store-7";
+pub const STORE_FORMAT: &str = "memlog-store-8";
 
 /// Journal size above which opening the store first flushes its memtables and starts a new
 /// journal, so that a process replays little whatever the history of writes.
@@ -163,6 +165,14 @@ fn index_prefix(dim: &str, value: &str) -> Vec<u8> {
     k
 }
 
+/// The text index records of a hot entry, under the index range.
+fn text_records(s: &EntryState) -> Vec<(Vec<u8>, Vec<u8>)> {
+    text_keys(s)
+        .into_iter()
+        .map(|(k, v)| ([INDEX, k.as_slice()].concat(), v))
+        .collect()
+}
+
 fn index_keys(s: &EntryState) -> Vec<Vec<u8>> {
     index_terms(s)
         .into_iter()
@@ -251,7 +261,7 @@ enum Batch {
     Entries(Vec<(Vec<Vec<u8>>, EntryRecords)>),
     /// The last records: the index keys, sorted, and the meta records.
     Tail {
-        index: Vec<Vec<u8>>,
+        index: Vec<(Vec<u8>, Vec<u8>)>,
         meta: Vec<(Vec<u8>, Vec<u8>)>,
     },
 }
@@ -536,6 +546,7 @@ impl Store {
             }
         }
         let mut stats = self.stats()?;
+        let mut text_stats = self.text_stats()?;
         for (entry, new) in by_entry {
             let mut all = self.entry_events(&entry)?;
             for event in new {
@@ -549,16 +560,19 @@ impl Store {
             let (old_state, old_keys) = self.entry_records(&entry)?;
             if let Some(s) = &old_state {
                 stats.apply(s, -1);
+                text_stats.apply(s, -1);
             }
             let refs: Vec<&Event> = all.iter().collect();
             let new = derive(&entry, fold_entry_lean(&entry, &refs));
             if let Some(s) = &new.state {
                 stats.apply(s, 1);
+                text_stats.apply(s, 1);
             }
             let mut new_kvs = new.own;
             new_kvs.extend(new.audit);
             if let Some(s) = new.state.as_ref().filter(|s| !s.is_cold()) {
                 new_kvs.extend(index_keys(s).into_iter().map(|k| (k, Vec::new())));
+                new_kvs.extend(text_records(s));
             }
             // A key written twice in one batch has no defined winner: remove only what the new
             // records do not write again.
@@ -573,6 +587,7 @@ impl Store {
             }
         }
         batch.insert(proj, meta_key("stats"), to_json(&stats));
+        batch.insert(proj, meta_key("text_stats"), to_json(&text_stats));
         batch.insert(proj, meta_key("log"), to_json(fingerprint));
         batch.insert(proj, meta_key("format"), STORE_FORMAT);
         batch.commit().map_err(|e| self.err(e))?;
@@ -586,6 +601,7 @@ impl Store {
         let state = self.entry(entry)?;
         if let Some(s) = state.as_ref().filter(|s| !s.is_cold()) {
             keys.extend(index_keys(s));
+            keys.extend(text_records(s).into_iter().map(|(k, _)| k));
         }
         let mut own = entry.as_bytes().to_vec();
         own.push(0);
@@ -839,7 +855,9 @@ impl Store {
     ) -> Result<()> {
         let gone = |_| self.err("the store writer stopped");
         let mut stats = Stats::default();
+        let mut text_stats = TextStats::default();
         let mut index = IndexBuckets::default();
+        let mut text: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
         for (chunk_no, chunk) in groups.chunks(STREAM_CHUNK).enumerate() {
             let parts = crate::parallel::map_chunks(chunk, |part| {
                 part.iter().map(&fold).collect::<Result<Vec<_>>>()
@@ -852,23 +870,30 @@ impl Store {
             for (i, (_, records)) in batch.iter().enumerate() {
                 if let Some(s) = &records.state {
                     stats.apply(s, 1);
+                    text_stats.apply(s, 1);
                     if !s.is_cold() {
                         index.add(u32::try_from(first + i).unwrap_or(u32::MAX), s);
+                        text.extend(text_records(s));
                     }
                 }
             }
             send.send(Batch::Entries(batch)).map_err(gone)?;
         }
-        let meta = vec![
+        let mut meta = vec![
             (meta_key("format"), STORE_FORMAT.as_bytes().to_vec()),
             (meta_key("log"), to_json(fingerprint)),
             (meta_key("stats"), to_json(&stats)),
+            (meta_key("text_stats"), to_json(&text_stats)),
         ];
-        send.send(Batch::Tail {
-            index: index.into_sorted_keys(entries),
-            meta,
-        })
-        .map_err(gone)
+        meta.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let mut index: Vec<(Vec<u8>, Vec<u8>)> = index
+            .into_sorted_keys(entries)
+            .into_iter()
+            .map(|k| (k, Vec::new()))
+            .collect();
+        index.append(&mut text);
+        index.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        send.send(Batch::Tail { index, meta }).map_err(gone)
     }
 
     /// Writes the batches `fold_all` sends, in key order, as one ingestion.
@@ -900,8 +925,8 @@ impl Store {
                     for (key, value) in audit.drain(..) {
                         ingestion.write(key, value).map_err(|e| self.err(e))?;
                     }
-                    for key in index {
-                        ingestion.write(key, b"").map_err(|e| self.err(e))?;
+                    for (key, value) in index {
+                        ingestion.write(key, value).map_err(|e| self.err(e))?;
                     }
                     for (key, value) in meta {
                         ingestion.write(key, value).map_err(|e| self.err(e))?;
@@ -1002,6 +1027,49 @@ impl Store {
             ids.push(String::from_utf8_lossy(&key[prefix.len()..]).into_owned());
         }
         Ok(ids)
+    }
+
+    /// Statistics of the text index.
+    ///
+    /// # Errors
+    /// When the store cannot be read.
+    pub fn text_stats(&self) -> Result<TextStats> {
+        Ok(self.get_json(&meta_key("text_stats"))?.unwrap_or_default())
+    }
+
+    /// Visits the index records whose key (after the index range's own prefix) starts with
+    /// `prefix`, in key order, with the rest of the key and the value, until `visit` returns
+    /// false.
+    ///
+    /// # Errors
+    /// When the store cannot be read.
+    pub fn scan_index(
+        &self,
+        prefix: &[u8],
+        mut visit: impl FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<()> {
+        let full = [INDEX, prefix].concat();
+        for item in self.ks[K_PROJ].prefix(&full) {
+            let (key, value) = item.into_inner().map_err(|e| self.err(e))?;
+            if !visit(&key[full.len()..], &value) {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Hot entries by id, in the order given (ids that are not hot are left out).
+    ///
+    /// # Errors
+    /// When the store cannot be read.
+    pub fn hot_entries(&self, ids: &[&str]) -> Result<Vec<EntryState>> {
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            if let Some(s) = self.get_json(&entry_key(id, T_HOT, b""))? {
+                out.push(s);
+            }
+        }
+        Ok(out)
     }
 
     /// Number of hot entries.
@@ -1153,6 +1221,16 @@ impl Store {
     pub fn flush(&self) -> Result<()> {
         for ks in &self.ks {
             ks.rotate_memtable_and_wait().map_err(|e| self.err(e))?;
+            // fjall waits only when it rotated a non-empty active memtable: memtables recovered
+            // from a journal on open are sealed and flushed in the background, and emptying the
+            // journal before they reach a table would lose them.
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+            while ks.sealed_memtable_count() > 0 {
+                if std::time::Instant::now() > deadline {
+                    return Err(self.err("timed out waiting for memtables to be flushed"));
+                }
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
         }
         Ok(())
     }

@@ -7,4 +7,5 @@ mod foundation;
 mod merge;
 mod policy;
 mod replay;
+mod retrieval;
 mod store_laws;

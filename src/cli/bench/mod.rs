@@ -9,7 +9,10 @@
 mod catch_up;
 mod child;
 mod concurrency;
+mod eval_data;
+mod query_bench;
 mod report;
+mod retrieval_eval;
 mod workload;
 
 use super::{Ctx, ExitCode, Out};
@@ -64,6 +67,13 @@ pub struct BenchArgs {
     /// Keep the bench's directory afterwards
     #[arg(long)]
     keep: bool,
+    /// Run the retrieval evaluation instead: recall@5 and MRR of `query` on a generated data
+    /// set, beside SQLite FTS5 BM25 (needs the sqlite3 command for the reference)
+    #[arg(long)]
+    retrieval: bool,
+    /// Seed of the retrieval evaluation's data set
+    #[arg(long, default_value_t = 7)]
+    seed: u64,
 }
 
 /// Phases that `--skip` can leave out; the applied workspaces and their reads always run.
@@ -85,6 +95,8 @@ enum Phase {
 const ADD_MS: f64 = 10.0;
 const READ_MS: f64 = 15.0;
 const READ_RSS_MIB: f64 = 50.0;
+/// `query` with default filters and a two-word text, whole process (the retrieval issue).
+const QUERY_MS: f64 = 10.0;
 const APPLY_PER_SEC: f64 = 20_000.0;
 /// Bulk throughput is judged from this size on; below it the fixed cost of a process dominates.
 const APPLY_JUDGED_FROM: usize = 10_000;
@@ -205,6 +217,37 @@ pub fn run(ctx: &Ctx, args: BenchArgs, out: &mut Out) -> Result<ExitCode> {
     let owned = OwnedDir::create(&parent, args.keep)?;
     let scratch = owned.path.join("scratch");
     fs_err::create_dir(&scratch)?;
+    if args.retrieval {
+        let memlog = Memlog::new(exe, scratch);
+        let report = retrieval_eval::run(&memlog, &owned.path, args.seed)?;
+        if out.json {
+            out.json(&report);
+        } else {
+            out.line(format!(
+                "retrieval evaluation: seed {}, {} memories, {} questions",
+                report.seed, report.memories, report.questions
+            ));
+            out.line(format!(
+                "{:<56} {:>9} {:>9}  recall@5 by style",
+                "ranker", "recall@5", "MRR@10"
+            ));
+            for s in &report.scores {
+                let styles: Vec<String> = s
+                    .recall_at_5_by_style
+                    .iter()
+                    .map(|(k, v)| format!("{k} {v:.3}"))
+                    .collect();
+                out.line(format!(
+                    "{:<56} {:>9.3} {:>9.3}  {}",
+                    s.ranker,
+                    s.recall_at_5,
+                    s.mrr_at_10,
+                    styles.join(", ")
+                ));
+            }
+        }
+        return Ok(ExitCode::Ok);
+    }
     let machine = report::machine();
     if !out.json {
         out.line(format!(
@@ -686,6 +729,78 @@ impl Bench<'_> {
                 ));
             }
             self.push(row);
+        }
+        if state == "applied" {
+            self.queries(built)?;
+        }
+        Ok(())
+    }
+
+    /// `query` with default filters and a two-word text beside `sqlite3` running the same
+    /// filtered FTS5 query over the same rows, `--runs` times each, alternating.
+    fn queries(&mut self, built: &Built) -> Result<()> {
+        let n = built.entries;
+        let events = built.events()?;
+        let sqlite = query_bench::sqlite_available();
+        let db = self.memlog_scratch().join(format!("fts5-{n}.db"));
+        if sqlite {
+            query_bench::build_db(&db, n)?;
+        } else {
+            progress("sqlite3 not found: query rows without the FTS5 reference");
+        }
+        for (label, text) in query_bench::TEXTS {
+            let (mut mine, mut theirs) = (Vec::new(), Vec::new());
+            for _ in 0..self.args.runs {
+                mine.push(self.memlog.run(
+                    &built.root,
+                    &query_bench::memlog_args(text),
+                    "query",
+                )?);
+                if sqlite {
+                    theirs.push(query_bench::sqlite_query(&db, text, &self.now)?);
+                }
+            }
+            let op = if label == "selective" {
+                "query (selective)"
+            } else {
+                "query (broad)"
+            };
+            let mut row = self.row(op, "applied", n, events, &mine)?;
+            row.checks.push(Check::below(
+                row.subject("median"),
+                "ms",
+                row.median_ms,
+                QUERY_MS,
+            ));
+            if let Some(peak) = row.peak_rss_mib {
+                row.checks.push(Check::below(
+                    row.subject("peak memory"),
+                    "MiB",
+                    peak,
+                    READ_RSS_MIB,
+                ));
+            }
+            if sqlite {
+                let op = if label == "selective" {
+                    "sqlite3 fts5 (selective)"
+                } else {
+                    "sqlite3 fts5 (broad)"
+                };
+                let reference = self.row(op, "applied", n, events, &theirs)?;
+                row.checks.push(Check::below(
+                    row.subject("median vs sqlite3"),
+                    "ms",
+                    row.median_ms,
+                    reference.median_ms,
+                ));
+                self.push(row);
+                self.push(reference);
+            } else {
+                self.push(row);
+            }
+        }
+        if sqlite {
+            fs_err::remove_file(&db)?;
         }
         Ok(())
     }

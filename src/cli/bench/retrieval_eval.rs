@@ -1,0 +1,258 @@
+//! `memlog bench --retrieval`: recall@5 and MRR of `query` on a generated data set (see
+//! [`super::eval_data`]), beside SQLite FTS5's BM25 on the same memories and questions.
+//!
+//! The memories are written by `memlog apply` of a JSON Lines file, as agents write them; the
+//! questions run through the library's query path with the default filters at a fixed time; the
+//! same memories go into FTS5 tables (the plain `unicode61` tokenizer, and `porter` for
+//! stemming), queried by the `sqlite3` command with the question's words joined by OR.
+
+use super::child::Memlog;
+use super::eval_data::{self, DataSet};
+use crate::error::{Error, Result};
+use crate::retrieval::filters::Filters;
+use crate::retrieval::rank::RankParams;
+use crate::retrieval::search::{self, Order, Request, Source};
+use serde::Serialize;
+use std::collections::HashMap;
+use std::path::Path;
+
+/// The time at which the questions are asked.
+pub const NOW: &str = "2026-11-22T10:00:00Z";
+/// Results considered for MRR.
+const DEPTH: usize = 10;
+
+/// Scores of one ranker.
+#[derive(Debug, Clone, Serialize)]
+pub struct Scores {
+    pub ranker: String,
+    pub questions: usize,
+    pub recall_at_5: f64,
+    pub mrr_at_10: f64,
+    /// recall@5 by question style.
+    pub recall_at_5_by_style: std::collections::BTreeMap<String, f64>,
+}
+
+/// The evaluation's report.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub seed: u64,
+    pub memories: usize,
+    pub questions: usize,
+    pub scores: Vec<Scores>,
+}
+
+fn score(ranker: &str, d: &DataSet, ranked: &[Vec<usize>]) -> Scores {
+    let mut hits5 = 0.0;
+    let mut rr = 0.0;
+    let mut by_style: HashMap<&str, (f64, f64)> = HashMap::new();
+    for (q, r) in d.questions.iter().zip(ranked) {
+        let pos = r.iter().take(DEPTH).position(|&m| m == q.answer);
+        let in5 = pos.is_some_and(|p| p < 5);
+        if in5 {
+            hits5 += 1.0;
+        }
+        if let Some(p) = pos {
+            #[expect(clippy::cast_precision_loss, reason = "ranks below 10")]
+            let rank = (p + 1) as f64;
+            rr += 1.0 / rank;
+        }
+        let s = by_style.entry(q.style).or_default();
+        s.0 += f64::from(u8::from(in5));
+        s.1 += 1.0;
+    }
+    #[expect(clippy::cast_precision_loss, reason = "hundreds of questions")]
+    let n = d.questions.len().max(1) as f64;
+    let round = |x: f64| (x * 1000.0).round() / 1000.0;
+    Scores {
+        ranker: ranker.into(),
+        questions: d.questions.len(),
+        recall_at_5: round(hits5 / n),
+        mrr_at_10: round(rr / n),
+        recall_at_5_by_style: by_style
+            .into_iter()
+            .map(|(k, (h, t))| (k.to_owned(), round(h / t)))
+            .collect(),
+    }
+}
+
+/// Runs the evaluation in `dir` (a directory the bench owns).
+///
+/// # Errors
+/// When memlog or sqlite3 fails.
+pub fn run(memlog: &Memlog, dir: &Path, seed: u64) -> Result<Report> {
+    let d = eval_data::generate(seed);
+    let root = dir.join("retrieval-eval");
+    fs_err::create_dir_all(&root)?;
+    let ws = crate::workspace::Workspace::at(&root)?;
+    let name = crate::workspace::ProjectName::new(super::child::PROJECT)?;
+    crate::project::init(&ws, &name, NOW)?;
+    let file = dir.join("eval-memories.jsonl");
+    let mut text = String::new();
+    for m in &d.memories {
+        text.push_str(&serde_json::json!({"operation": "create", "entry": m}).to_string());
+        text.push('\n');
+    }
+    crate::log::durable::write_atomic(&file, text.as_bytes())?;
+    let o = memlog.run(
+        &root,
+        &[
+            "--now".into(),
+            NOW.into(),
+            "apply".into(),
+            file.display().to_string(),
+        ],
+        "eval",
+    )?;
+    let applied: Vec<String> = o
+        .json()
+        .and_then(|v| {
+            v["applied"].as_array().map(|a| {
+                a.iter()
+                    .filter_map(|x| x["id"].as_str().map(str::to_owned))
+                    .collect()
+            })
+        })
+        .unwrap_or_default();
+    if applied.len() != d.memories.len() {
+        return Err(Error::Usage(format!(
+            "bench --retrieval: apply wrote {} of {} memories: {}",
+            applied.len(),
+            d.memories.len(),
+            String::from_utf8_lossy(&o.stdout)
+                .chars()
+                .take(600)
+                .collect::<String>()
+        )));
+    }
+    let index: HashMap<&str, usize> = applied
+        .iter()
+        .enumerate()
+        .map(|(i, id)| (id.as_str(), i))
+        .collect();
+
+    let project = crate::project::Project::open(&ws, name)?;
+    let session =
+        crate::store::session::Session::open(&project, std::time::Duration::from_secs(30))?;
+    let config = project.config()?;
+    let now = crate::retrieval::features::unix_seconds(NOW).unwrap_or(0);
+    let sources = [Source {
+        store: session.store(),
+        project: project.name.to_string(),
+        global: false,
+    }];
+    let mut mine = Vec::new();
+    for q in &d.questions {
+        let req = Request {
+            text: Some(q.text.clone()),
+            filters: Filters::defaults(config.policies.retrieval.min_confidence),
+            limit: DEPTH,
+            include_related: false,
+            params: RankParams {
+                now,
+                expiry_warning_days: config.policies.retrieval.expiry_warning_days,
+                recency_half_life_days: config.policies.lifecycle.decay_half_life_days,
+            },
+            order: Order::Score,
+            min_relevance: 0.0,
+        };
+        let answer = search::search(&sources, &req)?;
+        mine.push(
+            answer
+                .hits
+                .iter()
+                .filter_map(|h| index.get(h.entry.id.as_str()).copied())
+                .collect::<Vec<_>>(),
+        );
+    }
+    drop(session);
+    let mut scores = vec![score("memlog query (defaults)", &d, &mine)];
+    if super::query_bench::sqlite_available() {
+        for (label, tokenizer, filtered) in [
+            ("SQLite FTS5 BM25 (unicode61)", "unicode61", false),
+            ("SQLite FTS5 BM25 (porter)", "porter", false),
+            (
+                "SQLite FTS5 BM25 (porter) + memlog's default filters",
+                "porter",
+                true,
+            ),
+        ] {
+            let ranked = fts5(dir, &d, tokenizer, filtered)?;
+            scores.push(score(label, &d, &ranked));
+        }
+    }
+    Ok(Report {
+        seed,
+        memories: d.memories.len(),
+        questions: d.questions.len(),
+        scores,
+    })
+}
+
+fn quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "''"))
+}
+
+/// Ranked memory indexes per question from FTS5's `bm25()`.
+fn fts5(dir: &Path, d: &DataSet, tokenizer: &str, filtered: bool) -> Result<Vec<Vec<usize>>> {
+    let db = dir.join(format!("eval-{tokenizer}.db"));
+    let _ = fs_err::remove_file(&db);
+    let mut sql = format!(
+        "CREATE VIRTUAL TABLE f USING fts5(summary, content, subject, tags, n UNINDEXED, \
+         status UNINDEXED, confidence UNINDEXED, valid_to UNINDEXED, tokenize = '{tokenizer}');\nBEGIN;\n"
+    );
+    for (i, m) in d.memories.iter().enumerate() {
+        let s = |k: &str| m[k].as_str().unwrap_or_default().to_owned();
+        let tags: Vec<&str> = m["tags"]
+            .as_array()
+            .map(|a| a.iter().filter_map(|t| t.as_str()).collect())
+            .unwrap_or_default();
+        sql.push_str(&format!(
+            "INSERT INTO f VALUES({},{},{},{},{i},{},{},{});\n",
+            quote(&s("summary")),
+            quote(&s("content")),
+            quote(&s("subject")),
+            quote(&tags.join(" ")),
+            quote(&s("status")),
+            m["confidence"].as_f64().unwrap_or(0.0),
+            m["valid_to"].as_str().map_or("NULL".into(), quote),
+        ));
+    }
+    sql.push_str("COMMIT;\n");
+    let filter = if filtered {
+        format!(
+            " AND status = 'active' AND confidence >= 0.6 AND (valid_to IS NULL OR valid_to >= {})",
+            quote(NOW)
+        )
+    } else {
+        String::new()
+    };
+    for (qi, q) in d.questions.iter().enumerate() {
+        let words: Vec<String> = q
+            .text
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(|w| format!("\"{}\"", w.to_lowercase()))
+            .collect();
+        sql.push_str(&format!("SELECT 'Q{qi}';\n"));
+        if !words.is_empty() {
+            sql.push_str(&format!(
+                "SELECT n FROM f WHERE f MATCH {}{filter} ORDER BY bm25(f) LIMIT {DEPTH};\n",
+                quote(&words.join(" OR "))
+            ));
+        }
+    }
+    let out = super::query_bench::run_sqlite(&db, &sql)?;
+    let _ = fs_err::remove_file(&db);
+    let mut ranked = vec![Vec::new(); d.questions.len()];
+    let mut current = None;
+    for line in String::from_utf8_lossy(&out).lines() {
+        if let Some(q) = line.strip_prefix('Q') {
+            current = q.parse::<usize>().ok();
+        } else if let (Some(q), Ok(n)) = (current, line.trim().parse::<usize>())
+            && let Some(r) = ranked.get_mut(q)
+        {
+            r.push(n);
+        }
+    }
+    Ok(ranked)
+}

@@ -1,0 +1,148 @@
+//! `context`: fills an AgentTask's `memory_context`, or renders the chosen entries as a prompt
+//! prefix within a token budget.
+
+use super::query::{Defaults, FilterArgs, Sources, log_query, rank_params};
+use super::{Ctx, ExitCode, Out};
+use crate::error::{Error, Result};
+use crate::retrieval::budget::{self, DEFAULT_BUDGET};
+use crate::retrieval::context::{self, MAX_CONTEXT, MIN_RELEVANCE};
+use crate::retrieval::search::{self, Hit, Order, Request};
+use serde_json::{Map, Value};
+use std::io::Read;
+use std::time::Instant;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// The AgentTask with memory_context filled
+    Json,
+    /// The chosen entries as a prompt prefix within --budget tokens
+    Prompt,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ContextArgs {
+    /// [PROJECT] [FILE|-]: the project (default: the task's `project`, --project, or the
+    /// workspace's only project) and the AgentTask JSON file (default or `-`: standard input)
+    #[arg(value_name = "ARGS", num_args = 0..=2)]
+    pub args: Vec<String>,
+    /// Output: the task as JSON, or a prompt prefix
+    #[arg(long, value_enum, default_value_t = Format::Json)]
+    pub format: Format,
+    /// Token budget of the prompt prefix (estimated; see docs/RETRIEVAL.md)
+    #[arg(long, default_value_t = DEFAULT_BUDGET)]
+    pub budget: usize,
+    /// Leave out the entries of ai-memory/global/
+    #[arg(long)]
+    pub no_global: bool,
+}
+
+fn split_args(args: &[String]) -> (Option<String>, Option<String>) {
+    match args {
+        [] => (None, None),
+        [one] if one == "-" || std::path::Path::new(one).is_file() => (None, Some(one.clone())),
+        [one] => (Some(one.clone()), None),
+        [p, f, ..] => (Some(p.clone()), Some(f.clone())),
+    }
+}
+
+fn read_input(file: Option<&str>) -> Result<String> {
+    match file {
+        None | Some("-") => {
+            let mut s = String::new();
+            std::io::stdin().read_to_string(&mut s)?;
+            Ok(s)
+        }
+        Some(path) => Ok(fs_err::read_to_string(path)?),
+    }
+}
+
+/// The entries for a task: see [`crate::retrieval::context`].
+fn choose(ctx: &Ctx, sources: &Sources, q: &context::TaskQuery) -> Result<(Vec<Hit>, u64)> {
+    let (policy, params) = rank_params(ctx, &sources.project)?;
+    let flags = FilterArgs {
+        scope: q.scope.clone(),
+        subject: q.subject.clone(),
+        ..FilterArgs::default()
+    };
+    let mut req = Request {
+        text: q.goal.clone(),
+        filters: flags.resolve(&policy, Defaults::Smart)?,
+        limit: MAX_CONTEXT,
+        include_related: false,
+        params,
+        order: Order::Confidence,
+        min_relevance: MIN_RELEVANCE,
+    };
+    let found = search::search(&sources.sources(), &req)?;
+    if !found.hits.is_empty() || req.text.is_none() {
+        return Ok((found.hits, policy.slow_query_ms));
+    }
+    // The goal shares no word with any entry: the most confident entries in scope.
+    req.text = None;
+    Ok((
+        search::search(&sources.sources(), &req)?.hits,
+        policy.slow_query_ms,
+    ))
+}
+
+pub fn run(ctx: &Ctx, args: ContextArgs, out: &mut Out) -> Result<ExitCode> {
+    let started = Instant::now();
+    let (project_arg, file) = split_args(&args.args);
+    let input = read_input(file.as_deref())?;
+    let task: Map<String, Value> = match serde_json::from_str(&input) {
+        Ok(Value::Object(m)) => m,
+        Ok(_) => {
+            return Err(Error::Usage(
+                "context: the input must be one AgentTask JSON object".into(),
+            ));
+        }
+        Err(e) => {
+            return Err(Error::Usage(format!("context: the input is not JSON: {e}")));
+        }
+    };
+    if !context::enabled(&task) {
+        // memory_enabled false or absent: the task as it came, and no query.
+        if args.format == Format::Json {
+            out.line(input.trim_end());
+        }
+        return Ok(ExitCode::Ok);
+    }
+    let q = context::task_query(&task);
+    let project = project_arg.or_else(|| q.project.clone());
+    let (hits, project_name) = match Sources::open(ctx, project.as_deref(), args.no_global)? {
+        None => (Vec::new(), project.unwrap_or_default()),
+        Some(sources) => {
+            let (hits, slow_ms) = choose(ctx, &sources, &q)?;
+            let filters = serde_json::json!({
+                "goal": q.goal, "scope": q.scope, "subject": q.subject,
+            });
+            log_query(
+                ctx,
+                &sources.project,
+                "context",
+                filters,
+                hits.len(),
+                started,
+                slow_ms,
+            );
+            (hits, sources.project.name.to_string())
+        }
+    };
+    match args.format {
+        Format::Prompt => {
+            let (text, _) = budget::render(&project_name, &hits, args.budget);
+            if !text.is_empty() {
+                out.line(text.trim_end());
+            }
+        }
+        Format::Json => {
+            let mut task = task;
+            task.insert(
+                "memory_context".into(),
+                Value::Array(hits.iter().map(context::context_entry).collect()),
+            );
+            out.json(&task);
+        }
+    }
+    Ok(ExitCode::Ok)
+}

@@ -1,0 +1,519 @@
+//! `query`: ranked retrieval with filters, smart defaults, the scope hierarchy and `global`.
+//! Also the filter flags `list` shares, and the sources (project and global) of a query.
+
+use super::output::{clip, warn};
+use super::{Ctx, ExitCode, Out};
+use crate::error::{Error, Result};
+use crate::project::{Project, RetrievalPolicy};
+use crate::retrieval::features::unix_seconds;
+use crate::retrieval::filters::{Filters, MAX_LIMIT, parse_choice, parse_statuses};
+use crate::retrieval::query_log::{self, QueryLogEntry};
+use crate::retrieval::rank::{RankParams, Rule};
+use crate::retrieval::search::{self, Answer, Hit, Order, Request, Source};
+use crate::store::session::Session;
+use crate::workspace::{GLOBAL_PROJECT, ProjectName};
+use projections::{Kind, Section};
+use serde::Serialize;
+use serde_json::{Map, Value};
+use std::time::Instant;
+
+/// Filters shared by `query`, `list` and `context`.
+#[derive(Debug, Clone, Default, clap::Args, Serialize)]
+pub struct FilterArgs {
+    /// Only these sections (repeatable): decisions, state, observations, learnings
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub section: Vec<String>,
+    /// Only these kinds (repeatable): decision, requirement, invariant, incident, metric,
+    /// hypothesis, runbook_step, other
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub kind: Vec<String>,
+    /// Only this scope and the scopes above it (service:auth also returns repo and org)
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+    /// Only this subject
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subject: Option<String>,
+    /// Only entries having all these tags (comma-separated)
+    #[arg(long, value_delimiter = ',')]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+    /// Only these statuses (repeatable, or `all`) [query default: active]
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub status: Vec<String>,
+    /// At least this confidence [query default: the policy's min_confidence, 0.6]
+    #[arg(long, value_name = "X")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_confidence: Option<f64>,
+    /// At most this confidence
+    #[arg(long, value_name = "X")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_confidence: Option<f64>,
+    /// Created at or after this time (ISO 8601)
+    #[arg(long, value_name = "TIME")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub created_after: Option<String>,
+    /// Created at or before this time
+    #[arg(long, value_name = "TIME")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub created_before: Option<String>,
+    /// Updated at or after this time
+    #[arg(long, value_name = "TIME")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub updated_after: Option<String>,
+    /// Updated at or before this time
+    #[arg(long, value_name = "TIME")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub updated_before: Option<String>,
+    /// Also entries past their valid_to [query default: excluded]
+    #[arg(long)]
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub include_expired: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct QueryArgs {
+    /// Words to look for in summary, content, subject and tags (none: rank by score alone)
+    pub text: Option<String>,
+    /// Project (default: --project, or the workspace's only project)
+    #[arg(id = "project_name", value_name = "PROJECT")]
+    pub project: Option<String>,
+    #[command(flatten)]
+    pub filters: FilterArgs,
+    /// At most this many entries (at most 50) [default: the policy's max_results]
+    #[arg(long)]
+    pub limit: Option<usize>,
+    /// Only id, summary, subject, scope, kind and confidence of each entry
+    #[arg(long)]
+    pub summary_only: bool,
+    /// Also the entries results name in related_entries
+    #[arg(long)]
+    pub include_related: bool,
+    /// Leave out the entries of ai-memory/global/
+    #[arg(long)]
+    pub no_global: bool,
+    /// Print every component of each result's score and every rule that demoted or annotated it
+    #[arg(long)]
+    pub explain: bool,
+    /// Print execution time, index records scanned and entries returned (on stderr)
+    #[arg(long)]
+    pub debug: bool,
+}
+
+fn time_arg(flag: &str, v: Option<&str>) -> Result<Option<i64>> {
+    v.map(|s| {
+        crate::clock::parse_time(s)
+            .map(|t| t.timestamp())
+            .map_err(|m| Error::Usage(format!("--{flag}: {m}")))
+    })
+    .transpose()
+}
+
+fn confidence_arg(flag: &str, v: Option<f64>) -> Result<Option<f64>> {
+    match v {
+        Some(x) if !(0.0..=1.0).contains(&x) => {
+            Err(Error::Usage(format!("--{flag}: {x} is outside 0.0 to 1.0")))
+        }
+        other => Ok(other),
+    }
+}
+
+/// How a command fills in filters it was not given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Defaults {
+    /// The smart defaults of the retrieval policy (query, context).
+    Smart,
+    /// Everything (list, an inspection command).
+    None,
+}
+
+impl FilterArgs {
+    /// Validates the flags into filters, filling in `defaults`.
+    ///
+    /// # Errors
+    /// [`Error::Usage`] naming the flag and the allowed values.
+    pub fn resolve(&self, policy: &RetrievalPolicy, defaults: Defaults) -> Result<Filters> {
+        let smart = defaults == Defaults::Smart;
+        let mut f = Filters::defaults(if smart { policy.min_confidence } else { 0.0 });
+        if !smart {
+            f.statuses = projections::Status::ALL.to_vec();
+            f.include_expired = true;
+        }
+        for s in self.section.iter().flat_map(|s| s.split(',')) {
+            f.sections.push(
+                parse_choice("section", s, Section::parse, &Section::choices())
+                    .map_err(Error::Usage)?,
+            );
+        }
+        for k in self.kind.iter().flat_map(|s| s.split(',')) {
+            f.kinds.push(
+                parse_choice("kind", k, Kind::parse, &Kind::choices()).map_err(Error::Usage)?,
+            );
+        }
+        if let Some(statuses) = parse_statuses(&self.status).map_err(Error::Usage)? {
+            f.statuses = statuses;
+        }
+        if let Some(scope) = &self.scope {
+            if !crate::policy::validate::is_valid_scope(scope) {
+                return Err(Error::Usage(format!(
+                    "--scope: `{}` is not a scope; the allowed values are repo, org, customer, \
+                     service:<name> and environment:<prod|staging>",
+                    scope.escape_debug()
+                )));
+            }
+            f.scope = Some(scope.clone());
+        }
+        f.subject.clone_from(&self.subject);
+        f.tags = self
+            .tags
+            .iter()
+            .filter(|t| !t.is_empty())
+            .cloned()
+            .collect();
+        if let Some(x) = confidence_arg("min-confidence", self.min_confidence)? {
+            f.min_confidence = x;
+        }
+        if let Some(x) = confidence_arg("max-confidence", self.max_confidence)? {
+            f.max_confidence = x;
+        }
+        f.created_after = time_arg("created-after", self.created_after.as_deref())?;
+        f.created_before = time_arg("created-before", self.created_before.as_deref())?;
+        f.updated_after = time_arg("updated-after", self.updated_after.as_deref())?;
+        f.updated_before = time_arg("updated-before", self.updated_before.as_deref())?;
+        if self.include_expired {
+            f.include_expired = true;
+        }
+        Ok(f)
+    }
+}
+
+/// The query limit: the flag, else the policy's `max_results`, never above 50.
+///
+/// # Errors
+/// [`Error::Usage`] for 0 or more than 50.
+pub fn limit_of(flag: Option<usize>, policy: &RetrievalPolicy) -> Result<usize> {
+    match flag {
+        Some(0) => Err(Error::Usage("--limit: must be at least 1".into())),
+        Some(n) if n > MAX_LIMIT => Err(Error::Usage(format!(
+            "--limit: {n} is more than {MAX_LIMIT}, the most one query returns"
+        ))),
+        Some(n) => Ok(n),
+        None => Ok(usize::try_from(policy.max_results)
+            .unwrap_or(MAX_LIMIT)
+            .clamp(1, MAX_LIMIT)),
+    }
+}
+
+/// The sessions a query reads: the project's, then `global`'s unless left out (or empty).
+pub struct Sources {
+    pub project: Project,
+    pub sessions: Vec<(Session, bool)>,
+}
+
+impl Sources {
+    /// Opens the project and, unless `no_global`, the workspace's `global` project. `None` when
+    /// the project (or the workspace) is not initialized: queries then answer nothing.
+    ///
+    /// # Errors
+    /// Other errors opening either.
+    pub fn open(ctx: &Ctx, project: Option<&str>, no_global: bool) -> Result<Option<Self>> {
+        let project = match ctx.project(project) {
+            Ok(p) => p,
+            Err(Error::NoProject { .. } | Error::NoWorkspace { .. }) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let mut sessions = vec![(ctx.open_session(&project)?, false)];
+        if !no_global && project.name.as_str() != GLOBAL_PROJECT {
+            let global = Project::new(&project.workspace, ProjectName::new(GLOBAL_PROJECT)?);
+            let has_events = fs_err::metadata(global.log_path()).is_ok_and(|m| m.len() > 0);
+            if has_events && global.config_path().is_file() {
+                sessions.push((ctx.open_session(&global)?, true));
+            }
+        }
+        Ok(Some(Self { project, sessions }))
+    }
+
+    pub fn sources(&self) -> Vec<Source<'_>> {
+        self.sessions
+            .iter()
+            .map(|(s, global)| Source {
+                store: s.store(),
+                project: s.project.name.to_string(),
+                global: *global,
+            })
+            .collect()
+    }
+}
+
+/// Ranking parameters from the policy and the clock.
+pub fn rank_params(ctx: &Ctx, project: &Project) -> Result<(RetrievalPolicy, RankParams)> {
+    let config = project.config()?;
+    let now = unix_seconds(&ctx.now()).unwrap_or(0);
+    let params = RankParams {
+        now,
+        expiry_warning_days: config.policies.retrieval.expiry_warning_days,
+        recency_half_life_days: config.policies.lifecycle.decay_half_life_days,
+    };
+    Ok((config.policies.retrieval, params))
+}
+
+/// A result as JSON: the Memory_Entry plus `project`, `global`, `score` and `annotations`
+/// (`explain` adds the score's components), or only the six summary fields.
+pub fn hit_json(h: &Hit, summary_only: bool, explain: bool) -> Value {
+    if summary_only {
+        let e = &h.entry;
+        let mut m = Map::new();
+        m.insert("id".into(), e.id.clone().into());
+        m.insert("summary".into(), e.fields.summary.clone().into());
+        m.insert("subject".into(), e.fields.subject.clone().into());
+        m.insert("scope".into(), e.fields.scope.clone().into());
+        m.insert("kind".into(), e.fields.kind.as_str().into());
+        m.insert("confidence".into(), e.fields.confidence.into());
+        return Value::Object(m);
+    }
+    let mut m = projections::entry_json::to_flat_map(&h.entry);
+    m.insert("project".into(), h.project.clone().into());
+    m.insert("global".into(), h.global.into());
+    m.insert("score".into(), round(h.components.score).into());
+    m.insert(
+        "annotations".into(),
+        Value::Array(
+            h.rules
+                .iter()
+                .map(|r| r.annotation().into())
+                .chain(h.global.then(|| "global".into()))
+                .chain(h.related_to.as_ref().map(|_| "related".into()))
+                .collect(),
+        ),
+    );
+    if let Some(r) = &h.related_to {
+        m.insert("related_to".into(), r.clone().into());
+    }
+    if explain {
+        m.insert("explain".into(), explain_json(h));
+    }
+    Value::Object(m)
+}
+
+fn round(x: f64) -> f64 {
+    (x * 10_000.0).round() / 10_000.0
+}
+
+fn explain_json(h: &Hit) -> Value {
+    let c = &h.components;
+    serde_json::json!({
+        "score": round(c.score),
+        "relevance": c.relevance.map(round),
+        "bm25": c.bm25.map(round),
+        "matched_terms": h.matched_terms,
+        "composite": round(c.composite),
+        "composite_before_demotions": round(c.composite_raw),
+        "confidence": round(c.confidence),
+        "evidence_quality": round(c.evidence_quality),
+        "recency": round(c.recency),
+        "scope_match": round(c.scope_match),
+        "demotion": round(c.demotion),
+        "rules": h.rules,
+    })
+}
+
+/// The lines `--explain` prints under a result.
+pub fn explain_lines(h: &Hit) -> Vec<String> {
+    use crate::retrieval::rank::{
+        DEMOTION, RELEVANCE_WEIGHT, W_CONFIDENCE, W_EVIDENCE, W_RECENCY, W_SCOPE,
+    };
+    let c = &h.components;
+    let mut out = Vec::new();
+    match (c.relevance, c.bm25) {
+        (Some(rel), Some(bm25)) => {
+            out.push(format!(
+                "score {:.4} = {RELEVANCE_WEIGHT} x relevance {rel:.4} + {:.1} x composite {:.4}",
+                c.score,
+                1.0 - RELEVANCE_WEIGHT,
+                c.composite
+            ));
+            out.push(format!(
+                "relevance {rel:.4} = bm25f {bm25:.4} / best bm25f among matches; terms matched: {}",
+                if h.matched_terms.is_empty() {
+                    "-".into()
+                } else {
+                    h.matched_terms.join(", ")
+                }
+            ));
+        }
+        _ => out.push(format!("score {:.4} = composite", c.score)),
+    }
+    out.push(format!(
+        "composite {:.4} = confidence {:.2} x {W_CONFIDENCE} + evidence {:.2} x {W_EVIDENCE} + recency {:.4} x {W_RECENCY} + scope {:.2} x {W_SCOPE} - demotions {:.2}",
+        c.composite, c.confidence, c.evidence_quality, c.recency, c.scope_match, c.demotion
+    ));
+    for r in &h.rules {
+        out.push(match r {
+            Rule::ApproachingExpiry { valid_to_in_days } => format!(
+                "rule approaching_expiry: valid_to in {valid_to_in_days:.2} days: demoted by {DEMOTION}, annotated"
+            ),
+            Rule::StaleEvidence => format!(
+                "rule stale_evidence: an evidence URI was found unreachable: demoted by {DEMOTION}, annotated"
+            ),
+            Rule::LowConfidence => {
+                "rule low_confidence: confidence below 0.5: annotated".to_owned()
+            }
+        });
+    }
+    if h.global {
+        out.push("rule global: from ai-memory/global/: annotated".into());
+    }
+    if let Some(from) = &h.related_to {
+        out.push(format!("rule related: named in related_entries of {from}"));
+    }
+    out
+}
+
+/// Prints results as a table (with explanations), or as JSON.
+pub fn print_hits(out: &mut Out, hits: &[Hit], summary_only: bool, explain: bool) {
+    if out.json {
+        let items: Vec<Value> = hits
+            .iter()
+            .map(|h| hit_json(h, summary_only, explain))
+            .collect();
+        out.json(&items);
+        return;
+    }
+    if hits.is_empty() {
+        out.line("no entries");
+        return;
+    }
+    out.line(format!(
+        "{:<12}  {:>6}  {:<12}  {:<12}  {:<24}  {:<20}  {:>4}  {}",
+        "ID", "SCORE", "SECTION", "KIND", "SUBJECT", "SCOPE", "CONF", "SUMMARY"
+    ));
+    for h in hits {
+        let e = &h.entry;
+        let mut notes: Vec<&str> = h.rules.iter().map(Rule::annotation).collect();
+        if h.global {
+            notes.push("global");
+        }
+        if h.related_to.is_some() {
+            notes.push("related");
+        }
+        let notes = if notes.is_empty() {
+            String::new()
+        } else {
+            format!("  [{}]", notes.join(", "))
+        };
+        out.line(format!(
+            "{:<12}  {:>6.3}  {:<12}  {:<12}  {:<24}  {:<20}  {:>4.2}  {}{notes}",
+            e.id.get(..12).unwrap_or(&e.id),
+            h.components.score,
+            e.fields.section.as_str(),
+            e.fields.kind.as_str(),
+            clip(&e.fields.subject, 24),
+            clip(&e.fields.scope, 20),
+            e.fields.confidence,
+            clip(&e.fields.summary, 80),
+        ));
+        if explain {
+            for l in explain_lines(h) {
+                out.line(format!("    {l}"));
+            }
+        }
+    }
+}
+
+/// Logs a query and warns when it was slow; a query log that cannot be written only warns.
+pub fn log_query(
+    ctx: &Ctx,
+    project: &Project,
+    command: &'static str,
+    filters: Value,
+    result_count: usize,
+    started: Instant,
+    slow_ms: u64,
+) {
+    let ms = started.elapsed().as_secs_f64() * 1000.0;
+    #[expect(clippy::cast_precision_loss, reason = "a threshold in milliseconds")]
+    let slow = ms > slow_ms as f64;
+    if slow {
+        warn(&format!(
+            "slow {command}: {ms:.1} ms (threshold {slow_ms} ms, retrieval.slow_query_ms in memlog.json)"
+        ));
+    }
+    let entry = QueryLogEntry {
+        timestamp: ctx.now(),
+        project: project.name.to_string(),
+        command,
+        filters,
+        result_count,
+        execution_time_ms: (ms * 1000.0).round() / 1000.0,
+        slow,
+    };
+    if let Err(e) = query_log::append(&project.state_dir(), &entry) {
+        warn(&format!("could not write the query log: {e}"));
+    }
+}
+
+pub fn run(ctx: &Ctx, args: QueryArgs, out: &mut Out) -> Result<ExitCode> {
+    let started = Instant::now();
+    let Some(sources) = Sources::open(ctx, args.project.as_deref(), args.no_global)? else {
+        // An uninitialized project has no memory yet: an empty answer, so agent runs proceed.
+        print_hits(out, &[], args.summary_only, args.explain);
+        return Ok(ExitCode::Ok);
+    };
+    let (policy, params) = rank_params(ctx, &sources.project)?;
+    let req = Request {
+        text: args.text.clone(),
+        filters: args.filters.resolve(&policy, Defaults::Smart)?,
+        limit: limit_of(args.limit, &policy)?,
+        include_related: args.include_related,
+        params,
+        order: Order::Score,
+        min_relevance: 0.0,
+    };
+    let answer: Answer = search::search(&sources.sources(), &req)?;
+    let elapsed = started.elapsed();
+    print_hits(out, &answer.hits, args.summary_only, args.explain);
+    if args.debug {
+        warn_debug(&answer, elapsed);
+    }
+    let mut filters = serde_json::to_value(&args.filters).unwrap_or(Value::Null);
+    if let (Value::Object(m), Some(t)) = (&mut filters, &args.text) {
+        m.insert("text".into(), t.clone().into());
+    }
+    log_query(
+        ctx,
+        &sources.project,
+        "query",
+        filters,
+        answer.hits.len(),
+        started,
+        policy.slow_query_ms,
+    );
+    Ok(ExitCode::Ok)
+}
+
+fn warn_debug(answer: &Answer, elapsed: std::time::Duration) {
+    let terms: Vec<String> = answer
+        .terms
+        .iter()
+        .map(|t| match &t.corrected_to {
+            Some(c) => format!("{}->{} (df {})", t.word, c, t.df),
+            None => format!("{}:{} (df {})", t.word, t.term, t.df),
+        })
+        .collect();
+    let _ = std::io::Write::write_all(
+        &mut std::io::stderr(),
+        format!(
+            "debug: execution time {:.3} ms; index records scanned {}; candidates {}; returned {}; terms [{}]\n",
+            elapsed.as_secs_f64() * 1000.0,
+            answer.scanned,
+            answer.matched,
+            answer.hits.len(),
+            terms.join(", ")
+        )
+        .as_bytes(),
+    );
+}

@@ -1,0 +1,207 @@
+//! Rendering chosen entries as a prompt prefix within a token budget.
+//!
+//! Tokens are estimated without a tokenizer, conservatively for the BPE tokenizers of current
+//! models: each run of letters counts one token per 4 letters (rounded up), each run of digits
+//! one per 2 digits (rounded up), every other non-space character one token, and whitespace
+//! nothing. English prose comes out about 10 to 30 % above what a BPE tokenizer counts, and ids,
+//! paths and numbers (where tokenizers split most) are counted high, so a prompt within the
+//! estimate is within the budget.
+//!
+//! Entries are added in rank order while the whole output (header, entries and the line saying
+//! how many were left out) fits; the first entry that does not fit ends the list, so truncation
+//! always drops the lower-ranked entries. The output never exceeds the budget: when not even the
+//! header fits, it is empty.
+
+use super::rank::Rule;
+use super::search::Hit;
+
+/// Default budget (requirement 8.2 of the retrieval-context document).
+pub const DEFAULT_BUDGET: usize = 1200;
+
+/// The estimated number of tokens of `text`.
+pub fn estimate_tokens(text: &str) -> usize {
+    #[derive(PartialEq, Clone, Copy)]
+    enum Run {
+        None,
+        Letters,
+        Digits,
+    }
+    let mut tokens = 0;
+    let mut run = Run::None;
+    let mut len = 0usize;
+    let close = |run: Run, len: usize| match run {
+        Run::None => 0,
+        Run::Letters => len.div_ceil(4),
+        Run::Digits => len.div_ceil(2),
+    };
+    for c in text.chars() {
+        let kind = if c.is_alphabetic() {
+            Run::Letters
+        } else if c.is_numeric() {
+            Run::Digits
+        } else {
+            Run::None
+        };
+        if kind != run {
+            tokens += close(run, len);
+            run = kind;
+            len = 0;
+        }
+        match kind {
+            Run::None if !c.is_whitespace() => tokens += 1,
+            Run::None => {}
+            _ => len += 1,
+        }
+    }
+    tokens + close(run, len)
+}
+
+fn confidence_label(c: f64) -> &'static str {
+    if c >= 0.8 {
+        "high"
+    } else if c >= 0.5 {
+        "medium"
+    } else {
+        "low"
+    }
+}
+
+fn date(ts: &str) -> &str {
+    ts.get(..10).unwrap_or(ts)
+}
+
+/// One entry as prompt lines.
+pub fn render_entry(n: usize, h: &Hit) -> String {
+    let e = &h.entry;
+    let f = &e.fields;
+    let mut evidence: Vec<String> = Vec::new();
+    for ev in f.evidence.iter().take(2) {
+        evidence.push(format!("{} {}", ev.kind.as_str(), one_line(&ev.uri, 80)));
+    }
+    if f.evidence.len() > 2 {
+        evidence.push(format!("+{} more", f.evidence.len() - 2));
+    }
+    let mut notes = Vec::new();
+    for r in &h.rules {
+        notes.push(match r {
+            Rule::ApproachingExpiry { valid_to_in_days } => {
+                format!("expires in {valid_to_in_days:.1} days")
+            }
+            Rule::StaleEvidence => "evidence may be stale".into(),
+            Rule::LowConfidence => "low confidence".into(),
+        });
+    }
+    if h.global {
+        notes.push("global memory".into());
+    }
+    let mut text = format!(
+        "{n}. [{}/{}] {}\n   confidence {:.2} ({}); evidence ({}): {}; by {}, {} {}; scope {}; subject {}; id {}",
+        f.section.as_str(),
+        f.kind.as_str(),
+        one_line(&f.summary, 300),
+        f.confidence,
+        confidence_label(f.confidence),
+        f.evidence.len(),
+        if evidence.is_empty() {
+            "none".into()
+        } else {
+            evidence.join(", ")
+        },
+        one_line(&e.created_by, 40),
+        if e.updated_at == e.created_at {
+            "recorded"
+        } else {
+            "updated"
+        },
+        date(&e.updated_at),
+        one_line(&f.scope, 60),
+        one_line(&f.subject, 80),
+        e.id,
+    );
+    if let Some(to) = &f.valid_to {
+        text.push_str(&format!("; valid until {}", date(to)));
+    }
+    if !notes.is_empty() {
+        text.push_str(&format!("\n   note: {}", notes.join("; ")));
+    }
+    text.push('\n');
+    text
+}
+
+fn one_line(s: &str, max: usize) -> String {
+    let flat: String = s
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    if flat.chars().count() <= max {
+        flat
+    } else {
+        let mut t: String = flat.chars().take(max.saturating_sub(1)).collect();
+        t.push('…');
+        t
+    }
+}
+
+/// The prompt prefix for `hits` (in rank order) within `budget` estimated tokens, and how many
+/// entries it holds.
+pub fn render(project: &str, hits: &[Hit], budget: usize) -> (String, usize) {
+    let header = format!(
+        "## Memory for project {}\nPrior knowledge recorded by agents, most relevant first. Run `memlog show <id>` for an entry's full content.\n\n",
+        one_line(project, 64)
+    );
+    let omitted = |k: usize| {
+        if k == 0 {
+            String::new()
+        } else {
+            format!("({k} lower-ranked entries left out to fit the token budget)\n")
+        }
+    };
+    if estimate_tokens(&header) + estimate_tokens(&omitted(hits.len())) > budget {
+        return (String::new(), 0);
+    }
+    let mut out = header;
+    let mut used = estimate_tokens(&out);
+    let mut kept = 0;
+    for (i, h) in hits.iter().enumerate() {
+        let block = render_entry(i + 1, h);
+        let cost = estimate_tokens(&block);
+        let rest = hits.len() - i - 1;
+        if used + cost + estimate_tokens(&omitted(rest)) > budget {
+            break;
+        }
+        out.push_str(&block);
+        used += cost;
+        kept += 1;
+    }
+    out.push_str(&omitted(hits.len() - kept));
+    (out, kept)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn estimate_counts_runs() {
+        assert_eq!(estimate_tokens(""), 0);
+        assert_eq!(estimate_tokens("word"), 1);
+        assert_eq!(estimate_tokens("words"), 2);
+        assert_eq!(estimate_tokens("2026-11-22"), 2 + 1 + 1 + 1 + 1);
+        assert_eq!(estimate_tokens("a b"), 2);
+    }
+}
+
+#[cfg(test)]
+mod budget_props {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The estimate is additive enough that a rendering within it never exceeds the budget.
+        #[test]
+        fn concatenation_never_costs_less(a in ".{0,80}", b in ".{0,80}") {
+            let joined = a.clone() + &b;
+            prop_assert!(estimate_tokens(&joined) <= estimate_tokens(&a) + estimate_tokens(&b));
+        }
+    }
+}

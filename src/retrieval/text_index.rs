@@ -1,0 +1,164 @@
+//! The text index: a projection like the others, derived from each hot entry's state and kept
+//! in the store's index keyspace, so it is rebuilt from the log and updated by delta with the
+//! entry (its old keys removed, its new keys written). It is never part of the log.
+//!
+//! | key                          | value                                             |
+//! |------------------------------|---------------------------------------------------|
+//! | `doc\0<entry id>`            | the entry's [`DocFeatures`]                       |
+//! | `text\0<term>\0<entry id>`   | term frequency per field (4 bytes), then features |
+//!
+//! Every posting carries the features of its entry, so scoring the candidates of a query is
+//! one ordered scan per query term, with no lookup per candidate. Corpus statistics for BM25
+//! (entries, total words per field) are [`TextStats`], kept by delta beside the store's other
+//! statistics; document frequencies are counted from the postings a query scans anyway.
+
+use super::features::{DocFeatures, F_CONTENT, F_SUBJECT, F_SUMMARY, F_TAGS};
+use super::tokenize;
+use projections::EntryState;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Key prefix of the per-entry feature records.
+pub const DOC_PREFIX: &[u8] = b"doc\0";
+/// Key prefix of the postings.
+pub const TERM_PREFIX: &[u8] = b"text\0";
+
+/// The key prefix of all postings of `term`.
+pub fn term_prefix(term: &str) -> Vec<u8> {
+    let mut k = Vec::with_capacity(TERM_PREFIX.len() + term.len() + 1);
+    k.extend_from_slice(TERM_PREFIX);
+    k.extend_from_slice(term.as_bytes());
+    k.push(0);
+    k
+}
+
+/// Term frequencies of each text field of an entry, by term.
+pub fn term_frequencies(s: &EntryState) -> BTreeMap<String, [u8; 4]> {
+    let f = &s.fields;
+    let tags = f.tags.join(" ");
+    let mut tfs: BTreeMap<String, [u8; 4]> = BTreeMap::new();
+    for (field, text) in [
+        (F_SUMMARY, f.summary.as_str()),
+        (F_CONTENT, f.content.as_str()),
+        (F_SUBJECT, f.subject.as_str()),
+        (F_TAGS, tags.as_str()),
+    ] {
+        for term in tokenize::terms(text) {
+            let slot = &mut tfs.entry(term).or_default()[field];
+            *slot = slot.saturating_add(1);
+        }
+    }
+    tfs
+}
+
+/// The text-index records of a hot entry: its feature record and one posting per term.
+pub fn text_keys(s: &EntryState) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let features = DocFeatures::of(s);
+    let mut encoded = Vec::with_capacity(DocFeatures::SIZE);
+    features.encode(&mut encoded);
+    let tfs = term_frequencies(s);
+    let mut out = Vec::with_capacity(tfs.len() + 1);
+    let mut doc = DOC_PREFIX.to_vec();
+    doc.extend_from_slice(s.id.as_bytes());
+    out.push((doc, encoded.clone()));
+    for (term, tf) in tfs {
+        let mut key = term_prefix(&term);
+        key.extend_from_slice(s.id.as_bytes());
+        let mut value = Vec::with_capacity(4 + encoded.len());
+        value.extend_from_slice(&tf);
+        value.extend_from_slice(&encoded);
+        out.push((key, value));
+    }
+    out
+}
+
+/// A decoded posting.
+#[derive(Debug, Clone, Copy)]
+pub struct Posting {
+    pub tf: [u8; 4],
+    pub features: DocFeatures,
+}
+
+impl Posting {
+    /// Decodes a posting value; `None` when it is not one.
+    pub fn decode(value: &[u8]) -> Option<Self> {
+        let (tf, rest) = value.split_first_chunk::<4>()?;
+        Some(Self {
+            tf: *tf,
+            features: DocFeatures::decode(rest)?,
+        })
+    }
+}
+
+/// Corpus statistics of the text index, kept by delta: hot entries and words per field.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TextStats {
+    pub docs: i64,
+    pub words: [i64; 4],
+}
+
+impl TextStats {
+    /// Adds (`sign` 1) or removes (`sign` -1) an entry's contribution; cold entries have none.
+    pub fn apply(&mut self, s: &EntryState, sign: i64) {
+        if s.is_cold() {
+            return;
+        }
+        let f = DocFeatures::of(s);
+        self.docs += sign;
+        for (w, l) in self.words.iter_mut().zip(f.lens) {
+            *w += sign * i64::from(l);
+        }
+    }
+
+    pub fn merge(&mut self, other: &Self) {
+        self.docs += other.docs;
+        for (w, o) in self.words.iter_mut().zip(other.words) {
+            *w += o;
+        }
+    }
+
+    /// Average words per field (at least a small positive number, for empty corpora).
+    pub fn average_lengths(&self) -> [f64; 4] {
+        #[expect(
+            clippy::cast_precision_loss,
+            reason = "corpus sizes are far below 2^52"
+        )]
+        let docs = self.docs.max(1) as f64;
+        #[expect(
+            clippy::cast_precision_loss,
+            reason = "corpus sizes are far below 2^52"
+        )]
+        self.words.map(|w| (w.max(0) as f64 / docs).max(0.5))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn posting_round_trip() {
+        let f = DocFeatures {
+            confidence: 900_000,
+            evidence_quality: 10,
+            evidence_stale: true,
+            status: projections::Status::Draft,
+            section: projections::Section::State,
+            kind: projections::Kind::RunbookStep,
+            created: 1,
+            updated: -2,
+            valid_to: Some(3),
+            scope_hash: 4,
+            subject_hash: 5,
+            tag_bits: 6,
+            lens: [7, 8, 9, 10],
+        };
+        let mut v = vec![1, 2, 3, 4];
+        f.encode(&mut v);
+        assert_eq!(v.len(), 4 + DocFeatures::SIZE);
+        let p = Posting::decode(&v).unwrap_or_else(|| panic!("decodes"));
+        assert_eq!(p.tf, [1, 2, 3, 4]);
+        assert_eq!(p.features, f);
+        assert!(Posting::decode(&v[..10]).is_none());
+    }
+}

@@ -1,0 +1,393 @@
+//! `query`, `list` filters and `context`: smart defaults, scope hierarchy, global memory,
+//! annotations, explanations, budgets.
+
+use crate::common::Env;
+use memlog::retrieval::budget::estimate_tokens;
+use serde_json::{Value, json};
+
+macro_rules! snap {
+    ($name:expr, $value:expr) => {
+        insta::with_settings!({ snapshot_path => "../../snapshots", prepend_module_to_snapshot => false }, {
+            insta::assert_snapshot!($name, $value);
+        });
+    };
+}
+
+fn entry(summary: &str, scope: &str, confidence: f64, evidence: &str) -> Value {
+    json!({
+        "section": "decisions", "kind": "decision", "subject": "deploy.pipeline",
+        "scope": scope, "summary": summary, "content": format!("Details: {summary}."),
+        "tags": ["deploy"], "confidence": confidence,
+        "evidence": [{"type": evidence, "uri": match evidence { "assumption" => "-", "ticket" => "https://github.com/acme/app/issues/7", _ => "docs/deploy.md" }, "note": "why"}],
+    })
+}
+
+/// Applies creates to `project` and returns their ids in order.
+fn apply(env: &Env, project: &str, entries: &[Value]) -> Vec<String> {
+    let text: String = entries
+        .iter()
+        .map(|e| format!("{}\n", json!({"operation": "create", "entry": e})))
+        .collect();
+    let file = env.dir.path().join(format!("{project}-updates.jsonl"));
+    std::fs::write(&file, text).unwrap_or_else(|e| panic!("{e}"));
+    let r = env
+        .run(&["--json", "apply", project, &file.display().to_string()])
+        .ok();
+    r.json()["applied"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{}", r.stdout))
+        .iter()
+        .map(|a| a["id"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+fn ids(v: &Value) -> Vec<String> {
+    v.as_array()
+        .unwrap_or_else(|| panic!("not an array: {v}"))
+        .iter()
+        .map(|e| e["id"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+/// A project with entries that exercise every rule, and one global entry.
+fn fixture() -> (Env, Vec<String>, Vec<String>) {
+    let env = Env::with_project();
+    let mut state = entry(
+        "Deployment freeze is on until the release",
+        "repo",
+        0.9,
+        "doc",
+    );
+    state["section"] = "state".into();
+    state["kind"] = "other".into();
+    state["valid_from"] = "2026-11-01T00:00:00Z".into();
+    state["valid_to"] = "2026-11-25T00:00:00Z".into();
+    let mut expired = state.clone();
+    expired["summary"] = "Deployment window is Tuesday".into();
+    expired["valid_to"] = "2026-11-10T00:00:00Z".into();
+    let mut draft = entry("Deploys could use canaries", "repo", 0.9, "doc");
+    draft["status"] = "draft".into();
+    let mut guess = entry(
+        "Deploys may fail on cold caches",
+        "repo",
+        0.45,
+        "assumption",
+    );
+    guess["kind"] = "hypothesis".into();
+    let ids = apply(
+        &env,
+        "demo",
+        &[
+            entry(
+                "Deploys go through the blue-green pipeline",
+                "service:auth",
+                0.9,
+                "doc",
+            ),
+            entry("Deploy approvals need one reviewer", "repo", 0.8, "ticket"),
+            entry(
+                "Billing deploys run at night",
+                "service:billing",
+                0.9,
+                "doc",
+            ),
+            state,
+            expired,
+            draft,
+            guess,
+        ],
+    );
+    let global = apply(
+        &env,
+        "global",
+        &[entry("Never deploy on Fridays", "org", 0.95, "doc")],
+    );
+    (env, ids, global)
+}
+
+#[test]
+fn defaults_filter_rank_and_annotate() {
+    let (env, ids, global) = fixture();
+    let r = env.run(&["--json", "query", "deploying", "demo"]).ok();
+    let got = ids_of(&r.json());
+    // Active, confident, unexpired, from the project and global; no draft, guess or expired.
+    for want in [&ids[0], &ids[1], &ids[2], &ids[3], &global[0]] {
+        assert!(got.contains(want), "{want} missing from {got:?}");
+    }
+    for gone in [&ids[4], &ids[5], &ids[6]] {
+        assert!(!got.contains(gone), "{gone} should be filtered out");
+    }
+    let items = r.json();
+    let find = |id: &str| {
+        items
+            .as_array()
+            .and_then(|a| a.iter().find(|e| e["id"] == id))
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
+    assert_eq!(find(&global[0])["annotations"], json!(["global"]));
+    assert_eq!(find(&global[0])["global"], json!(true));
+    assert_eq!(find(&ids[3])["annotations"], json!(["approaching_expiry"]));
+    // The near-expiry entry is demoted below the others of equal relevance class.
+    assert_eq!(got.last(), Some(&ids[3]), "{got:?}");
+
+    // Lowering the threshold shows the guess, marked low-confidence.
+    let r = env
+        .run(&[
+            "--json",
+            "query",
+            "deploy",
+            "demo",
+            "--min-confidence",
+            "0.4",
+        ])
+        .ok();
+    let items = r.json();
+    let guess = items
+        .as_array()
+        .and_then(|a| a.iter().find(|e| e["id"] == ids[6].as_str()))
+        .cloned()
+        .unwrap_or(Value::Null);
+    assert_eq!(guess["annotations"], json!(["low_confidence"]));
+
+    // --status all and --include-expired bring back the draft and the expired entry.
+    let r = env
+        .run(&[
+            "--json",
+            "query",
+            "deploy",
+            "demo",
+            "--status",
+            "all",
+            "--include-expired",
+        ])
+        .ok();
+    let got = ids_of(&r.json());
+    assert!(got.contains(&ids[4]) && got.contains(&ids[5]), "{got:?}");
+    // --no-global leaves global memory out.
+    let r = env
+        .run(&["--json", "query", "deploy", "demo", "--no-global"])
+        .ok();
+    assert!(!ids_of(&r.json()).contains(&global[0]));
+}
+
+fn ids_of(v: &Value) -> Vec<String> {
+    ids(v)
+}
+
+#[test]
+fn scope_hierarchy_and_filters_before_text() {
+    let (env, ids, global) = fixture();
+    let r = env
+        .run(&[
+            "--json",
+            "query",
+            "deploy",
+            "demo",
+            "--scope",
+            "service:auth",
+        ])
+        .ok();
+    let got = ids_of(&r.json());
+    assert!(got.contains(&ids[0]) && got.contains(&ids[1]) && got.contains(&global[0]));
+    assert!(
+        !got.contains(&ids[2]),
+        "service:billing must not be returned: {got:?}"
+    );
+    let r = env
+        .run(&["--json", "list", "demo", "--scope", "service:billing"])
+        .ok();
+    assert!(ids_of(&r.json()).iter().all(|i| i != &ids[0]));
+    let r = env
+        .run(&[
+            "--json",
+            "query",
+            "deploy",
+            "demo",
+            "--tags",
+            "deploy,nothing",
+        ])
+        .ok();
+    assert_eq!(r.json(), json!([]));
+}
+
+#[test]
+fn vocabulary_errors_name_the_allowed_values() {
+    let env = Env::with_project();
+    for (args, allowed) in [
+        (
+            &["query", "x", "--status", "bogus"][..],
+            "active, superseded, deprecated, draft, all",
+        ),
+        (
+            &["query", "x", "--section", "Decisions"],
+            "decisions, state, observations, learnings",
+        ),
+        (&["list", "--kind", "choice"], "decision, requirement"),
+        (&["query", "x", "--scope", "team"], "service:<name>"),
+        (&["query", "x", "--limit", "51"], "50"),
+    ] {
+        let r = env.run(args);
+        assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
+        assert!(r.stderr.contains(allowed), "{args:?}: {}", r.stderr);
+    }
+}
+
+#[test]
+fn uninitialized_memory_answers_an_empty_array() {
+    let env = Env::new();
+    let r = env.run(&["--json", "query", "anything", "nowhere"]).ok();
+    assert_eq!(r.json(), json!([]));
+    let task = r#"{"goal":"ship it","memory_enabled":true}"#;
+    let r = crate::common::output(
+        env.command(&["context", "nowhere", "-"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .and_then(|mut c| {
+                use std::io::Write;
+                if let Some(mut s) = c.stdin.take() {
+                    s.write_all(task.as_bytes())?;
+                }
+                c.wait_with_output()
+            }),
+    )
+    .ok();
+    assert_eq!(r.json()["memory_context"], json!([]));
+}
+
+#[test]
+fn summary_only_and_related() {
+    let env = Env::with_project();
+    let first = apply(
+        &env,
+        "demo",
+        &[entry("Use canary deploys", "repo", 0.9, "doc")],
+    );
+    let mut second = entry("Canary size is five percent", "repo", 0.9, "doc");
+    second["related_entries"] = json!([first[0]]);
+    second["summary"] = "Canary traffic share is five percent".into();
+    apply(&env, "demo", &[second]);
+    let r = env
+        .run(&["--json", "query", "traffic share", "--summary-only"])
+        .ok();
+    for e in r.json().as_array().unwrap_or(&Vec::new()) {
+        let mut keys: Vec<&String> = e
+            .as_object()
+            .map(|m| m.keys().collect())
+            .unwrap_or_default();
+        keys.sort();
+        assert_eq!(
+            keys,
+            ["confidence", "id", "kind", "scope", "subject", "summary"]
+        );
+    }
+    let r = env
+        .run(&["--json", "query", "traffic share", "--include-related"])
+        .ok();
+    let got = ids_of(&r.json());
+    assert!(got.contains(&first[0]), "related entry missing: {got:?}");
+}
+
+#[test]
+fn explain_shows_every_component_and_rule() {
+    let (env, _, _) = fixture();
+    let r = env.run(&["query", "deploys", "demo", "--explain"]).ok();
+    snap!("query_explain", r.stdout);
+}
+
+fn context(env: &Env, args: &[&str], task: &str) -> crate::common::Run {
+    crate::common::output(
+        env.command(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .and_then(|mut c| {
+                use std::io::Write;
+                if let Some(mut s) = c.stdin.take() {
+                    s.write_all(task.as_bytes())?;
+                }
+                c.wait_with_output()
+            }),
+    )
+}
+
+#[test]
+fn context_fills_memory_context_or_leaves_the_task_alone() {
+    let (env, ids, _) = fixture();
+    let disabled = "{\"goal\": \"deploy\",  \"memory_enabled\": false}";
+    let r = context(&env, &["context", "demo", "-"], disabled).ok();
+    assert_eq!(r.stdout.trim_end(), disabled);
+    let r = context(&env, &["context", "demo", "-"], "{\"goal\":\"deploy\"}").ok();
+    assert_eq!(r.stdout.trim_end(), "{\"goal\":\"deploy\"}");
+    let before = std::fs::read_to_string(env.root().join("ai-memory/demo/.memlog/queries.jsonl"))
+        .unwrap_or_default();
+    assert!(before.is_empty(), "a disabled task ran a query");
+
+    let task = r#"{"goal":"how do deploys work","memory_enabled":true,"scope":"service:auth"}"#;
+    let r = context(&env, &["--json", "context", "demo", "-"], task).ok();
+    let ctx = r.json()["memory_context"].clone();
+    let list = ctx.as_array().cloned().unwrap_or_default();
+    assert!(!list.is_empty() && list.len() <= 10);
+    let confidences: Vec<f64> = list
+        .iter()
+        .map(|e| e["confidence"].as_f64().unwrap_or(0.0))
+        .collect();
+    assert!(
+        confidences.windows(2).all(|w| w[0] >= w[1]),
+        "{confidences:?}"
+    );
+    assert!(
+        list.iter()
+            .all(|e| e.get("content").is_none() && e["status"] == "active")
+    );
+    assert!(!ids_of(&ctx).contains(&ids[2]), "out of scope");
+
+    for budget in [0, 20, 60, 120, 200, 400, 1200] {
+        let r = context(
+            &env,
+            &[
+                "context",
+                "demo",
+                "-",
+                "--format",
+                "prompt",
+                "--budget",
+                &budget.to_string(),
+            ],
+            task,
+        )
+        .ok();
+        assert!(
+            estimate_tokens(&r.stdout) <= budget,
+            "budget {budget}: {} tokens\n{}",
+            estimate_tokens(&r.stdout),
+            r.stdout
+        );
+    }
+    let r = context(&env, &["context", "demo", "-", "--format", "prompt"], task).ok();
+    snap!("context_prompt", r.stdout);
+}
+
+#[test]
+fn queries_are_logged() {
+    let (env, _, _) = fixture();
+    env.run(&["query", "deploy", "demo", "--kind", "decision"])
+        .ok();
+    let log = std::fs::read_to_string(env.root().join("ai-memory/demo/.memlog/queries.jsonl"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let line: Value = serde_json::from_str(log.lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(line["project"], "demo");
+    assert_eq!(line["filters"]["kind"], json!(["decision"]));
+    assert_eq!(line["filters"]["text"], "deploy");
+    assert!(line["result_count"].as_u64().is_some() && line["execution_time_ms"].is_number());
+    let r = env.run(&["query", "deploy", "demo", "--debug"]).ok();
+    assert!(
+        r.stderr.contains("execution time") && r.stderr.contains("scanned"),
+        "{}",
+        r.stderr
+    );
+}
