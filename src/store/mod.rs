@@ -261,7 +261,9 @@ enum Batch {
     Entries(Vec<(Vec<Vec<u8>>, EntryRecords)>),
     /// The last records: the index keys, sorted, and the meta records.
     Tail {
-        index: Vec<(Vec<u8>, Vec<u8>)>,
+        index: Vec<Vec<u8>>,
+        /// The text index records: `doc` records, then postings, each in key order.
+        text: Box<dyn Iterator<Item = (Vec<u8>, Vec<u8>)> + Send>,
         meta: Vec<(Vec<u8>, Vec<u8>)>,
     },
 }
@@ -327,6 +329,60 @@ impl IndexBuckets {
             keys.sort_unstable();
         }
         keys
+    }
+}
+
+/// The text index of a rebuild, compact: per term the positions of its entries with their term
+/// frequencies (8 bytes a posting), and each entry's features once. The records themselves are
+/// made one at a time, in key order, as they are written, never all held at once.
+/// Entry positions with their term frequencies per field.
+type Postings = Vec<(u32, [u8; 4])>;
+
+#[derive(Default)]
+struct TextBuckets {
+    by_term: HashMap<String, Postings>,
+    /// Encoded features by entry position (empty for cold entries).
+    features: Vec<Vec<u8>>,
+}
+
+impl TextBuckets {
+    fn add(&mut self, position: u32, state: &EntryState) {
+        let i = position as usize;
+        if self.features.len() <= i {
+            self.features.resize(i + 1, Vec::new());
+        }
+        let mut encoded = Vec::new();
+        crate::retrieval::features::DocFeatures::of(state).encode(&mut encoded);
+        self.features[i] = encoded;
+        for (term, tf) in crate::retrieval::text_index::term_frequencies(state) {
+            self.by_term.entry(term).or_default().push((position, tf));
+        }
+    }
+
+    /// The `doc` records then the postings, each group in key order, as (key, value) pairs.
+    fn into_records(self, entries: Vec<String>) -> impl Iterator<Item = (Vec<u8>, Vec<u8>)> {
+        use crate::retrieval::text_index::{DOC_PREFIX, term_prefix};
+        let features = std::sync::Arc::new(self.features);
+        let entries = std::sync::Arc::new(entries);
+        let (f1, e1) = (features.clone(), entries.clone());
+        let docs = (0..f1.len()).filter_map(move |i| {
+            let value = f1.get(i).filter(|v| !v.is_empty())?.clone();
+            let key = [INDEX, DOC_PREFIX, e1.get(i)?.as_bytes()].concat();
+            Some((key, value))
+        });
+        let mut terms: Vec<(String, Postings)> = self.by_term.into_iter().collect();
+        terms.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let postings = terms.into_iter().flat_map(move |(term, list)| {
+            let prefix = [INDEX, term_prefix(&term).as_slice()].concat();
+            let (features, entries) = (features.clone(), entries.clone());
+            list.into_iter().filter_map(move |(pos, tf)| {
+                let i = pos as usize;
+                let key = [prefix.as_slice(), entries.get(i)?.as_bytes()].concat();
+                let value = [tf.as_slice(), features.get(i)?.as_slice()].concat();
+                Some((key, value))
+            })
+        });
+        docs.chain(postings)
     }
 }
 
@@ -857,7 +913,7 @@ impl Store {
         let mut stats = Stats::default();
         let mut text_stats = TextStats::default();
         let mut index = IndexBuckets::default();
-        let mut text: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+        let mut text = TextBuckets::default();
         for (chunk_no, chunk) in groups.chunks(STREAM_CHUNK).enumerate() {
             let parts = crate::parallel::map_chunks(chunk, |part| {
                 part.iter().map(&fold).collect::<Result<Vec<_>>>()
@@ -873,7 +929,7 @@ impl Store {
                     text_stats.apply(s, 1);
                     if !s.is_cold() {
                         index.add(u32::try_from(first + i).unwrap_or(u32::MAX), s);
-                        text.extend(text_records(s));
+                        text.add(u32::try_from(first + i).unwrap_or(u32::MAX), s);
                     }
                 }
             }
@@ -886,14 +942,13 @@ impl Store {
             (meta_key("text_stats"), to_json(&text_stats)),
         ];
         meta.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        let mut index: Vec<(Vec<u8>, Vec<u8>)> = index
-            .into_sorted_keys(entries)
-            .into_iter()
-            .map(|k| (k, Vec::new()))
-            .collect();
-        index.append(&mut text);
-        index.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        send.send(Batch::Tail { index, meta }).map_err(gone)
+        let index = index.into_sorted_keys(entries);
+        let text = text.into_records(entries.iter().map(|e| (*e).to_owned()).collect());
+        send.send(Batch::Tail {
+            index,
+            text: Box::new(text),
+            meta,
+        }).map_err(gone)
     }
 
     /// Writes the batches `fold_all` sends, in key order, as one ingestion.
@@ -920,12 +975,27 @@ impl Store {
                         audit.extend(records.audit);
                     }
                 }
-                Batch::Tail { index, meta } => {
+                Batch::Tail { index, text, meta } => {
                     // `~a` < `~i` < `~m`, all after every entry id (`m-…`).
                     for (key, value) in audit.drain(..) {
                         ingestion.write(key, value).map_err(|e| self.err(e))?;
                     }
-                    for (key, value) in index {
+                    // Index keys and text records interleave by key (`doc` and `text` are two
+                    // dimensions among the others): merge the two ordered streams.
+                    let mut plain = index.into_iter().peekable();
+                    let mut text = text.peekable();
+                    loop {
+                        let take_text = match (plain.peek(), text.peek()) {
+                            (None, None) => break,
+                            (Some(_), None) => false,
+                            (None, Some(_)) => true,
+                            (Some(k), Some((t, _))) => t < k,
+                        };
+                        let (key, value) = if take_text {
+                            text.next().unwrap_or_default()
+                        } else {
+                            (plain.next().unwrap_or_default(), Vec::new())
+                        };
                         ingestion.write(key, value).map_err(|e| self.err(e))?;
                     }
                     for (key, value) in meta {
