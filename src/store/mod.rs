@@ -948,7 +948,8 @@ impl Store {
             index,
             text: Box::new(text),
             meta,
-        }).map_err(gone)
+        })
+        .map_err(gone)
     }
 
     /// Writes the batches `fold_all` sends, in key order, as one ingestion.
