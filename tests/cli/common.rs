@@ -180,3 +180,25 @@ pub fn fast_temp_dir() -> PathBuf {
         std::env::temp_dir()
     }
 }
+
+/// Runs git in the workspace with a fixed identity and without the machine's configuration.
+pub fn git(env: &Env, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(env.root())
+        // The machine's git configuration stays out of the test.
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.com")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.com")
+        .output()
+        .unwrap_or_else(|e| panic!("git: {e}"));
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}

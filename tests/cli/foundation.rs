@@ -1,7 +1,7 @@
 //! The foundation's promises under abuse: reads answer for the log on disk, nothing committed is
 //! dropped, a broken store heals, and every text that enters the log is checked.
 
-use crate::common::{Env, Run};
+use crate::common::{Env, Run, git};
 use std::io::Write;
 
 fn replace_file(path: &std::path::Path, bytes: &[u8]) {
@@ -513,24 +513,6 @@ fn a_large_json_lines_import_is_one_batch_and_a_hostile_one_stays_small() {
         &r.stderr[r.stderr.len().saturating_sub(300)..]
     );
     assert_eq!(read(&env.log()), before);
-}
-
-fn git(env: &Env, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .args(args)
-        .current_dir(env.root())
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@example.com")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@example.com")
-        .output()
-        .unwrap_or_else(|e| panic!("git: {e}"));
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 fn active_ids(env: &Env) -> Vec<String> {

@@ -1,27 +1,5 @@
-use crate::common::{Env, Run};
+use crate::common::{Env, Run, git};
 use std::collections::BTreeSet;
-use std::process::Command;
-
-fn git(env: &Env, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(env.root())
-        // The machine's git configuration stays out of the test.
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@example.com")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@example.com")
-        .output()
-        .unwrap_or_else(|e| panic!("git: {e}"));
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 /// Two branches of agents append to the same log; a real `git merge` unions the lines; nothing
 /// is lost, a concurrent change to one memory shows as a conflict, and `resolve` clears it.
