@@ -8,4 +8,5 @@ mod merge;
 mod policy;
 mod replay;
 mod retrieval;
+mod retrieval_laws;
 mod store_laws;
