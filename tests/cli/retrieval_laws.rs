@@ -605,20 +605,22 @@ proptest! {
     }
 
     /// Properties 20, 21 and 24 (AgentTask memory context): `context` chooses at most 10
-    /// entries, all active, unexpired and of at least the policy's confidence; they are the most
-    /// confident of the matching entries, in descending order of confidence, and at equal
-    /// confidence code/artifact evidence comes before weaker evidence.
+    /// entries, all active, unexpired and of at least the policy's confidence, in descending
+    /// order of confidence, code/artifact evidence before weaker evidence at equal confidence;
+    /// without a goal they are the most confident of all entries passing the filters, with one
+    /// they all hold a word of it.
     #[test]
     fn properties_20_24_context_is_the_most_confident_active_entries(
         specs in prop::collection::vec(spec(), 1..20),
         scope in prop::option::of(prop::sample::select(&SCOPES[..])),
         subject in prop::option::of(prop::sample::select(&SUBJECTS[..])),
+        goal in prop::option::of(prop::sample::select(&WORDS[..])),
     ) {
         let c = Corpus::of(&specs);
         let mut filters = Filters::defaults(MIN_CONFIDENCE);
         filters.scope = scope.map(str::to_owned);
         filters.subject = subject.map(str::to_owned);
-        let mut req = request(None, filters.clone(), Order::Confidence);
+        let mut req = request(goal.map(str::to_owned), filters.clone(), Order::Confidence);
         req.limit = MAX_CONTEXT;
         req.min_relevance = MIN_RELEVANCE;
         let hits = c.search(&req);
@@ -638,7 +640,13 @@ proptest! {
                 a.id, a.fields.confidence, quality_of(a), b.id, b.fields.confidence, quality_of(b)
             );
         }
-        // The chosen are the best of the matches by (confidence, evidence).
+        if let Some(w) = goal {
+            // With a goal, matches hold one of its words (relevance decides among them).
+            prop_assert!(hits.iter().all(|h| has_word(&h.entry, w)));
+            return Ok(());
+        }
+        // Without a goal every entry passing the filters matches: the chosen are the best of
+        // them by (confidence, evidence).
         let mut matches: Vec<(f64, f64)> = c
             .all()
             .iter()
