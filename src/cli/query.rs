@@ -5,7 +5,7 @@ use super::output::{clip, warn};
 use super::{Ctx, ExitCode, Out};
 use crate::error::{Error, Result};
 use crate::project::{Project, RetrievalPolicy};
-use crate::retrieval::features::unix_seconds;
+use crate::retrieval::features::unix_millis;
 use crate::retrieval::filters::{Filters, MAX_LIMIT, parse_choice, parse_statuses};
 use crate::retrieval::query_log::{self, QueryLogEntry};
 use crate::retrieval::rank::{RankParams, Rule};
@@ -107,7 +107,7 @@ pub struct QueryArgs {
 fn time_arg(flag: &str, v: Option<&str>) -> Result<Option<i64>> {
     v.map(|s| {
         crate::clock::parse_time(s)
-            .map(|t| t.timestamp())
+            .map(|t| t.timestamp_millis())
             .map_err(|m| Error::Usage(format!("--{flag}: {m}")))
     })
     .transpose()
@@ -252,7 +252,7 @@ impl Sources {
 /// Ranking parameters from the policy and the clock.
 pub fn rank_params(ctx: &Ctx, project: &Project) -> Result<(RetrievalPolicy, RankParams)> {
     let config = project.config()?;
-    let now = unix_seconds(&ctx.now()).unwrap_or(0);
+    let now = unix_millis(&ctx.now()).unwrap_or(0);
     let params = RankParams {
         now,
         expiry_warning_days: config.policies.retrieval.expiry_warning_days,

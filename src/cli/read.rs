@@ -182,7 +182,7 @@ pub fn list(ctx: &Ctx, args: ListArgs, out: &mut Out) -> Result<ExitCode> {
     let filters = args
         .filters
         .resolve(&policy, super::query::Defaults::None)?;
-    let now = crate::retrieval::features::unix_seconds(&ctx.now()).unwrap_or(0);
+    let now = crate::retrieval::features::unix_millis(&ctx.now()).unwrap_or(0);
     let keep = |s: &EntryState| filters.passes(s, now);
     let entries = session.store().recent(limit, keep)?;
     if out.json {

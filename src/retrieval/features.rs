@@ -26,10 +26,10 @@ pub struct DocFeatures {
     pub status: Status,
     pub section: Section,
     pub kind: Kind,
-    /// Unix seconds.
+    /// Unix milliseconds.
     pub created: i64,
     pub updated: i64,
-    /// Unix seconds, when the entry has a `valid_to`.
+    /// Unix milliseconds, when the entry has a `valid_to`.
     pub valid_to: Option<i64>,
     /// [`hash`] of the scope and of the subject: a cheap pre-filter, confirmed on the entry.
     pub scope_hash: u64,
@@ -56,9 +56,12 @@ pub fn tag_bit(tag: &str) -> u64 {
     1 << (hash(tag) % 64)
 }
 
-/// Unix seconds of a stored or given timestamp; `None` when it does not parse.
-pub fn unix_seconds(text: &str) -> Option<i64> {
-    crate::clock::parse_time(text).ok().map(|t| t.timestamp())
+/// Unix milliseconds of a stored or given timestamp (timestamps have millisecond precision,
+/// and expiry is decided to the millisecond); `None` when it does not parse.
+pub fn unix_millis(text: &str) -> Option<i64> {
+    crate::clock::parse_time(text)
+        .ok()
+        .map(|t| t.timestamp_millis())
 }
 
 fn words_u16(n: usize) -> u16 {
@@ -83,9 +86,9 @@ impl DocFeatures {
             status: s.status,
             section: f.section,
             kind: f.kind,
-            created: unix_seconds(&s.created_at).unwrap_or(0),
-            updated: unix_seconds(&s.updated_at).unwrap_or(0),
-            valid_to: f.valid_to.as_deref().and_then(unix_seconds),
+            created: unix_millis(&s.created_at).unwrap_or(0),
+            updated: unix_millis(&s.updated_at).unwrap_or(0),
+            valid_to: f.valid_to.as_deref().and_then(unix_millis),
             scope_hash: hash(&f.scope),
             subject_hash: hash(&f.subject),
             tag_bits: f.tags.iter().fold(0, |acc, t| acc | tag_bit(t)),

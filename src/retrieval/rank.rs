@@ -31,10 +31,13 @@ pub const RELEVANCE_WEIGHT: f64 = 0.7;
 /// Confidence below which an entry is marked low-confidence (requirement 3.10).
 pub const LOW_CONFIDENCE: f64 = 0.5;
 
+/// Milliseconds in a day.
+pub const MS_PER_DAY: i64 = 86_400_000;
+
 /// What the ranking knows besides the entry: the time and the policy.
 #[derive(Debug, Clone, Copy)]
 pub struct RankParams {
-    /// Unix seconds.
+    /// Unix milliseconds.
     pub now: i64,
     /// Entries whose `valid_to` is this close are demoted and annotated.
     pub expiry_warning_days: u32,
@@ -94,10 +97,10 @@ pub struct Components {
 pub fn rules(f: &DocFeatures, p: &RankParams) -> Vec<Rule> {
     let mut out = Vec::new();
     if let Some(t) = f.valid_to {
-        let window = i64::from(p.expiry_warning_days) * 86_400;
+        let window = i64::from(p.expiry_warning_days) * MS_PER_DAY;
         if t >= p.now && t - p.now <= window && !Filters::expired(f, p.now) {
             #[expect(clippy::cast_precision_loss, reason = "seconds in a few days")]
-            let days = (t - p.now) as f64 / 86_400.0;
+            let days = (t - p.now) as f64 / MS_PER_DAY as f64;
             out.push(Rule::ApproachingExpiry {
                 valid_to_in_days: (days * 100.0).round() / 100.0,
             });
@@ -115,7 +118,7 @@ pub fn rules(f: &DocFeatures, p: &RankParams) -> Vec<Rule> {
 /// Recency in (0, 1]: 1 when updated now (or later), halving every half-life.
 pub fn recency(updated: i64, p: &RankParams) -> f64 {
     #[expect(clippy::cast_precision_loss, reason = "ages in seconds fit easily")]
-    let age_days = (p.now - updated).max(0) as f64 / 86_400.0;
+    let age_days = (p.now - updated).max(0) as f64 / MS_PER_DAY as f64;
     let half = f64::from(p.recency_half_life_days.max(1));
     (-(age_days / half) * std::f64::consts::LN_2).exp()
 }
@@ -161,7 +164,7 @@ mod tests {
     use projections::{Kind, Section, Status};
     use proptest::prelude::*;
 
-    const NOW: i64 = 1_795_000_000;
+    const NOW: i64 = 1_795_000_000_000;
 
     fn params() -> RankParams {
         RankParams {
@@ -207,11 +210,11 @@ mod tests {
             conf in 500_000u32..=1_000_000,
             qa in prop::sample::select(vec![4u8, 6, 8, 10]),
             qb in prop::sample::select(vec![4u8, 6, 8, 10]),
-            age_a in 0i64..400 * 86_400,
-            age_b in 0i64..400 * 86_400,
+            age_a in 0i64..400 * MS_PER_DAY,
+            age_b in 0i64..400 * MS_PER_DAY,
             scope_a in prop::sample::select(vec![0.5, 1.0]),
             scope_b in prop::sample::select(vec![0.5, 1.0]),
-            days_left in 0i64..7 * 86_400,
+            days_left in 0i64..7 * MS_PER_DAY,
             stale in any::<bool>(),
         ) {
             let demoted = if stale {
@@ -219,14 +222,14 @@ mod tests {
             } else {
                 features(conf, qa, age_a, Some(NOW + days_left), false)
             };
-            let fine = features(conf, qb, age_b, Some(NOW + 30 * 86_400), false);
+            let fine = features(conf, qb, age_b, Some(NOW + 30 * MS_PER_DAY), false);
             prop_assert!(score(&demoted, scope_a) < score(&fine, scope_b));
         }
 
         /// Property 38: code/artifact evidence ranks above assumption at equal confidence and
         /// recency.
         #[test]
-        fn evidence_quality_orders(conf in 0u32..=1_000_000, age in 0i64..400 * 86_400) {
+        fn evidence_quality_orders(conf in 0u32..=1_000_000, age in 0i64..400 * MS_PER_DAY) {
             let strong = features(conf, 10, age, None, false);
             let weak = features(conf, 4, age, None, false);
             prop_assert!(score(&strong, 1.0) > score(&weak, 1.0));

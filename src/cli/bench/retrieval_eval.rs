@@ -134,7 +134,7 @@ pub fn run(memlog: &Memlog, dir: &Path, seed: u64) -> Result<Report> {
     let session =
         crate::store::session::Session::open(&project, std::time::Duration::from_secs(30))?;
     let config = project.config()?;
-    let now = crate::retrieval::features::unix_seconds(NOW).unwrap_or(0);
+    let now = crate::retrieval::features::unix_millis(NOW).unwrap_or(0);
     let sources = [Source {
         store: session.store(),
         project: project.name.to_string(),
