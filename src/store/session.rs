@@ -568,10 +568,22 @@ impl Session {
     /// point leaves a usable store (the old one, or the new one) and at worst a stale staging
     /// directory, which the next session removes. The old store is never read.
     fn build(&mut self, events: Vec<(Event, String)>, next: &Fingerprint) -> Result<usize> {
+        self.swap_in(|staging| {
+            let missing = missing_parents_in(&events);
+            Ok((Store::build_at(staging, events, next)?, missing))
+        })
+    }
+
+    /// Builds a new store with `build_at` in a staging directory beside the current one (see
+    /// [`Session::build`]), then swaps it in.
+    fn swap_in(
+        &mut self,
+        build_at: impl FnOnce(&std::path::Path) -> Result<(usize, Vec<MissingParent>)>,
+    ) -> Result<usize> {
         let dir = self.project.store_dir();
         let staging = dir.with_extension("building");
-        self.report.missing_parents = missing_parents_in(&events);
-        let n = Store::build_at(&staging, events, next)?;
+        let (n, missing) = build_at(&staging)?;
+        self.report.missing_parents = missing;
         drop(self.store.take());
         let retired = dir.with_extension("retired");
         if retired.exists() {
@@ -597,14 +609,21 @@ impl Session {
         let path = self.project.log_path();
         let stamp = FileStamp::at(&path).map_err(|e| Error::Io(io_context(&path, e)))?;
         let buf = event_log::read_complete(&path, 0)?;
-        let events = decode_with_lines(&self.project, &buf, 1, 0)?;
         let next = Fingerprint {
             len: buf.len() as u64,
             lines: count_lines(&buf),
             hashes: BlockHashes::of(&buf),
             stamp,
         };
-        let n = self.build(events, &next)?;
+        let n = self.swap_in(|staging| {
+            let built = Store::build_from_log_at(staging, &path, &buf, &next)?;
+            let missing = built.dangling.into_iter().map(|d| MissingParent {
+                entry: d.entry,
+                event: d.event,
+                parent: d.parent,
+            });
+            Ok((built.applied, missing.collect()))
+        })?;
         self.report.mode = "rebuild";
         self.report.applied = n;
         Ok(n)
