@@ -390,7 +390,7 @@ impl TextBuckets {
 }
 
 /// An event whose parent the log does not hold.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 pub struct Dangling {
     pub entry: String,
     pub event: String,

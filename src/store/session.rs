@@ -123,12 +123,7 @@ impl QuarantineNote {
 }
 
 /// An event that names a parent the log does not hold.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-pub struct MissingParent {
-    pub entry: String,
-    pub event: String,
-    pub parent: String,
-}
+pub use crate::store::Dangling as MissingParent;
 
 /// A last line without its newline, as reported to the user.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -539,20 +534,7 @@ impl Session {
 
     /// Events among `events` (just read) whose parents are neither in `events` nor in the store.
     fn missing_parents_of(&self, events: &[(Event, String)]) -> Result<Vec<MissingParent>> {
-        let ids: HashSet<&str> = events.iter().map(|(e, _)| e.id.as_str()).collect();
-        let mut out = Vec::new();
-        for (e, _) in events {
-            for p in &e.parents {
-                if !ids.contains(p.as_str()) && !self.store().has_event(p)? {
-                    out.push(MissingParent {
-                        entry: e.entry.clone(),
-                        event: e.id.clone(),
-                        parent: p.clone(),
-                    });
-                }
-            }
-        }
-        Ok(out)
+        missing_parents(events, |p| self.store().has_event(p))
     }
 
     /// The caught-up store.
@@ -569,7 +551,7 @@ impl Session {
     /// directory, which the next session removes. The old store is never read.
     fn build(&mut self, events: Vec<(Event, String)>, next: &Fingerprint) -> Result<usize> {
         self.swap_in(|staging| {
-            let missing = missing_parents_in(&events);
+            let missing = missing_parents(&events, |_| Ok(false))?;
             Ok((Store::build_at(staging, events, next)?, missing))
         })
     }
@@ -617,12 +599,7 @@ impl Session {
         };
         let n = self.swap_in(|staging| {
             let built = Store::build_from_log_at(staging, &path, &buf, &next)?;
-            let missing = built.dangling.into_iter().map(|d| MissingParent {
-                entry: d.entry,
-                event: d.event,
-                parent: d.parent,
-            });
-            Ok((built.applied, missing.collect()))
+            Ok((built.applied, built.dangling))
         })?;
         self.report.mode = "rebuild";
         self.report.applied = n;
@@ -676,12 +653,16 @@ impl Drop for Session {
     }
 }
 
-fn missing_parents_in(events: &[(Event, String)]) -> Vec<MissingParent> {
+/// Events among `events` whose parents are neither among them nor `known`, by entry and event.
+fn missing_parents(
+    events: &[(Event, String)],
+    mut known: impl FnMut(&str) -> Result<bool>,
+) -> Result<Vec<MissingParent>> {
     let ids: HashSet<&str> = events.iter().map(|(e, _)| e.id.as_str()).collect();
     let mut out = Vec::new();
     for (e, _) in events {
         for p in &e.parents {
-            if !ids.contains(p.as_str()) {
+            if !ids.contains(p.as_str()) && !known(p)? {
                 out.push(MissingParent {
                     entry: e.entry.clone(),
                     event: e.id.clone(),
@@ -690,9 +671,9 @@ fn missing_parents_in(events: &[(Event, String)]) -> Vec<MissingParent> {
             }
         }
     }
-    out.sort_by(|a, b| (&a.entry, &a.event).cmp(&(&b.entry, &b.event)));
+    out.sort();
     out.dedup();
-    out
+    Ok(out)
 }
 
 fn io_context(path: &std::path::Path, e: std::io::Error) -> std::io::Error {
