@@ -96,6 +96,16 @@ impl Env {
         output(self.command(args).env("MEMLOG_NOW", now).output())
     }
 
+    /// How many entries `list --json` shows (all of them by default).
+    #[track_caller]
+    pub fn listed(&self) -> Option<usize> {
+        self.run(&["list", "--json"])
+            .ok()
+            .json()
+            .as_array()
+            .map(Vec::len)
+    }
+
     /// Adds a valid decision and returns its id.
     pub fn add(&self, subject: &str, summary: &str) -> String {
         let r = self

@@ -4,6 +4,34 @@
 use crate::common::{Env, Run, git};
 use std::io::Write;
 
+/// `add` of a learning (kind other, scope repo, confidence 0.7).
+fn note<'a>(
+    subject: &'a str,
+    summary: &'a str,
+    content: &'a str,
+    evidence: &'a str,
+) -> Vec<&'a str> {
+    vec![
+        "add",
+        "--section",
+        "learnings",
+        "--kind",
+        "other",
+        "--subject",
+        subject,
+        "--scope",
+        "repo",
+        "--summary",
+        summary,
+        "--content",
+        content,
+        "--confidence",
+        "0.7",
+        "--evidence",
+        evidence,
+    ]
+}
+
 fn replace_file(path: &std::path::Path, bytes: &[u8]) {
     // As git does on checkout: a new file renamed over the old one.
     let tmp = path.with_extension("tmp");
@@ -73,14 +101,7 @@ fn a_damaged_log_is_never_served_from_an_older_store() {
     env.add("a", "first");
     let b = env.add("b", "second");
     env.add("c", "third");
-    assert_eq!(
-        env.run(&["list", "--json"])
-            .ok()
-            .json()
-            .as_array()
-            .map(Vec::len),
-        Some(3)
-    );
+    assert_eq!(env.listed(), Some(3));
     let good = read(&env.log());
     let text = String::from_utf8(good.clone()).unwrap_or_default();
     let second = text.lines().nth(1).unwrap_or_default().len()
@@ -113,36 +134,11 @@ fn a_damaged_log_is_never_served_from_an_older_store() {
         assert_eq!(r.json()["error"]["details"]["line"], 2, "{args:?}");
     }
     let before = read(&env.log());
-    let r = env.run(&[
-        "add",
-        "--section",
-        "learnings",
-        "--kind",
-        "other",
-        "--subject",
-        "d",
-        "--scope",
-        "repo",
-        "--summary",
-        "on top",
-        "--content",
-        "c",
-        "--confidence",
-        "0.7",
-        "--evidence",
-        "doc:docs/a.md:n",
-    ]);
+    let r = env.run(&note("d", "on top", "c", "doc:docs/a.md:n"));
     assert_eq!(r.code, 6, "no write on top of a damaged log: {}", r.stderr);
     assert_eq!(read(&env.log()), before, "nothing appended");
     replace_file(&env.log(), &good);
-    assert_eq!(
-        env.run(&["list", "--json"])
-            .ok()
-            .json()
-            .as_array()
-            .map(Vec::len),
-        Some(3)
-    );
+    assert_eq!(env.listed(), Some(3));
 }
 
 #[test]
@@ -165,14 +161,7 @@ fn a_last_line_missing_only_its_newline_is_kept() {
     std::fs::write(env.log(), &full[..full.len() - 1]).unwrap_or_else(|e| panic!("{e}"));
     env.add("c", "third");
     assert_eq!(env.run(&["verify"]).code, 0);
-    assert_eq!(
-        env.run(&["list", "--json"])
-            .ok()
-            .json()
-            .as_array()
-            .map(Vec::len),
-        Some(3)
-    );
+    assert_eq!(env.listed(), Some(3));
 }
 
 #[test]
@@ -209,14 +198,7 @@ fn a_broken_store_is_rebuilt_and_leftovers_are_removed() {
     // Deleting the whole local state while nothing runs is not an error either.
     std::fs::remove_dir_all(&state).unwrap_or_else(|e| panic!("{e}"));
     env.add("c", "third");
-    assert_eq!(
-        env.run(&["list", "--json"])
-            .ok()
-            .json()
-            .as_array()
-            .map(Vec::len),
-        Some(3)
-    );
+    assert_eq!(env.listed(), Some(3));
 }
 
 #[test]
@@ -262,36 +244,11 @@ fn a_missing_configuration_is_named_and_no_other_project_is_used() {
         "{}",
         listed.stderr
     );
-    let added = env.run(&[
-        "add",
-        "--section",
-        "learnings",
-        "--kind",
-        "other",
-        "--subject",
-        "d",
-        "--scope",
-        "repo",
-        "--summary",
-        "where does this go",
-        "--content",
-        "c",
-        "--confidence",
-        "0.7",
-        "--evidence",
-        "doc:docs/a.md:n",
-    ]);
+    let added = env.run(&note("d", "where does this go", "c", "doc:docs/a.md:n"));
     assert_ne!(added.code, 0, "{}", added.stdout);
     assert_eq!(read(&global), before, "nothing written to global");
     env.run(&["init", "demo"]).ok();
-    assert_eq!(
-        env.run(&["list", "--json"])
-            .ok()
-            .json()
-            .as_array()
-            .map(Vec::len),
-        Some(1)
-    );
+    assert_eq!(env.listed(), Some(1));
 }
 
 #[test]
@@ -466,14 +423,7 @@ fn validate_and_apply_agree_on_a_batch() {
         create_line(1, "same").as_bytes(),
     );
     assert_eq!(retry.code, 3);
-    assert_eq!(
-        env.run(&["list", "--json"])
-            .ok()
-            .json()
-            .as_array()
-            .map(Vec::len),
-        Some(1)
-    );
+    assert_eq!(env.listed(), Some(1));
 }
 
 #[test]
@@ -552,25 +502,12 @@ fn concurrent_supersedes_are_settled_by_choosing_a_winner() {
     let same_a = env
         .run_at(
             "2026-11-23T00:00:05Z",
-            &[
-                "add",
-                "--section",
-                "learnings",
-                "--kind",
-                "other",
-                "--subject",
+            &note(
                 "ci",
-                "--scope",
-                "repo",
-                "--summary",
                 "CI needs 4 GB",
-                "--content",
                 "seen on branch a",
-                "--confidence",
-                "0.7",
-                "--evidence",
                 "log:ci/run.log:oom",
-            ],
+            ),
         )
         .ok();
     git(&env, &["commit", "-qam", "a"]);
@@ -590,25 +527,7 @@ fn concurrent_supersedes_are_settled_by_choosing_a_winner() {
     let same_b = env
         .run_at(
             "2026-11-23T00:00:06Z",
-            &[
-                "add",
-                "--section",
-                "learnings",
-                "--kind",
-                "other",
-                "--subject",
-                "ci",
-                "--scope",
-                "repo",
-                "--summary",
-                "CI needs 4 GB",
-                "--content",
-                "seen on main",
-                "--confidence",
-                "0.7",
-                "--evidence",
-                "log:ci/run.log:oom",
-            ],
+            &note("ci", "CI needs 4 GB", "seen on main", "log:ci/run.log:oom"),
         )
         .ok();
     git(&env, &["commit", "-qam", "b"]);
@@ -733,14 +652,7 @@ fn a_write_that_reached_the_log_is_reported_as_written_even_if_the_store_fails()
         "the retry names the entry: {}",
         retry.stdout
     );
-    assert_eq!(
-        env.run(&["list", "--json"])
-            .ok()
-            .json()
-            .as_array()
-            .map(Vec::len),
-        Some(1)
-    );
+    assert_eq!(env.listed(), Some(1));
 }
 
 fn output_with(env: &Env, args: &[&str], var: &str) -> Run {
