@@ -293,7 +293,22 @@ pub struct Batch<'a> {
     unsynced: Vec<durable::Unsynced>,
     /// Leave the sync of the last append to [`Batch::finish`], after the locks are released.
     sync_on_finish: bool,
+    /// Appends the projections have not caught up with yet (see [`Batch::append`]).
+    deferred: Option<Deferred>,
 }
+
+/// Lines appended by a batch and not yet applied to the store.
+struct Deferred {
+    /// The log's stamp as the store recorded it before the first of these appends.
+    before: Option<crate::log::stamp::FileStamp>,
+    /// The log's stamp after the last one.
+    after: crate::log::stamp::FileStamp,
+    /// The events appended, while few enough to keep; else the catch-up reads them back.
+    events: Option<Vec<(Event, String)>>,
+}
+
+/// Appended events a batch keeps for its catch-up; beyond this the catch-up reads the log.
+const DEFERRED_EVENTS_KEPT: usize = 8192;
 
 struct Staged {
     events: Vec<Event>,
@@ -341,6 +356,7 @@ impl<'a> Batch<'a> {
             done: Committed::default(),
             unsynced: Vec::new(),
             sync_on_finish: false,
+            deferred: None,
         })
     }
 
@@ -365,10 +381,17 @@ impl<'a> Batch<'a> {
         change: Change,
         check: impl FnOnce(&Session, Option<&EntryState>) -> Result<Change>,
     ) -> Result<Written> {
-        let target = change
-            .target()
-            .map(|t| self.session.resolve(t))
-            .transpose()?;
+        let target = match change.target().map(|t| self.session.resolve(t)).transpose() {
+            // The target may be an entry this batch wrote and the store has not seen yet.
+            Err(Error::NotFound { .. }) if self.deferred.is_some() || !self.staged.is_empty() => {
+                self.commit_staged()?;
+                change
+                    .target()
+                    .map(|t| self.session.resolve(t))
+                    .transpose()?
+            }
+            other => other?,
+        };
         if let Some(t) = &target
             && self.touched.contains(t)
         {
@@ -451,6 +474,19 @@ impl<'a> Batch<'a> {
         Ok(std::mem::take(&mut self.done))
     }
 
+    /// Appends everything staged (one write) but leaves the projections to catch up once, when
+    /// the batch finishes or a later change needs them: what a bulk import calls every few
+    /// thousand updates, so that memory stays bounded and the store is updated in one pass
+    /// (a replay of the whole log when the import outgrows what the store held). Returns what
+    /// was written since the last call; a store warning comes with the final commit.
+    ///
+    /// # Errors
+    /// When the append fails: then nothing of the last staged group was written.
+    pub fn append(&mut self) -> Result<Committed> {
+        self.append_staged()?;
+        Ok(std::mem::take(&mut self.done))
+    }
+
     /// Commits what is staged, releases the locks, then forces the log to disk: the fsync, the
     /// slowest step of a write, does not keep other processes waiting. The writes are
     /// acknowledged (returned) only after it.
@@ -482,13 +518,19 @@ impl<'a> Batch<'a> {
         std::mem::take(&mut self.done)
     }
 
-    /// Appends the staged events and records them in `done`.
+    /// Appends the staged events, records them in `done` and brings the store up to date.
     fn commit_staged(&mut self) -> Result<()> {
+        self.append_staged()?;
+        self.catch_up_deferred();
+        Ok(())
+    }
+
+    /// Appends the staged events and records them in `done`; the store catches up later.
+    fn append_staged(&mut self) -> Result<()> {
         if self.staged.is_empty() {
             return Ok(());
         }
         let staged = std::mem::take(&mut self.staged);
-        self.touched.clear();
         let mut bytes = Vec::new();
         let mut events: Vec<(Event, String)> = Vec::new();
         for s in &staged {
@@ -499,7 +541,10 @@ impl<'a> Batch<'a> {
                 events.push((e.clone(), line));
             }
         }
-        let before = self.session.store().fingerprint()?.and_then(|f| f.stamp);
+        let before = match &self.deferred {
+            Some(d) => d.before.clone(),
+            None => self.session.store().fingerprint()?.and_then(|f| f.stamp),
+        };
         let (after, unsynced) = durable::append_unsynced(&self.project.log_path(), &bytes)?;
         // Synced by `finish` after the locks are released, or now when more may follow.
         self.unsynced.push(unsynced);
@@ -507,12 +552,39 @@ impl<'a> Batch<'a> {
             self.sync_pending()?;
         }
         // From here on the events are written: whatever fails next, they are in the log.
-        let growth = before.map(|before| Growth {
+        let kept = match self.deferred.take() {
+            None => Some(events),
+            Some(d) => d.events.and_then(|mut kept| {
+                (kept.len() + events.len() <= DEFERRED_EVENTS_KEPT).then(|| {
+                    kept.extend(events);
+                    kept
+                })
+            }),
+        };
+        self.deferred = Some(Deferred {
             before,
             after,
-            events,
+            events: kept.filter(|k| k.len() <= DEFERRED_EVENTS_KEPT),
         });
-        let written: Vec<Written> = staged.into_iter().map(|s| s.written).collect();
+        self.done
+            .written
+            .extend(staged.into_iter().map(|s| s.written));
+        Ok(())
+    }
+
+    /// Applies the deferred appends to the store. A failure does not undo them: the writes are
+    /// reported as done, with a warning, and the next reader catches up.
+    fn catch_up_deferred(&mut self) {
+        let Some(d) = self.deferred.take() else {
+            return;
+        };
+        self.touched.clear();
+        // Without the events (too many to keep), the catch-up reads them from the log.
+        let growth = d.before.map(|before| Growth {
+            before,
+            after: d.after,
+            events: d.events.unwrap_or_default(),
+        });
         let caught_up = if self.ctx.fail_after_append {
             Err(Error::store(
                 &self.project.store_dir(),
@@ -532,9 +604,7 @@ impl<'a> Batch<'a> {
                 ),
             }),
         };
-        self.done.written.extend(written);
         self.done.store_warning = self.done.store_warning.take().or(store_warning);
-        Ok(())
     }
 }
 

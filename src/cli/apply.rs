@@ -390,8 +390,6 @@ fn updates_of_line(value: Value) -> Vec<Value> {
 const SKIPPED_IN_FULL: usize = 1000;
 /// Skipped updates named in the human summary.
 const SKIPPED_SHOWN: usize = 10;
-/// Updates staged before they are committed, bounding memory for inputs of any size.
-const COMMIT_EVERY: usize = 4096;
 
 /// One applied update, as reported.
 #[derive(Debug, Serialize)]
@@ -499,8 +497,8 @@ pub fn run(ctx: &Ctx, args: ApplyArgs, out: &mut Out) -> Result<ExitCode> {
             }
             Err(e) => report.skip(this, operation, e),
         }
-        if batch.staged() >= COMMIT_EVERY {
-            match batch.flush() {
+        if batch.staged() >= crate::store::tuning::append_every() {
+            match batch.append() {
                 Ok(c) => report.committed(c),
                 Err(e) => {
                     stopped = Some(e);

@@ -246,6 +246,10 @@ pub fn main_with_args(args: Vec<std::ffi::OsString>, bin_name: &str) -> i32 {
         },
         Err(e) => return output::clap_error(&e, json),
     };
+    if cfg!(debug_assertions) && std::env::var_os("MEMLOG_TEST_SMALL_BATCHES").is_some() {
+        // For the test suite, in debug builds only: every catch-up strategy on a few lines.
+        crate::store::tuning::shrink_for_tests();
+    }
     let json = cli.global.json;
     let mut out = Out::new(json);
     let result = Ctx::new(cli.global).and_then(|ctx| run(&ctx, cli.command, &mut out));

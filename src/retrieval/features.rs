@@ -72,12 +72,27 @@ impl DocFeatures {
     /// The features of an entry.
     pub fn of(s: &EntryState) -> Self {
         let f = &s.fields;
+        let tags_text = f.tags.join(" ");
+        Self::with_lens(
+            s,
+            [
+                super::tokenize::count_words(&f.summary),
+                super::tokenize::count_words(&f.content),
+                super::tokenize::count_words(&f.subject),
+                super::tokenize::count_words(&tags_text),
+            ],
+        )
+    }
+
+    /// The features of an entry whose fields' word counts are known (summary, content, subject,
+    /// tags): what indexing computes anyway, so the words are not cut twice.
+    pub fn with_lens(s: &EntryState, lens: [usize; 4]) -> Self {
+        let f = &s.fields;
         let best = f
             .evidence
             .iter()
             .map(|e| e.kind.quality())
             .fold(0.0_f64, f64::max);
-        let tags_text = f.tags.join(" ");
         Self {
             confidence: u32::try_from(projections::model::confidence_micros(f.confidence))
                 .unwrap_or(0),
@@ -92,12 +107,7 @@ impl DocFeatures {
             scope_hash: hash(&f.scope),
             subject_hash: hash(&f.subject),
             tag_bits: f.tags.iter().fold(0, |acc, t| acc | tag_bit(t)),
-            lens: [
-                words_u16(super::tokenize::words(&f.summary).len()),
-                words_u16(super::tokenize::words(&f.content).len()),
-                words_u16(super::tokenize::words(&f.subject).len()),
-                words_u16(super::tokenize::words(&tags_text).len()),
-            ],
+            lens: lens.map(words_u16),
         }
     }
 

@@ -5,10 +5,12 @@
 //! | key                          | value                                             |
 //! |------------------------------|---------------------------------------------------|
 //! | `doc\0<entry id>`            | the entry's [`DocFeatures`]                       |
-//! | `text\0<term>\0<entry id>`   | term frequency per field (4 bytes), then features |
+//! | `text\0<term>\0<entry id>`   | term frequency per field (4 bytes)                |
 //!
-//! Every posting carries the features of its entry, so scoring the candidates of a query is
-//! one ordered scan per query term, with no lookup per candidate. Corpus statistics for BM25
+//! A posting holds only its term frequencies: the features are kept once per entry, in its
+//! `doc` record, which a query reads once per candidate (by lookup for a few candidates, by one
+//! ordered scan of the `doc` records for many). Features in every posting made the postings
+//! half of everything a rebuild or an import wrote. Corpus statistics for BM25
 //! (entries, total words per field) are [`TextStats`], kept by delta beside the store's other
 //! statistics; document frequencies are counted from the postings a query scans anyway.
 
@@ -32,61 +34,80 @@ pub fn term_prefix(term: &str) -> Vec<u8> {
     k
 }
 
-/// Term frequencies of each text field of an entry, by term.
-pub fn term_frequencies(s: &EntryState) -> BTreeMap<String, [u8; 4]> {
+/// What indexing makes of an entry's text: its terms with their frequency per field, in term
+/// order, and its features (whose field lengths are counted from the same words).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Analysis {
+    pub tfs: Vec<(String, [u8; 4])>,
+    pub features: DocFeatures,
+}
+
+/// Cuts each text field of an entry once.
+pub fn analyze(s: &EntryState) -> Analysis {
     let f = &s.fields;
     let tags = f.tags.join(" ");
     let mut tfs: BTreeMap<String, [u8; 4]> = BTreeMap::new();
+    let mut lens = [0usize; 4];
     for (field, text) in [
         (F_SUMMARY, f.summary.as_str()),
         (F_CONTENT, f.content.as_str()),
         (F_SUBJECT, f.subject.as_str()),
         (F_TAGS, tags.as_str()),
     ] {
-        for term in tokenize::terms(text) {
-            let slot = &mut tfs.entry(term).or_default()[field];
+        tokenize::for_each_term(text, |term| {
+            lens[field] += 1;
+            let slot = match tfs.get_mut(term) {
+                Some(counts) => &mut counts[field],
+                None => &mut tfs.entry(term.to_owned()).or_default()[field],
+            };
             *slot = slot.saturating_add(1);
-        }
+        });
     }
-    tfs
+    Analysis {
+        tfs: tfs.into_iter().collect(),
+        features: DocFeatures::with_lens(s, lens),
+    }
+}
+
+/// Term frequencies of each text field of an entry, by term.
+pub fn term_frequencies(s: &EntryState) -> BTreeMap<String, [u8; 4]> {
+    analyze(s).tfs.into_iter().collect()
+}
+
+impl Analysis {
+    /// The text-index records of entry `id`: its feature record and one posting per term.
+    pub fn records(&self, id: &str) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut encoded = Vec::with_capacity(DocFeatures::SIZE);
+        self.features.encode(&mut encoded);
+        let mut out = Vec::with_capacity(self.tfs.len() + 1);
+        let mut doc = DOC_PREFIX.to_vec();
+        doc.extend_from_slice(id.as_bytes());
+        out.push((doc, encoded));
+        for (term, tf) in &self.tfs {
+            let mut key = term_prefix(term);
+            key.extend_from_slice(id.as_bytes());
+            out.push((key, tf.to_vec()));
+        }
+        out
+    }
 }
 
 /// The text-index records of a hot entry: its feature record and one posting per term.
 pub fn text_keys(s: &EntryState) -> Vec<(Vec<u8>, Vec<u8>)> {
-    let features = DocFeatures::of(s);
-    let mut encoded = Vec::with_capacity(DocFeatures::SIZE);
-    features.encode(&mut encoded);
-    let tfs = term_frequencies(s);
-    let mut out = Vec::with_capacity(tfs.len() + 1);
-    let mut doc = DOC_PREFIX.to_vec();
-    doc.extend_from_slice(s.id.as_bytes());
-    out.push((doc, encoded.clone()));
-    for (term, tf) in tfs {
-        let mut key = term_prefix(&term);
-        key.extend_from_slice(s.id.as_bytes());
-        let mut value = Vec::with_capacity(4 + encoded.len());
-        value.extend_from_slice(&tf);
-        value.extend_from_slice(&encoded);
-        out.push((key, value));
-    }
-    out
+    analyze(s).records(&s.id)
 }
 
-/// A decoded posting.
-#[derive(Debug, Clone, Copy)]
+/// A decoded posting: the term's frequency in each field (summary, content, subject, tags).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Posting {
     pub tf: [u8; 4],
-    pub features: DocFeatures,
 }
 
 impl Posting {
     /// Decodes a posting value; `None` when it is not one.
     pub fn decode(value: &[u8]) -> Option<Self> {
-        let (tf, rest) = value.split_first_chunk::<4>()?;
-        Some(Self {
-            tf: *tf,
-            features: DocFeatures::decode(rest)?,
-        })
+        let tf: [u8; 4] = value.try_into().ok()?;
+        Some(Self { tf })
     }
 }
 
@@ -100,10 +121,13 @@ pub struct TextStats {
 impl TextStats {
     /// Adds (`sign` 1) or removes (`sign` -1) an entry's contribution; cold entries have none.
     pub fn apply(&mut self, s: &EntryState, sign: i64) {
-        if s.is_cold() {
-            return;
+        if !s.is_cold() {
+            self.apply_features(&DocFeatures::of(s), sign);
         }
-        let f = DocFeatures::of(s);
+    }
+
+    /// [`TextStats::apply`] for a hot entry whose features are known.
+    pub fn apply_features(&mut self, f: &DocFeatures, sign: i64) {
         self.docs += sign;
         for (w, l) in self.words.iter_mut().zip(f.lens) {
             *w += sign * i64::from(l);
@@ -137,28 +161,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn posting_round_trip() {
-        let f = DocFeatures {
-            confidence: 900_000,
-            evidence_quality: 10,
-            evidence_stale: true,
-            status: projections::Status::Draft,
-            section: projections::Section::State,
-            kind: projections::Kind::RunbookStep,
-            created: 1,
-            updated: -2,
-            valid_to: Some(3),
-            scope_hash: 4,
-            subject_hash: 5,
-            tag_bits: 6,
-            lens: [7, 8, 9, 10],
-        };
-        let mut v = vec![1, 2, 3, 4];
-        f.encode(&mut v);
-        assert_eq!(v.len(), 4 + DocFeatures::SIZE);
-        let p = Posting::decode(&v).unwrap_or_else(|| panic!("decodes"));
-        assert_eq!(p.tf, [1, 2, 3, 4]);
-        assert_eq!(p.features, f);
-        assert!(Posting::decode(&v[..10]).is_none());
+    fn a_posting_is_its_term_frequencies() {
+        assert_eq!(
+            Posting::decode(&[1, 2, 3, 4]),
+            Some(Posting { tf: [1, 2, 3, 4] })
+        );
+        assert!(Posting::decode(&[1, 2, 3]).is_none());
+        assert!(Posting::decode(&[1, 2, 3, 4, 5]).is_none());
     }
 }

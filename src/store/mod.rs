@@ -21,7 +21,7 @@
 //! their tag, and only hot entries are in the index.
 
 use crate::error::{Error, Result};
-use crate::retrieval::text_index::{TextStats, text_keys};
+use crate::retrieval::text_index::{Analysis, TextStats, analyze};
 use fjall::{Database, Keyspace, KeyspaceCreateOptions};
 use projections::{
     AuditRecord, EntryState, Event, EventType, LeanFold, Stats, Version, fold_entry_lean,
@@ -33,7 +33,7 @@ use std::path::{Path, PathBuf};
 
 /// Bumped whenever the layout or the meaning of a projection changes: a store of another format
 /// is rebuilt from the log, never misread.
-pub const STORE_FORMAT: &str = "memlog-store-9";
+pub const STORE_FORMAT: &str = "memlog-store-10";
 
 /// Journal size above which opening the store first flushes its memtables and starts a new
 /// journal, so that a process replays little whatever the history of writes. Replaying 512 KiB
@@ -169,8 +169,8 @@ fn index_prefix(dim: &str, value: &str) -> Vec<u8> {
 }
 
 /// The text index records of a hot entry, under the index range.
-fn text_records(s: &EntryState) -> Vec<(Vec<u8>, Vec<u8>)> {
-    text_keys(s)
+fn text_records(id: &str, text: &Analysis) -> Vec<(Vec<u8>, Vec<u8>)> {
+    text.records(id)
         .into_iter()
         .map(|(k, v)| ([INDEX, k.as_slice()].concat(), v))
         .collect()
@@ -211,6 +211,9 @@ struct EntryRecords {
     own: Vec<(Vec<u8>, Vec<u8>)>,
     /// Audit records, in key order.
     audit: Vec<(Vec<u8>, Vec<u8>)>,
+    /// The text analysis of a hot state, made where the entry is folded (in parallel during a
+    /// rebuild).
+    text: Option<Analysis>,
 }
 
 fn derive(entry: &str, folded: LeanFold<'_>) -> EntryRecords {
@@ -239,12 +242,17 @@ fn derive(entry: &str, folded: LeanFold<'_>) -> EntryRecords {
         .iter()
         .map(|a| (audit_key(&a.entry, a.seq), to_json(a)))
         .collect();
+    let text = folded.state.as_ref().filter(|s| !s.is_cold()).map(analyze);
     EntryRecords {
         state: folded.state,
         own,
         audit,
+        text,
     }
 }
+
+/// An entry's state, its text analysis when hot, and the keys derived from it.
+type EntryRecordKeys = (Option<EntryState>, Option<Analysis>, Vec<Vec<u8>>);
 
 /// An entry's records: its entry-event keys, sorted, and the rest.
 type Derived = (Vec<Vec<u8>>, EntryRecords);
@@ -269,6 +277,62 @@ enum Batch {
         text: Box<dyn Iterator<Item = (Vec<u8>, Vec<u8>)> + Send>,
         meta: Vec<(Vec<u8>, Vec<u8>)>,
     },
+}
+
+/// Where catch-up changes strategy. The answers never depend on these sizes (the store is the
+/// fold of the set of events whichever way it was built); tests make them small so that a few
+/// lines take every path.
+pub mod tuning {
+    use std::cell::Cell;
+
+    #[derive(Clone, Copy)]
+    struct Sizes {
+        apply_chunk: usize,
+        append_every: usize,
+        bulk_from_bytes: u64,
+    }
+
+    const DEFAULT: Sizes = Sizes {
+        apply_chunk: 4096,
+        append_every: 4096,
+        bulk_from_bytes: 1 << 20,
+    };
+
+    thread_local! {
+        static SIZES: Cell<Sizes> = const { Cell::new(DEFAULT) };
+    }
+
+    /// Events applied per atomic write of an incremental catch-up.
+    pub fn apply_chunk() -> usize {
+        SIZES.get().apply_chunk
+    }
+
+    /// Updates a bulk import stages before it appends them (bounding its memory); the store
+    /// catches up once, at the end.
+    pub fn append_every() -> usize {
+        SIZES.get().append_every
+    }
+
+    /// Bytes of new log from which a catch-up that adds at least half as many bytes as the store
+    /// has applied replays the whole log instead.
+    pub fn bulk_from_bytes() -> u64 {
+        SIZES.get().bulk_from_bytes
+    }
+
+    /// Makes every threshold tiny on this thread, for tests: chunks of two events, appends of
+    /// three updates, a replay from 600 bytes.
+    pub fn shrink_for_tests() {
+        SIZES.set(Sizes {
+            apply_chunk: 2,
+            append_every: 3,
+            bulk_from_bytes: 600,
+        });
+    }
+
+    /// Undoes [`shrink_for_tests`] on this thread.
+    pub fn restore_defaults() {
+        SIZES.set(DEFAULT);
+    }
 }
 
 /// Entries folded per step of a rebuild: enough to keep every core busy, few enough that the
@@ -349,40 +413,46 @@ struct TextBuckets {
 }
 
 impl TextBuckets {
-    fn add(&mut self, position: u32, state: &EntryState) {
+    fn add(&mut self, position: u32, text: Analysis) {
         let i = position as usize;
         if self.features.len() <= i {
             self.features.resize(i + 1, Vec::new());
         }
         let mut encoded = Vec::new();
-        crate::retrieval::features::DocFeatures::of(state).encode(&mut encoded);
+        text.features.encode(&mut encoded);
         self.features[i] = encoded;
-        for (term, tf) in crate::retrieval::text_index::term_frequencies(state) {
-            self.by_term.entry(term).or_default().push((position, tf));
+        for (term, tf) in text.tfs {
+            match self.by_term.get_mut(&term) {
+                Some(list) => list.push((position, tf)),
+                None => {
+                    self.by_term.insert(term, vec![(position, tf)]);
+                }
+            }
         }
     }
 
     /// The `doc` records then the postings, each group in key order, as (key, value) pairs.
     fn into_records(self, entries: Vec<String>) -> impl Iterator<Item = (Vec<u8>, Vec<u8>)> {
         use crate::retrieval::text_index::{DOC_PREFIX, term_prefix};
-        let features = std::sync::Arc::new(self.features);
         let entries = std::sync::Arc::new(entries);
-        let (f1, e1) = (features.clone(), entries.clone());
-        let docs = (0..f1.len()).filter_map(move |i| {
-            let value = f1.get(i).filter(|v| !v.is_empty())?.clone();
-            let key = [INDEX, DOC_PREFIX, e1.get(i)?.as_bytes()].concat();
-            Some((key, value))
-        });
+        let e1 = entries.clone();
+        let docs = self
+            .features
+            .into_iter()
+            .enumerate()
+            .filter(|(_, value)| !value.is_empty())
+            .filter_map(move |(i, value)| {
+                let key = [INDEX, DOC_PREFIX, e1.get(i)?.as_bytes()].concat();
+                Some((key, value))
+            });
         let mut terms: Vec<(String, Postings)> = self.by_term.into_iter().collect();
         terms.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         let postings = terms.into_iter().flat_map(move |(term, list)| {
             let prefix = [INDEX, term_prefix(&term).as_slice()].concat();
-            let (features, entries) = (features.clone(), entries.clone());
+            let entries = entries.clone();
             list.into_iter().filter_map(move |(pos, tf)| {
-                let i = pos as usize;
-                let key = [prefix.as_slice(), entries.get(i)?.as_bytes()].concat();
-                let value = [tf.as_slice(), features.get(i)?.as_slice()].concat();
-                Some((key, value))
+                let key = [prefix.as_slice(), entries.get(pos as usize)?.as_bytes()].concat();
+                Some((key, tf.to_vec()))
             })
         });
         docs.chain(postings)
@@ -584,6 +654,26 @@ impl Store {
     /// # Errors
     /// When the store cannot be read or written, or a stored event no longer decodes.
     pub fn apply(&self, events: Vec<(Event, String)>, fingerprint: &Fingerprint) -> Result<usize> {
+        // Long runs are applied in chunks, each one atomic write, so that memory stays bounded.
+        // Only the last chunk records the new fingerprint: after a crash in between, the next
+        // catch-up applies the same lines again, and the chunks already written are skipped as
+        // applied events (their entries were refolded from all their events then).
+        let mut events = events;
+        let mut applied = 0;
+        let chunk = tuning::apply_chunk();
+        while events.len() > chunk {
+            let rest = events.split_off(chunk);
+            applied += self.apply_chunk(events, None)?;
+            events = rest;
+        }
+        Ok(applied + self.apply_chunk(events, Some(fingerprint))?)
+    }
+
+    fn apply_chunk(
+        &self,
+        events: Vec<(Event, String)>,
+        fingerprint: Option<&Fingerprint>,
+    ) -> Result<usize> {
         // An event projects onto every entry it names (a supersede with its replacement: the
         // replaced entry and the new one).
         let mut by_entry: BTreeMap<String, Vec<Event>> = BTreeMap::new();
@@ -616,22 +706,26 @@ impl Store {
                 );
                 all.push(event);
             }
-            let (old_state, old_keys) = self.entry_records(&entry)?;
+            let (old_state, old_text, old_keys) = self.entry_records(&entry)?;
             if let Some(s) = &old_state {
                 stats.apply(s, -1);
-                text_stats.apply(s, -1);
+            }
+            if let Some(t) = &old_text {
+                text_stats.apply_features(&t.features, -1);
             }
             let refs: Vec<&Event> = all.iter().collect();
             let new = derive(&entry, fold_entry_lean(&entry, &refs));
             if let Some(s) = &new.state {
                 stats.apply(s, 1);
-                text_stats.apply(s, 1);
+            }
+            if let Some(t) = &new.text {
+                text_stats.apply_features(&t.features, 1);
             }
             let mut new_kvs = new.own;
             new_kvs.extend(new.audit);
-            if let Some(s) = new.state.as_ref().filter(|s| !s.is_cold()) {
+            if let (Some(s), Some(t)) = (&new.state, &new.text) {
                 new_kvs.extend(index_keys(s).into_iter().map(|k| (k, Vec::new())));
-                new_kvs.extend(text_records(s));
+                new_kvs.extend(text_records(&s.id, t));
             }
             // A key written twice in one batch has no defined winner: remove only what the new
             // records do not write again.
@@ -647,20 +741,23 @@ impl Store {
         }
         batch.insert(proj, meta_key("stats"), to_json(&stats));
         batch.insert(proj, meta_key("text_stats"), to_json(&text_stats));
-        batch.insert(proj, meta_key("log"), to_json(fingerprint));
+        if let Some(fingerprint) = fingerprint {
+            batch.insert(proj, meta_key("log"), to_json(fingerprint));
+        }
         batch.insert(proj, meta_key("format"), STORE_FORMAT);
         batch.commit().map_err(|e| self.err(e))?;
         Ok(applied)
     }
 
-    /// An entry's current state and the keys of everything derived from it (its entry-event
-    /// records aside).
-    fn entry_records(&self, entry: &str) -> Result<(Option<EntryState>, Vec<Vec<u8>>)> {
+    /// An entry's current state, its text analysis when it is hot, and the keys of everything
+    /// derived from it (its entry-event records aside).
+    fn entry_records(&self, entry: &str) -> Result<EntryRecordKeys> {
         let mut keys = Vec::new();
         let state = self.entry(entry)?;
-        if let Some(s) = state.as_ref().filter(|s| !s.is_cold()) {
+        let text = state.as_ref().filter(|s| !s.is_cold()).map(analyze);
+        if let (Some(s), Some(t)) = (&state, &text) {
             keys.extend(index_keys(s));
-            keys.extend(text_records(s).into_iter().map(|(k, _)| k));
+            keys.extend(text_records(&s.id, t).into_iter().map(|(k, _)| k));
         }
         let mut own = entry.as_bytes().to_vec();
         own.push(0);
@@ -675,7 +772,7 @@ impl Store {
         for item in self.ks[K_PROJ].prefix(&audit) {
             keys.push(item.key().map_err(|e| self.err(e))?.to_vec());
         }
-        Ok((state, keys))
+        Ok((state, text, keys))
     }
 
     /// All stored events of one entry.
@@ -926,14 +1023,17 @@ impl Store {
                 batch.extend(part?);
             }
             let first = chunk_no * STREAM_CHUNK;
-            for (i, (_, records)) in batch.iter().enumerate() {
+            for (i, (_, records)) in batch.iter_mut().enumerate() {
+                let position = u32::try_from(first + i).unwrap_or(u32::MAX);
                 if let Some(s) = &records.state {
                     stats.apply(s, 1);
-                    text_stats.apply(s, 1);
                     if !s.is_cold() {
-                        index.add(u32::try_from(first + i).unwrap_or(u32::MAX), s);
-                        text.add(u32::try_from(first + i).unwrap_or(u32::MAX), s);
+                        index.add(position, s);
                     }
+                }
+                if let Some(analysis) = records.text.take() {
+                    text_stats.apply_features(&analysis.features, 1);
+                    text.add(position, analysis);
                 }
             }
             send.send(Batch::Entries(batch)).map_err(gone)?;
@@ -1130,6 +1230,16 @@ impl Store {
             }
         }
         Ok(())
+    }
+
+    /// The value of one index record (`key` without the index prefix).
+    ///
+    /// # Errors
+    /// When the store cannot be read.
+    pub fn index_value(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let full = [INDEX, key].concat();
+        let value = self.ks[K_PROJ].get(&full).map_err(|e| self.err(e))?;
+        Ok(value.map(|v| v.to_vec()))
     }
 
     /// Hot entries by id, in the order given (ids that are not hot are left out).
