@@ -352,7 +352,17 @@ fn keyspace_options() -> KeyspaceCreateOptions {
         .data_block_compression_policy(CompressionPolicy::all(fjall::CompressionType::Lz4))
         .index_block_partitioning_policy(PartitioningPolicy::all(true))
         .filter_block_partitioning_policy(PartitioningPolicy::all(true))
+        .compaction_strategy(std::sync::Arc::new(
+            fjall::compaction::Leveled::default().with_table_target_size(TABLE_TARGET_BYTES),
+        ))
 }
+
+/// Size of the tables compaction writes. Leveled compaction sizes its first level at four
+/// tables: with fjall's default 64 MiB tables that is 256 MiB, more than the whole store of
+/// 100,000 entries, so every merge of the newest tables rewrote the whole store (a stall of
+/// seconds, inside the store lock, every couple of hundred single writes). With 8 MiB tables
+/// the first level holds 32 MiB above the bulk of the data, and only it is rewritten that often.
+const TABLE_TARGET_BYTES: u64 = 8 * 1024 * 1024;
 
 /// Index terms gathered over a whole replay: per dimension and value, the positions (in entry
 /// order) of the hot entries that have it.
@@ -866,8 +876,24 @@ impl Store {
                     .map_err(|e| self.err(e))?;
             }
             ingestion.finish().map_err(|e| self.err(e))?;
+            self.settle(K_EVENTS);
         }
         Ok(applied)
+    }
+
+    /// Waits (briefly) until the background worker has moved what an ingestion into an empty
+    /// keyspace wrote to the last level, which costs it no rewrite.
+    ///
+    /// An ingestion leaves its tables in level 0. Moved down at once, later writes compact into
+    /// the levels above them and rewrite them only when those levels fill up. Left in level 0
+    /// (the process closing first, which drops the worker's queue), the next flush merges them
+    /// with everything into level 1, and every few flushes after that rewrote the whole store
+    /// again: a stall of seconds, inside the store lock, every couple of hundred writes.
+    fn settle(&self, keyspace: usize) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+        while self.ks[keyspace].l0_table_count() > 0 && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
     }
 
     /// Creates a complete store at `path` (replacing whatever is there) from the log `buf` (the
@@ -1105,7 +1131,9 @@ impl Store {
                     for (key, value) in meta {
                         ingestion.write(key, value).map_err(|e| self.err(e))?;
                     }
-                    return ingestion.finish().map_err(|e| self.err(e));
+                    ingestion.finish().map_err(|e| self.err(e))?;
+                    self.settle(K_PROJ);
+                    return Ok(());
                 }
             }
         }
