@@ -2,7 +2,8 @@
 //!
 //! A purge removes an entry's summary, content and evidence from the projections. The log still
 //! holds them in the events that wrote them (the create, updates that set those fields, a
-//! supersede that carried the entry as its replacement). `gc` replaces each such line by its
+//! supersede that carried the entry as its replacement; evidence checks name its evidence URIs).
+//! `gc` replaces each such line by its
 //! *tombstone*: the same event with those fields blanked (`""`, `[]`) and one more top-level key,
 //! `purged_by`, naming the purge event. The tombstone keeps the event's id, so every later event
 //! that names it as a parent still finds it.
@@ -24,7 +25,8 @@ use serde_json::Value;
 pub const TOMBSTONE_DOMAIN: &[u8] = b"memlog/tombstone/v1\n";
 /// The top-level key that marks a tombstone line.
 pub const KEY: &str = "purged_by";
-/// The fields a purge removes.
+/// The fields a purge removes (and the URIs of `evidence_checked` events, blanked one by one so
+/// that the stale flag stays).
 pub const PURGED_FIELDS: [&str; 3] = ["summary", "content", "evidence"];
 
 fn blank(field: &str) -> Value {
@@ -58,6 +60,12 @@ pub fn redact(event: &Event, entry: &str) -> Option<Event> {
             }
             changed
         }
+        // Stale evidence URIs name the evidence: keep how many, not what.
+        EventData::EvidenceChecked { stale } if event.entry == entry => {
+            let changed = stale.iter().any(|u| !u.is_empty());
+            stale.iter_mut().for_each(String::clear);
+            changed
+        }
         _ => false,
     };
     changed.then_some(out)
@@ -87,6 +95,7 @@ pub fn is_redacted(event: &Event) -> bool {
         EventData::Update { set, .. } | EventData::Resolve { set, .. } => PURGED_FIELDS
             .iter()
             .all(|f| set.get(*f).is_none_or(|v| *v == blank(f))),
+        EventData::EvidenceChecked { stale } => stale.iter().all(String::is_empty),
         _ => true,
     }
 }

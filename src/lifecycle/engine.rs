@@ -166,15 +166,15 @@ impl Evaluator {
             from @ (Lifecycle::Active | Lifecycle::Decaying) => {
                 let sc = self.scores(f)?;
                 let numbers = format!(
-                    "decay score {:.3} ({}), importance {:.3}, effective TTL {:.1} days (kind {} TTL {} days x{}), {:.1} days since last use",
+                    "decay score {:.3} ({}), {:.1} days since last use, importance {:.3}, effective TTL {:.1} days (kind {} TTL {} days x{})",
                     sc.decay,
                     self.decay.describe(),
+                    sc.days_since_use,
                     sc.importance,
                     sc.effective_ttl_days,
                     s.fields.kind,
                     self.policy.ttl_for(s.fields.kind),
                     self.policy.importance.multiplier(sc.importance),
-                    sc.days_since_use,
                 );
                 if let Some(valid_to) = s
                     .fields
@@ -186,17 +186,14 @@ impl Evaluator {
                     return Ok(Decision::Transition {
                         from,
                         to: Lifecycle::Archived,
-                        reason: format!("state entry past its valid_to {valid_to}; {numbers}"),
+                        reason: format!("state entry past its valid_to {valid_to}: {numbers}"),
                     });
                 }
                 if sc.days_since_use >= sc.effective_ttl_days {
                     return Ok(Decision::Transition {
                         from,
                         to: Lifecycle::Archived,
-                        reason: format!(
-                            "not used for {:.1} days >= effective TTL {:.1} days; {numbers}",
-                            sc.days_since_use, sc.effective_ttl_days
-                        ),
+                        reason: format!("effective TTL reached without use: {numbers}"),
                     });
                 }
                 let threshold = self.policy.decaying_threshold;
@@ -204,10 +201,7 @@ impl Evaluator {
                     return Ok(Decision::Transition {
                         from,
                         to: Lifecycle::Decaying,
-                        reason: format!(
-                            "decay score {:.3} < threshold {threshold}; {numbers}",
-                            sc.decay
-                        ),
+                        reason: format!("below the decaying threshold {threshold}: {numbers}"),
                     });
                 }
                 if from == Lifecycle::Decaying && sc.decay >= threshold {
@@ -215,8 +209,7 @@ impl Evaluator {
                         from,
                         to: Lifecycle::Active,
                         reason: format!(
-                            "decay score {:.3} >= threshold {threshold} after a use; {numbers}",
-                            sc.decay
+                            "back at or above the decaying threshold {threshold} after a use: {numbers}"
                         ),
                     });
                 }

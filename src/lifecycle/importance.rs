@@ -164,8 +164,10 @@ mod tests {
             p.validate().err().unwrap_or_default(),
             "policies.lifecycle.importance.weights.confidence must be >= 0 (got -0.1)"
         );
-        let mut p = ImportancePolicy::default();
-        p.ttl_multiplier = 0.5;
+        let p = ImportancePolicy {
+            ttl_multiplier: 0.5,
+            ..ImportancePolicy::default()
+        };
         assert!(p.validate().is_err());
     }
 }

@@ -176,7 +176,7 @@ pub fn run(project: &Project, opts: &RunOptions, stop: &AtomicBool) -> Result<Ru
     let started = Instant::now();
     let config = project.config()?;
     let policy = config.policies.lifecycle;
-    let evaluator = Evaluator::new(&policy, &opts.now).map_err(|m| Error::Usage(m))?;
+    let evaluator = Evaluator::new(&policy, &opts.now).map_err(Error::Usage)?;
     let access = access_log::load(&project.state_dir(), &opts.now)?;
     let ids = {
         let session = crate::store::session::Session::open(project, opts.lock_timeout)?;
