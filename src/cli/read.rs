@@ -76,17 +76,22 @@ pub fn show(ctx: &Ctx, args: ShowArgs, out: &mut Out) -> Result<ExitCode> {
     crate::lifecycle::access_log::record_best_effort(&project, &[&id], &ctx.now(), "show");
     if state.lifecycle == projections::Lifecycle::Archived && !state.purged {
         // Reading an archived entry restores it: the store lock is released for the write.
+        // A failed restore does not fail the read: the entry is shown as it is.
         drop(session);
-        let w = crate::lifecycle::archive::restore_if_archived(
-            &project,
-            &ctx.write_context()?,
-            &state,
-            "show",
-        )?;
-        if let Some(restored) = w.and_then(|w| w.entry) {
-            state = restored;
+        let restored = ctx.write_context().and_then(|w| {
+            crate::lifecycle::archive::restore_if_archived(&project, &w, &state, "show")
+        });
+        match restored {
+            Ok(w) => {
+                if let Some(entry) = w.and_then(|w| w.entry) {
+                    state = entry;
+                }
+                super::output::note(&format!("{id} was archived; reading it restored it"));
+            }
+            Err(e) => {
+                super::output::warn(&format!("{id} is archived and could not be restored: {e}"))
+            }
         }
-        super::output::note(&format!("{id} was archived; reading it restored it"));
     }
     let map = to_flat_map(&state);
     if out.json {

@@ -48,3 +48,19 @@ pub fn archived_page(
         s.lifecycle == Lifecycle::Archived && !s.purged
     })
 }
+
+/// Archived entries that pass `keep`, in id order: the separate retrieval path by which a query
+/// can include archived entries (they are in no index).
+///
+/// # Errors
+/// When the store cannot be read.
+pub fn archived_matching(
+    store: &Store,
+    keep: impl Fn(&EntryState) -> bool,
+) -> Result<Vec<EntryState>> {
+    Ok(store
+        .cold_entries(0, usize::MAX, |s| {
+            s.lifecycle == Lifecycle::Archived && !s.purged && keep(s)
+        })?
+        .0)
+}
