@@ -214,3 +214,40 @@ fn a_tombstone_must_carry_no_content() {
         "{err}"
     );
 }
+
+fn shuffled(events: &[Event], seed: u64) -> Vec<Event> {
+    let mut v = events.to_vec();
+    let mut x = seed | 1;
+    for i in (1..v.len()).rev() {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let j = usize::try_from(x % (i as u64 + 1)).unwrap_or(0);
+        v.swap(i, j);
+    }
+    v
+}
+
+proptest! {
+    /// Lifecycle events keep the one invariant: several entries' histories with transitions,
+    /// pins, evidence checks and purges project the same in any order and with duplicates.
+    #[test]
+    fn lifecycle_events_are_a_set(
+        histories in prop::collection::vec((any::<u8>(), prop::collection::vec(any::<u8>(), 0..8), any::<bool>()), 1..4),
+        seed in any::<u64>(), dup in 0usize..10,
+    ) {
+        let mut all = Vec::new();
+        for (i, (s, ops, purged)) in histories.iter().enumerate() {
+            let mut events = history(s.wrapping_add(u8::try_from(i).unwrap_or(0)), ops);
+            if *purged {
+                let (p, _) = purge(&events, ops.len() + 1);
+                events.push(p);
+            }
+            all.extend(events);
+        }
+        let mut mixed = shuffled(&all, seed);
+        let extra: Vec<Event> = mixed.iter().take(dup).cloned().collect();
+        mixed.extend(extra);
+        prop_assert_eq!(project(&all), project(&mixed));
+    }
+}

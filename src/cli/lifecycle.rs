@@ -283,6 +283,7 @@ pub fn lifecycle(ctx: &Ctx, cmd: LifecycleCommand, out: &mut Out) -> Result<Exit
 fn daemon_cmd(ctx: &Ctx, args: &DaemonArgs, out: &mut Out) -> Result<ExitCode> {
     let every = parse_every(&args.every)?;
     let projects = projects(ctx, &args.run)?;
+    let base = options(ctx, args.run.dry_run)?;
     let stop = Arc::new(AtomicBool::new(false));
     let (tx, rx) = crossbeam_channel::bounded::<()>(1);
     let mut signals = signal_hook::iterator::Signals::new([
@@ -317,14 +318,9 @@ fn daemon_cmd(ctx: &Ctx, args: &DaemonArgs, out: &mut Out) -> Result<ExitCode> {
         &schedule,
         &stop,
         &rx,
-        || {
-            options(ctx, args.run.dry_run).unwrap_or_else(|_| RunOptions {
-                now: ctx.now(),
-                actor: "memlog".into(),
-                lock_timeout: ctx.lock_timeout(),
-                dry_run: args.run.dry_run,
-                fail_entry: None,
-            })
+        || RunOptions {
+            now: ctx.now(),
+            ..base.clone()
         },
         |p, r| match r {
             Ok(r) => {

@@ -213,7 +213,8 @@ pub fn run(project: &Project, opts: &RunOptions, stop: &AtomicBool) -> Result<Ru
             report.stopped = true;
             break;
         }
-        run_batch(
+        // A batch that cannot start (its locks, its store) is reported, and the next one runs.
+        if let Err(e) = run_batch(
             project,
             &wctx,
             &evaluator,
@@ -221,7 +222,12 @@ pub fn run(project: &Project, opts: &RunOptions, stop: &AtomicBool) -> Result<Ru
             chunk,
             opts,
             &mut report,
-        )?;
+        ) {
+            report.skipped.extend(chunk.iter().map(|id| Skipped {
+                entry: id.clone(),
+                error: format!("the batch could not run: {e}"),
+            }));
+        }
         report.batches += 1;
     }
     let session = crate::store::session::Session::open(project, opts.lock_timeout)?;
