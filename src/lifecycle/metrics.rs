@@ -66,7 +66,8 @@ pub fn last_run(project: &Project) -> Result<Option<RunReport>> {
 /// When the store or the local files cannot be read.
 pub fn metrics(project: &Project, store: &Store, now: &str) -> Result<LifecycleMetrics> {
     let stats = store.stats()?;
-    let access = access_log::load(&project.state_dir(), now)?;
+    // The access log is a hint: unreadable, it counts as empty.
+    let access = access_log::load(&project.state_dir(), now).unwrap_or_default();
     let mut frequency: BTreeMap<String, u64> =
         access_log::frequency_distribution(&access, access.keys().map(String::as_str))
             .into_iter()

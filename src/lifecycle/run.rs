@@ -177,7 +177,16 @@ pub fn run(project: &Project, opts: &RunOptions, stop: &AtomicBool) -> Result<Ru
     let config = project.config()?;
     let policy = config.policies.lifecycle;
     let evaluator = Evaluator::new(&policy, &opts.now).map_err(Error::Usage)?;
-    let access = access_log::load(&project.state_dir(), &opts.now)?;
+    // The access log is a hint: unreadable, it counts as empty and the run says so.
+    let (access, access_warning) = match access_log::load(&project.state_dir(), &opts.now) {
+        Ok(a) => (a, None),
+        Err(e) => (
+            std::collections::BTreeMap::new(),
+            Some(format!(
+                "the access log could not be read ({e}); entries were evaluated as never accessed"
+            )),
+        ),
+    };
     let ids = {
         let session = crate::store::session::Session::open(project, opts.lock_timeout)?;
         session
@@ -202,7 +211,7 @@ pub fn run(project: &Project, opts: &RunOptions, stop: &AtomicBool) -> Result<Ru
         transitions: Vec::new(),
         skipped: Vec::new(),
         archived: 0,
-        warnings: Vec::new(),
+        warnings: access_warning.into_iter().collect(),
         stopped: false,
         storage: std::collections::BTreeMap::new(),
         kinds: std::collections::BTreeMap::new(),
@@ -247,7 +256,11 @@ pub fn run(project: &Project, opts: &RunOptions, stop: &AtomicBool) -> Result<Ru
     }
     report.duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     if !opts.dry_run {
-        let _ = access_log::compact_if_large(&project.state_dir())?;
+        if let Err(e) = access_log::compact_if_large(&project.state_dir()) {
+            report
+                .warnings
+                .push(format!("the access log could not be compacted: {e}"));
+        }
         save_report(project, &report, policy.audit_retention_days)?;
     }
     Ok(report)

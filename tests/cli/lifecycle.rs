@@ -531,3 +531,114 @@ fn transitions_on_two_branches_merge_and_converge() {
     expected.sort_unstable();
     assert_eq!(ids, expected);
 }
+
+#[test]
+fn importance_extends_the_ttl_and_accesses_slow_decay() {
+    let env = Env::with_project();
+    let path = env.root().join("ai-memory/demo/memlog.json");
+    let mut config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap_or_default())
+            .unwrap_or_else(|e| panic!("{e}"));
+    let lifecycle = &mut config["policies"]["lifecycle"];
+    lifecycle["importance"] = serde_json::json!({
+        "weights": {"access_frequency": 0, "confidence": 1, "relationships": 0},
+        "high_threshold": 0.85,
+        "ttl_multiplier": 3
+    });
+    lifecycle["archive_size_warning"] = serde_json::json!(1);
+    std::fs::write(&path, config.to_string()).unwrap_or_else(|e| panic!("{e}"));
+    let low = env.add("low.subject", "confidence 0.8");
+    let high = env
+        .run(&[
+            "add",
+            "--section",
+            "decisions",
+            "--kind",
+            "decision",
+            "--subject",
+            "high.subject",
+            "--scope",
+            "repo",
+            "--summary",
+            "confidence 0.9",
+            "--content",
+            "x",
+            "--confidence",
+            "0.9",
+            "--evidence",
+            "code:src/lib.rs#L1-L9:where",
+        ])
+        .ok()
+        .stdout
+        .trim()
+        .to_owned();
+    let read = env.add("read.subject", "read at day 30");
+    env.run_at(&day(30), &["show", &read]).ok();
+    let r = run_at(&env, 100);
+    let mut t = transitions(&r);
+    t.sort();
+    // Read at day 30: 70 days since last use, below the TTL, decay 0.198: decaying. Never
+    // read, `low` ran at twice the speed after 14 days and is archived at 100 days; `high`
+    // (importance 0.9 >= 0.85) has three times the TTL and only decays.
+    let mut expected = vec![
+        (low, "active".to_owned(), "archived".to_owned()),
+        (high.clone(), "active".to_owned(), "decaying".to_owned()),
+        (read, "active".to_owned(), "decaying".to_owned()),
+    ];
+    expected.sort();
+    assert_eq!(t, expected, "{r}");
+    let reason = r["transitions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|t| t["entry"] == high.as_str())
+        .and_then(|t| t["reason"].as_str())
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        reason.contains("effective TTL 270.0 days (kind decision TTL 90 days x3)"),
+        "{reason}"
+    );
+    let r = env
+        .run_at(&day(100), &["lifecycle", "run", "--dry-run", "--json"])
+        .ok()
+        .json();
+    assert!(transitions(&r).is_empty(), "{r}");
+    // Two archived entries are more than the configured warning size of 1.
+    let more = env.run_at(&day(200), &["lifecycle", "run"]).ok();
+    assert!(
+        more.stderr.contains("archive_size_warning"),
+        "{}",
+        more.stderr
+    );
+    assert!(
+        env.run(&["list", "--archived", "--json"])
+            .ok()
+            .json()
+            .as_array()
+            .is_some_and(|a| a.len() >= 2)
+    );
+}
+
+#[test]
+fn a_broken_access_log_never_fails_a_read_and_all_projects_run() {
+    let env = Env::with_project();
+    let a = env.add("a.subject", "a decision");
+    let state = env.root().join("ai-memory/demo/.memlog");
+    let log = state.join("access.jsonl");
+    let _ = std::fs::remove_file(&log);
+    std::fs::create_dir_all(log.join("not-a-file")).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(show(&env, &a)["id"], a.as_str());
+    let all = env
+        .run_at(&day(100), &["lifecycle", "run", "--all", "--json"])
+        .ok()
+        .json();
+    let projects: Vec<&str> = all
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r["project"].as_str())
+        .collect();
+    assert_eq!(projects, ["demo", "global"]);
+    assert_eq!(transitions(&all[0]).len(), 1);
+}
