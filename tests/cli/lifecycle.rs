@@ -642,3 +642,54 @@ fn a_broken_access_log_never_fails_a_read_and_all_projects_run() {
     assert_eq!(projects, ["demo", "global"]);
     assert_eq!(transitions(&all[0]).len(), 1);
 }
+
+/// The writer refuses any transition the state machine does not allow, naming both states,
+/// and one whose `from` is not the entry's state; nothing is written.
+#[test]
+fn invalid_transitions_are_refused_naming_both_states() {
+    use memlog::writer::{Change, WriteContext, write};
+    use projections::Lifecycle;
+    let env = Env::with_project();
+    let a = env.add("a.subject", "a decision");
+    let ws = memlog::workspace::Workspace::at(env.root()).unwrap_or_else(|e| panic!("{e}"));
+    let name = memlog::workspace::ProjectName::new("demo").unwrap_or_else(|e| panic!("{e}"));
+    let project = memlog::project::Project::open(&ws, name).unwrap_or_else(|e| panic!("{e}"));
+    let ctx = WriteContext {
+        actor: "agent-7".into(),
+        at: NOW.into(),
+        lock_timeout: std::time::Duration::from_secs(10),
+        dry_run: false,
+        fail_after_append: false,
+    };
+    let log = std::fs::read(env.log()).unwrap_or_default();
+    let attempt = |from, to| {
+        let change = Change::Transition {
+            target: a.clone(),
+            from,
+            to,
+            reason: "test".into(),
+        };
+        write(&project, &ctx, change.clone(), |_, _| Ok(change))
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default()
+    };
+    let e = attempt(Lifecycle::Active, Lifecycle::Expired);
+    assert!(
+        e.contains("from `active` to `expired` is not allowed"),
+        "{e}"
+    );
+    assert!(e.contains("decaying, archived"), "{e}");
+    let e = attempt(Lifecycle::Archived, Lifecycle::Active);
+    assert!(e.contains("is `active`, not `archived`"), "{e}");
+    assert_eq!(std::fs::read(env.log()).unwrap_or_default(), log);
+    for (from, to) in memlog::lifecycle::machine::VALID {
+        assert!(memlog::lifecycle::machine::check(from, to).is_ok());
+    }
+    for from in Lifecycle::ALL {
+        for to in Lifecycle::ALL {
+            let valid = memlog::lifecycle::machine::VALID.contains(&(*from, *to));
+            assert_eq!(memlog::lifecycle::machine::check(*from, *to).is_ok(), valid);
+        }
+    }
+}
