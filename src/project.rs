@@ -67,14 +67,70 @@ fn default_slow_query_ms() -> u64 {
     100
 }
 
-/// Lifecycle defaults.
+/// Lifecycle policies: decay, TTL, importance, retention, batching. Every key has a default, so
+/// a `memlog.json` written before a key existed still loads; [`LifecyclePolicy::validate`]
+/// (run whenever the configuration is read) names the key of any bad value. See
+/// docs/LIFECYCLE.md.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct LifecyclePolicy {
+    /// TTL of a kind without an entry in `ttl_days`.
     pub default_ttl_days: u32,
+    /// `exponential`, `linear`, `step` or `custom` (the `decay` object refines it).
     pub decay_function: String,
+    /// Shorthand for the decay rate: exponential `lambda = ln 2 / half_life`, linear
+    /// `period = 2 × half_life`.
     pub decay_half_life_days: u32,
+    /// Below this decay score an active entry becomes `decaying`.
     pub decaying_threshold: f64,
+    /// How long an entry stays archived before it expires.
     pub archive_retention_days: u32,
+    /// Decay parameters beyond the shorthand (lambda, period, steps, custom table).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decay: Option<crate::lifecycle::decay::DecaySpec>,
+    /// TTL per kind (`decision`, `requirement`, ...), in days.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub ttl_days: std::collections::BTreeMap<String, u32>,
+    /// Importance weights, the high-importance threshold and its TTL multiplier.
+    #[serde(default)]
+    pub importance: crate::lifecycle::importance::ImportancePolicy,
+    /// Entries never accessed decay faster after this many days.
+    #[serde(default = "default_grace_days")]
+    pub grace_period_days: u32,
+    /// How much faster (time runs this many times faster after the grace period).
+    #[serde(default = "default_never_accessed_multiplier")]
+    pub never_accessed_decay_multiplier: f64,
+    /// How long an expired entry waits before it is purged.
+    #[serde(default = "default_expired_retention_days")]
+    pub expired_retention_days: u32,
+    /// How long lifecycle audit records (transitions, run reports) of purged entries are kept
+    /// in the local run history.
+    #[serde(default = "default_audit_retention_days")]
+    pub audit_retention_days: u32,
+    /// Warn when more entries than this are archived.
+    #[serde(default = "default_archive_size_warning")]
+    pub archive_size_warning: u64,
+    /// Entries evaluated per batch (one lock hold, one append).
+    #[serde(default = "default_batch_size")]
+    pub batch_size: u32,
+}
+
+fn default_grace_days() -> u32 {
+    14
+}
+fn default_never_accessed_multiplier() -> f64 {
+    2.0
+}
+fn default_expired_retention_days() -> u32 {
+    30
+}
+fn default_audit_retention_days() -> u32 {
+    730
+}
+fn default_archive_size_warning() -> u64 {
+    10_000
+}
+fn default_batch_size() -> u32 {
+    500
 }
 
 impl Default for Policies {
@@ -103,6 +159,15 @@ impl Default for Policies {
                 decay_half_life_days: 30,
                 decaying_threshold: 0.3,
                 archive_retention_days: 365,
+                decay: None,
+                ttl_days: std::collections::BTreeMap::new(),
+                importance: crate::lifecycle::importance::ImportancePolicy::default(),
+                grace_period_days: default_grace_days(),
+                never_accessed_decay_multiplier: default_never_accessed_multiplier(),
+                expired_retention_days: default_expired_retention_days(),
+                audit_retention_days: default_audit_retention_days(),
+                archive_size_warning: default_archive_size_warning(),
+                batch_size: default_batch_size(),
             },
         }
     }
@@ -189,10 +254,20 @@ impl Project {
     pub fn config(&self) -> Result<ProjectConfig> {
         let path = self.config_path();
         let text = fs_err::read_to_string(&path)?;
-        serde_json::from_str(&text).map_err(|e| Error::CorruptFile {
-            path,
-            problem: format!("{e}; fix the JSON or restore it from git"),
-        })
+        let config: ProjectConfig =
+            serde_json::from_str(&text).map_err(|e| Error::CorruptFile {
+                path: path.clone(),
+                problem: format!("{e}; fix the JSON or restore it from git"),
+            })?;
+        config
+            .policies
+            .lifecycle
+            .validate()
+            .map_err(|problem| Error::CorruptFile {
+                path,
+                problem: format!("{problem}; fix it in the file (see docs/LIFECYCLE.md)"),
+            })?;
+        Ok(config)
     }
 
     /// Creates the local state directory if needed.

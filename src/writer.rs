@@ -76,6 +76,23 @@ pub enum Change {
         set: Map<String, Value>,
         reason: Option<String>,
     },
+    /// A lifecycle transition of `target`, which must be in state `from` (see
+    /// `crate::lifecycle::machine` for the transitions allowed).
+    Transition {
+        target: String,
+        from: projections::Lifecycle,
+        to: projections::Lifecycle,
+        reason: String,
+    },
+    /// Remove `target`'s content; `redacted` holds the tombstone digests of the events that
+    /// carry it (`crate::lifecycle::purge::redactions`).
+    Purge {
+        target: String,
+        reason: String,
+        redacted: BTreeMap<String, String>,
+    },
+    /// The result of checking `target`'s evidence: the URIs found stale (none clears the flag).
+    EvidenceChecked { target: String, stale: Vec<String> },
 }
 
 impl Change {
@@ -89,6 +106,8 @@ impl Change {
             | Self::Unpin { reason, .. }
             | Self::Resolve { reason, .. }
             | Self::ResolveWinner { reason, .. } => reason.as_deref(),
+            Self::Transition { reason, .. } | Self::Purge { reason, .. } => Some(reason),
+            Self::EvidenceChecked { .. } => None,
         }
     }
 
@@ -101,7 +120,10 @@ impl Change {
             | Self::Pin { target, .. }
             | Self::Unpin { target, .. }
             | Self::Resolve { target, .. }
-            | Self::ResolveWinner { target, .. } => Some(target),
+            | Self::ResolveWinner { target, .. }
+            | Self::Transition { target, .. }
+            | Self::Purge { target, .. }
+            | Self::EvidenceChecked { target, .. } => Some(target),
         }
     }
 }
@@ -159,12 +181,27 @@ fn precondition(change: &Change, state: &EntryState) -> Result<()> {
         Change::Resolve { .. } | Change::ResolveWinner { .. } if !state.in_conflict() => refuse(
             format!("{} has no conflict to resolve (one head)", state.id),
         ),
+        Change::Purge { .. } if state.purged => refuse(format!("{} is already purged", state.id)),
         Change::Pin { .. } if state.pinned => refuse(format!("{} is already pinned", state.id)),
         Change::Unpin { .. } if !state.pinned => refuse(format!("{} is not pinned", state.id)),
         _ if state.purged => refuse(format!(
             "{} was purged; its content is gone and it cannot change",
             state.id
         )),
+        Change::Transition { from, to, .. } if state.lifecycle != *from => refuse(format!(
+            "{} is `{}`, not `{from}`: it changed since it was evaluated; run the command again \
+             (lifecycle transition from `{from}` to `{to}` refused)",
+            state.id, state.lifecycle
+        )),
+        Change::Transition { from, to, .. } if !crate::lifecycle::machine::is_valid(*from, *to) => {
+            refuse(format!(
+                "{}: {}",
+                state.id,
+                crate::lifecycle::machine::check(*from, *to)
+                    .err()
+                    .unwrap_or_default()
+            ))
+        }
         _ => Ok(()),
     }
 }
@@ -227,6 +264,31 @@ fn build_events(
             reason,
         } => (
             vec![event(&target, heads, EventData::Resolve { set, reason })?],
+            target,
+            None,
+        ),
+        Change::Transition {
+            target, to, reason, ..
+        } => (
+            vec![event(&target, heads, EventData::Transition { to, reason })?],
+            target,
+            None,
+        ),
+        Change::Purge {
+            target,
+            reason,
+            redacted,
+        } => (
+            vec![event(
+                &target,
+                heads,
+                EventData::Purge { reason, redacted },
+            )?],
+            target,
+            None,
+        ),
+        Change::EvidenceChecked { target, stale } => (
+            vec![event(&target, heads, EventData::EvidenceChecked { stale })?],
             target,
             None,
         ),
@@ -774,6 +836,9 @@ fn gate(
         Change::ResolveWinner { .. } => (crate::policy::Verdict::default(), "resolve"),
         Change::Pin { .. } => (crate::policy::Verdict::default(), "pin"),
         Change::Unpin { .. } => (crate::policy::Verdict::default(), "unpin"),
+        Change::Transition { .. } => (crate::policy::Verdict::default(), "transition"),
+        Change::Purge { .. } => (crate::policy::Verdict::default(), "purge"),
+        Change::EvidenceChecked { .. } => (crate::policy::Verdict::default(), "evidence_checked"),
     };
     // Every text that enters an event is scanned, not only the entry's fields.
     if let Some(reason) = change.reason() {

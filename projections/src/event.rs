@@ -68,7 +68,14 @@ pub enum EventData {
     /// A lifecycle transition decided by the lifecycle engine at a given time.
     Transition { to: Lifecycle, reason: String },
     /// The entry's content is removed; its audit trail stays.
-    Purge { reason: String },
+    ///
+    /// `redacted` maps the id of each event of the entry that carries its content to the digest
+    /// of that event's tombstone (see [`crate::tombstone`]): what lets `gc` replace those lines
+    /// and a verifier accept the replacements.
+    Purge {
+        reason: String,
+        redacted: std::collections::BTreeMap<String, String>,
+    },
     /// The entry was merged into entry `into`.
     Consolidate {
         into: String,
@@ -158,6 +165,8 @@ struct TransitionData {
 #[serde(deny_unknown_fields)]
 struct PurgeData {
     reason: String,
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    redacted: std::collections::BTreeMap<String, String>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -215,8 +224,9 @@ impl EventData {
                 to: *to,
                 reason: reason.clone(),
             }),
-            Self::Purge { reason } => serde_json::to_value(PurgeData {
+            Self::Purge { reason, redacted } => serde_json::to_value(PurgeData {
                 reason: reason.clone(),
+                redacted: redacted.clone(),
             }),
             Self::Consolidate { into, reason } => serde_json::to_value(ConsolidateData {
                 into: into.clone(),
@@ -288,7 +298,10 @@ impl EventData {
             }
             EventType::Purge => {
                 let d: PurgeData = serde_json::from_value(value)?;
-                Self::Purge { reason: d.reason }
+                Self::Purge {
+                    reason: d.reason,
+                    redacted: d.redacted,
+                }
             }
             EventType::Consolidate => {
                 let d: ConsolidateData = serde_json::from_value(value)?;
@@ -881,10 +894,26 @@ fn decode(line: &str) -> Result<Event, EventError> {
     if let Some(k) = map.keys().find(|k| {
         !matches!(
             k.as_str(),
-            "actor" | "at" | "data" | "entry" | "id" | "parents" | "type" | "v"
+            "actor" | "at" | "data" | "entry" | "id" | "parents" | "purged_by" | "type" | "v"
         )
     }) {
         return Err(EventError::UnknownKey(k.clone()));
+    }
+    // A tombstone (see `crate::tombstone`): an event whose content `gc` removed. Its id cannot
+    // be recomputed; the purge event it names vouches for it, which only a check of the whole
+    // log can see.
+    let tombstone = match map.remove("purged_by") {
+        None => None,
+        Some(Value::String(p)) if is_event_id(&p) => Some(p),
+        Some(_) => {
+            return Err(EventError::WrongType {
+                key: "purged_by",
+                expected: "an event id (64 lowercase hex characters)",
+            });
+        }
+    };
+    if let Some(purge) = &tombstone {
+        return decode_tombstone(map, purge, line);
     }
     // One canonical encoding serves three checks: the body without `id` is what the id hashes,
     // the line must be that body with `id` in its sorted place, and a create's entry id hashes
@@ -1018,6 +1047,72 @@ fn decode(line: &str) -> Result<Event, EventError> {
                 computed: derived,
             });
         }
+    }
+    Ok(event)
+}
+
+/// Decodes a tombstone line: `map` is its object without `purged_by`.
+fn decode_tombstone(
+    mut map: Map<String, Value>,
+    purge: &str,
+    line: &str,
+) -> Result<Event, EventError> {
+    let mut full = map.clone();
+    full.insert("purged_by".into(), Value::String(purge.to_owned()));
+    if map_to_canonical_string(&full)? != line {
+        return Err(EventError::NotCanonical);
+    }
+    let id = take_string(&mut map, "id")?;
+    let type_name = take_string(&mut map, "type")?;
+    let kind = EventType::parse(&type_name).ok_or(EventError::UnknownType(type_name))?;
+    let entry = take_string(&mut map, "entry")?;
+    let actor = take_string(&mut map, "actor")?;
+    let at = take_string(&mut map, "at")?;
+    let parents = match map.remove("parents") {
+        Some(Value::Array(items)) => items
+            .into_iter()
+            .map(|p| match p {
+                Value::String(s) => Ok(s),
+                _ => Err(EventError::WrongType {
+                    key: "parents",
+                    expected: "an array of strings",
+                }),
+            })
+            .collect::<Result<Vec<_>, _>>()?,
+        _ => {
+            return Err(EventError::WrongType {
+                key: "parents",
+                expected: "an array of strings",
+            });
+        }
+    };
+    let data_value = map.remove("data").ok_or(EventError::MissingKey("data"))?;
+    let data = EventData::from_value(kind, data_value).map_err(|e| EventError::BadData {
+        event_type: kind,
+        message: e.to_string(),
+    })?;
+    if !is_event_id(&id) {
+        return Err(EventError::WrongType {
+            key: "id",
+            expected: "an event id (64 lowercase hex characters)",
+        });
+    }
+    let event = Event {
+        id,
+        entry,
+        actor,
+        at,
+        parents,
+        data,
+    };
+    event.check_fields()?;
+    if !crate::tombstone::is_redacted(&event) {
+        return Err(EventError::BadData {
+            event_type: kind,
+            message: "a tombstone (a line with `purged_by`) must carry no summary, content or \
+                      evidence: only `gc` writes tombstones"
+                .into(),
+        });
     }
     Ok(event)
 }

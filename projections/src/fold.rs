@@ -122,6 +122,15 @@ pub fn fold_entry_refs(entry: &str, events: &[&Event]) -> Folded {
             state: state.clone(),
         });
     });
+    if state.as_ref().is_some_and(|s| s.purged) {
+        // A purge removes the content from every version too, so that the fold reads the same
+        // from the events and from their tombstones (`crate::tombstone`).
+        for v in &mut versions {
+            v.state.fields.summary.clear();
+            v.state.fields.content.clear();
+            v.state.fields.evidence.clear();
+        }
+    }
     Folded {
         state,
         versions,
@@ -353,7 +362,7 @@ fn apply(entry: &str, state: Option<EntryState>, event: &Event) -> Applied {
             state.lifecycle = *to;
             state.status_reason = Some(reason.clone());
         }
-        EventData::Purge { reason } => {
+        EventData::Purge { reason, .. } => {
             state.purged = true;
             state.fields.summary = String::new();
             state.fields.content = String::new();
@@ -411,7 +420,9 @@ fn reason_of(event: &Event) -> Option<String> {
         | EventData::Pin { reason }
         | EventData::Unpin { reason }
         | EventData::Consolidate { reason, .. } => reason.clone(),
-        EventData::Transition { reason, .. } | EventData::Purge { reason } => Some(reason.clone()),
+        EventData::Transition { reason, .. } | EventData::Purge { reason, .. } => {
+            Some(reason.clone())
+        }
         EventData::Create { .. } | EventData::EvidenceChecked { .. } => None,
     }
 }

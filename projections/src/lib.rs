@@ -13,6 +13,7 @@ pub mod model;
 pub mod order;
 pub mod stats;
 pub mod time;
+pub mod tombstone;
 
 pub use event::{Event, EventData, EventError, Replacement, decode_line};
 pub use fold::{

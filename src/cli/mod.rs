@@ -7,6 +7,7 @@ mod check;
 mod context;
 mod entry_args;
 mod init;
+mod lifecycle;
 mod lifecycle_ops;
 mod output;
 mod query;
@@ -119,6 +120,21 @@ pub enum Command {
     Secrets(check::SecretsCommand),
     /// Time whole-process operations on a synthetic workspace
     Bench(bench::BenchArgs),
+    /// Lifecycle evaluation: `memlog lifecycle run|daemon|report`
+    #[command(subcommand)]
+    Lifecycle(lifecycle::LifecycleCommand),
+    /// Remove an entry's content (e.g. a secret that reached the log); its audit trail stays
+    Purge(lifecycle::PurgeArgs),
+    /// Rewrite events.jsonl without the content of purged entries (tombstones keep it verifiable)
+    Gc(lifecycle::GcArgs),
+    /// List pinned entries, with who pinned them and when
+    Pinned(lifecycle::ProjectArgs),
+    /// Remove a project from the workspace (unpins its entries first; needs --yes)
+    Drop(lifecycle::DropArgs),
+    /// List entries within the warning window of valid_to, or past it, and reviews that are due
+    CheckFreshness(lifecycle::ProjectArgs),
+    /// Check every evidence URI (paths offline; URLs with --online) and flag stale evidence
+    ValidateEvidence(lifecycle::EvidenceArgs),
 }
 
 /// Resolved global context for a command.
@@ -289,5 +305,12 @@ fn run(ctx: &Ctx, command: Command, out: &mut Out) -> Result<ExitCode> {
         Command::Bench(a) => bench::run(ctx, a, out),
         Command::Validate(a) => check::validate(ctx, a, out),
         Command::Secrets(c) => check::secrets(ctx, c, out),
+        Command::Lifecycle(c) => lifecycle::lifecycle(ctx, c, out),
+        Command::Purge(a) => lifecycle::purge_cmd(ctx, a, out),
+        Command::Gc(a) => lifecycle::gc_cmd(ctx, a, out),
+        Command::Pinned(a) => lifecycle::pinned(ctx, a, out),
+        Command::Drop(a) => lifecycle::drop_cmd(ctx, a, out),
+        Command::CheckFreshness(a) => lifecycle::check_freshness(ctx, a, out),
+        Command::ValidateEvidence(a) => lifecycle::validate_evidence(ctx, a, out),
     }
 }

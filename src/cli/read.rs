@@ -27,6 +27,12 @@ pub struct ListArgs {
     /// Every entry (no limit)
     #[arg(long)]
     pub all: bool,
+    /// Archived entries instead (cold storage, by id; page with --offset and --limit)
+    #[arg(long)]
+    pub archived: bool,
+    /// With --archived: skip this many entries
+    #[arg(long, default_value_t = 0, requires = "archived")]
+    pub offset: usize,
 }
 
 #[derive(Debug, clap::Args)]
@@ -60,12 +66,33 @@ fn value_text(v: &Value) -> String {
 pub fn show(ctx: &Ctx, args: ShowArgs, out: &mut Out) -> Result<ExitCode> {
     let session = open(ctx, None)?;
     let id = session.resolve(&normalize_id(&args.id))?;
-    let Some(state) = session.store().entry(&id)? else {
+    let Some(mut state) = session.store().entry(&id)? else {
         return Err(crate::Error::NotFound {
             project: session.project.name.to_string(),
             prefix: id,
         });
     };
+    let project = session.project.clone();
+    crate::lifecycle::access_log::record_best_effort(&project, &[&id], &ctx.now(), "show");
+    if state.lifecycle == projections::Lifecycle::Archived && !state.purged {
+        // Reading an archived entry restores it: the store lock is released for the write.
+        // A failed restore does not fail the read: the entry is shown as it is.
+        drop(session);
+        let restored = ctx.write_context().and_then(|w| {
+            crate::lifecycle::archive::restore_if_archived(&project, &w, &state, "show")
+        });
+        match restored {
+            Ok(w) => {
+                if let Some(entry) = w.and_then(|w| w.entry) {
+                    state = entry;
+                }
+                super::output::note(&format!("{id} was archived; reading it restored it"));
+            }
+            Err(e) => {
+                super::output::warn(&format!("{id} is archived and could not be restored: {e}"))
+            }
+        }
+    }
     let map = to_flat_map(&state);
     if out.json {
         out.json(&map);
@@ -177,6 +204,9 @@ pub fn normalize_id(id: &str) -> String {
 
 pub fn list(ctx: &Ctx, args: ListArgs, out: &mut Out) -> Result<ExitCode> {
     let session = open(ctx, args.project.as_deref())?;
+    if args.archived {
+        return list_archived(&session, &args, out);
+    }
     let limit = if args.all { usize::MAX } else { args.limit };
     let (policy, _) = super::query::rank_params(ctx, &session.project)?;
     let filters = args
@@ -294,6 +324,47 @@ pub fn audit(ctx: &Ctx, args: AuditArgs, out: &mut Out) -> Result<ExitCode> {
                 .as_deref()
                 .map(|x| format!("  ({})", clip(x, 60)))
                 .unwrap_or_default()
+        ));
+    }
+    Ok(ExitCode::Ok)
+}
+
+fn list_archived(session: &Session, args: &ListArgs, out: &mut Out) -> Result<ExitCode> {
+    let limit = if args.all { usize::MAX } else { args.limit };
+    let (entries, total) =
+        crate::lifecycle::archive::archived_page(session.store(), args.offset, limit)?;
+    if out.json {
+        let items: Vec<Value> = entries
+            .iter()
+            .map(|s| Value::Object(to_flat_map(s)))
+            .collect();
+        out.json(&items);
+        return Ok(ExitCode::Ok);
+    }
+    if entries.is_empty() {
+        out.line("no archived entries");
+        return Ok(ExitCode::Ok);
+    }
+    out.line(format!(
+        "{:<28}  {:<12}  {:<12}  {:<24}  {}",
+        "ID", "SECTION", "KIND", "SUBJECT", "SUMMARY"
+    ));
+    for s in &entries {
+        out.line(format!(
+            "{:<28}  {:<12}  {:<12}  {:<24}  {}",
+            s.id,
+            s.fields.section.as_str(),
+            s.fields.kind.as_str(),
+            clip(&s.fields.subject, 24),
+            clip(&s.fields.summary, 80)
+        ));
+    }
+    let shown = args.offset + entries.len();
+    if shown < total {
+        out.line(format!(
+            "(archived {}-{} of {total}; next page: --offset {shown})",
+            args.offset + 1,
+            shown
         ));
     }
     Ok(ExitCode::Ok)

@@ -57,6 +57,10 @@ pub fn verify_log(path: &Path) -> Result<Report> {
     // The first line of each event id, and a hash of that line to tell duplicates from clashes.
     let mut by_id: HashMap<String, (usize, blake3::Hash)> = HashMap::new();
     let mut duplicate_lines = 0;
+    // Tombstones: line, offset, event id, the purge named, the line without `purged_by`.
+    let mut tombstones: Vec<(usize, u64, String, String, String)> = Vec::new();
+    let mut original_of_tombstone: std::collections::HashSet<String> =
+        std::collections::HashSet::new();
     for (line, result) in all.iter().zip(decoded.into_iter().flatten()) {
         let Some(result) = result else {
             warnings.push(Finding {
@@ -69,6 +73,29 @@ pub fn verify_log(path: &Path) -> Result<Report> {
         match result {
             Ok(event) => {
                 let hash = blake3::hash(line.bytes);
+                let tomb = std::str::from_utf8(line.bytes)
+                    .ok()
+                    .and_then(projections::tombstone::split);
+                let is_tomb = tomb.is_some();
+                if let Some((purge, rest)) = tomb {
+                    tombstones.push((line.number, line.offset, event.id.clone(), purge, rest));
+                }
+                if is_tomb || original_of_tombstone.contains(&event.id) {
+                    // Both an event and its tombstone: a merge brought back a copy from
+                    // before `gc`. Each verifies on its own; `gc` removes the copy.
+                    if by_id.contains_key(&event.id) {
+                        warnings.push(Finding {
+                            line: line.number,
+                            offset: line.offset,
+                            problem: format!(
+                                "event {} appears both whole and as a tombstone: purged content came back with a merge; run `memlog gc`",
+                                event.id
+                            ),
+                        });
+                        continue;
+                    }
+                    original_of_tombstone.insert(event.id.clone());
+                }
                 if let Some((first, seen)) = by_id.get(&event.id) {
                     if *seen == hash {
                         duplicate_lines += 1;
@@ -129,6 +156,34 @@ pub fn verify_log(path: &Path) -> Result<Report> {
                 }),
                 Some(_) => {}
             }
+        }
+    }
+    // A tombstone stands for an event whose content `gc` removed: the purge it names must be
+    // in the log and list the tombstone's digest for that event id.
+    for (n, o, id, purge, rest) in &tombstones {
+        let problem = match where_is.get(purge.as_str()).map(|(_, _, e)| &e.data) {
+            None => Some(format!(
+                "tombstone of event {id} names purge {purge}, which is not in the log"
+            )),
+            Some(projections::EventData::Purge { redacted, .. }) => match redacted.get(id) {
+                Some(d) if *d == projections::tombstone::digest_of_line(rest) => None,
+                Some(_) => Some(format!(
+                    "tombstone of event {id} does not match the digest purge {purge} recorded: the line was altered"
+                )),
+                None => Some(format!(
+                    "tombstone of event {id}: purge {purge} does not list this event"
+                )),
+            },
+            Some(_) => Some(format!(
+                "tombstone of event {id} names event {purge}, which is not a purge"
+            )),
+        };
+        if let Some(problem) = problem {
+            problems.push(Finding {
+                line: *n,
+                offset: *o,
+                problem,
+            });
         }
     }
     let place: HashMap<String, (usize, u64)> = where_is

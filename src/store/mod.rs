@@ -1284,6 +1284,37 @@ impl Store {
         Ok(out)
     }
 
+    /// Cold entries (archived, expired, purged) that pass `keep`, in id order: the page after
+    /// the first `offset`, at most `limit`, and how many pass in all. Cold entries have no
+    /// index, so this reads every entry key: a listing for people, not for hot paths.
+    ///
+    /// # Errors
+    /// When the store cannot be read.
+    pub fn cold_entries(
+        &self,
+        offset: usize,
+        limit: usize,
+        keep: impl Fn(&EntryState) -> bool,
+    ) -> Result<(Vec<EntryState>, usize)> {
+        let mut out = Vec::new();
+        let mut total = 0;
+        for item in self.ks[K_PROJ].prefix(projections::event::ENTRY_PREFIX.as_bytes()) {
+            let (key, value) = item.into_inner().map_err(|e| self.err(e))?;
+            if !matches!(&*key, [.., 0, T_COLD]) {
+                continue;
+            }
+            let state: EntryState = serde_json::from_slice(&value).map_err(|e| self.err(e))?;
+            if !keep(&state) {
+                continue;
+            }
+            if total >= offset && out.len() < limit {
+                out.push(state);
+            }
+            total += 1;
+        }
+        Ok((out, total))
+    }
+
     /// Number of hot entries.
     ///
     /// # Errors

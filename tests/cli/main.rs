@@ -4,6 +4,7 @@ mod common;
 mod end_to_end;
 mod failures;
 mod foundation;
+mod lifecycle;
 mod merge;
 mod policy;
 mod replay;

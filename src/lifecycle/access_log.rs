@@ -1,0 +1,164 @@
+//! The access log: one small line per read that returned entries, in `.memlog/access.jsonl`
+//! (local, never committed, not in `events.jsonl`). Recording is best-effort and unsynced: a
+//! lost line costs a little precision in importance, a failed append never fails a read, and a
+//! sync on every read would slow reads down.
+//!
+//! When the file grows past [`COMPACT_BYTES`], `lifecycle run` folds it into
+//! `access-summary.json` (per entry: count, first and last access) and empties it.
+
+use crate::error::Result;
+use crate::log::durable;
+use crate::project::Project;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// The log of accesses inside a project's state directory.
+pub const FILE: &str = "access.jsonl";
+/// The folded counts of older accesses.
+pub const SUMMARY: &str = "access-summary.json";
+/// Size past which a lifecycle run folds the log into the summary.
+pub const COMPACT_BYTES: u64 = 4 * 1024 * 1024;
+
+/// One read that returned `entries`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Line {
+    at: String,
+    /// `show`, `query`, `context`.
+    via: String,
+    entries: Vec<String>,
+}
+
+/// What the log knows about one entry's accesses.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AccessStats {
+    pub count: u64,
+    pub first: String,
+    pub last: String,
+}
+
+impl AccessStats {
+    fn add(&mut self, at: &str) {
+        self.count += 1;
+        if self.first.is_empty() || at < self.first.as_str() {
+            at.clone_into(&mut self.first);
+        }
+        if at > self.last.as_str() {
+            at.clone_into(&mut self.last);
+        }
+    }
+
+    fn merge(&mut self, other: &Self) {
+        self.count += other.count;
+        if self.first.is_empty() || (!other.first.is_empty() && other.first < self.first) {
+            self.first.clone_from(&other.first);
+        }
+        if other.last > self.last {
+            self.last.clone_from(&other.last);
+        }
+    }
+}
+
+/// Records that a read at `at` (event timestamp layout) returned `entries`. Never fails: the
+/// error, if any, is returned for the caller to ignore or report, and nothing else is done.
+///
+/// # Errors
+/// When the line cannot be appended.
+pub fn record(project: &Project, entries: &[&str], at: &str, via: &str) -> Result<()> {
+    if entries.is_empty() {
+        return Ok(());
+    }
+    let line = Line {
+        at: at.to_owned(),
+        via: via.to_owned(),
+        entries: entries.iter().map(|e| (*e).to_owned()).collect(),
+    };
+    let mut bytes = serde_json::to_vec(&line).unwrap_or_default();
+    bytes.push(b'\n');
+    let state = project.state_dir();
+    if !state.is_dir() {
+        fs_err::create_dir_all(&state)?;
+    }
+    let _unsynced = durable::append_unsynced(&state.join(FILE), &bytes)?;
+    Ok(())
+}
+
+/// [`record`], ignoring any failure: what a read command calls.
+pub fn record_best_effort(project: &Project, entries: &[&str], at: &str, via: &str) {
+    let _ = record(project, entries, at, via);
+}
+
+/// Access statistics per entry, counting only accesses at or before `now` (so that an
+/// evaluation at a given time gives the same answer whenever it runs). Unreadable lines are
+/// skipped: the log is a hint, not a record.
+///
+/// # Errors
+/// When a file exists but cannot be read.
+pub fn load(state_dir: &Path, now: &str) -> Result<BTreeMap<String, AccessStats>> {
+    let mut out: BTreeMap<String, AccessStats> = match fs_err::read(state_dir.join(SUMMARY)) {
+        Ok(b) => serde_json::from_slice(&b).unwrap_or_default(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => BTreeMap::new(),
+        Err(e) => return Err(e.into()),
+    };
+    let bytes = match fs_err::read(state_dir.join(FILE)) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => return Err(e.into()),
+    };
+    for raw in bytes.split(|b| *b == b'\n') {
+        let Ok(line) = serde_json::from_slice::<Line>(raw) else {
+            continue;
+        };
+        if line.at.as_str() > now {
+            continue;
+        }
+        for e in line.entries {
+            out.entry(e).or_default().add(&line.at);
+        }
+    }
+    Ok(out)
+}
+
+/// Folds the log into the summary when it is larger than [`COMPACT_BYTES`]; returns whether
+/// it did. The summary is written atomically before the log is emptied, so a crash between
+/// the two counts some accesses twice, never loses them.
+///
+/// # Errors
+/// When the files cannot be read or written.
+pub fn compact_if_large(state_dir: &Path) -> Result<bool> {
+    let log = state_dir.join(FILE);
+    if fs_err::metadata(&log).map_or(true, |m| m.len() <= COMPACT_BYTES) {
+        return Ok(false);
+    }
+    let all = load(state_dir, "9999")?;
+    let mut merged: BTreeMap<String, AccessStats> = BTreeMap::new();
+    for (k, v) in all {
+        merged.entry(k).or_default().merge(&v);
+    }
+    let bytes = serde_json::to_vec(&merged).unwrap_or_default();
+    durable::write_atomic(&state_dir.join(SUMMARY), &bytes)?;
+    durable::write_atomic(&log, b"")?;
+    Ok(true)
+}
+
+/// How many entries were accessed how often (buckets `0`, `1`, `2-4`, `5-9`, `10-49`, `50+`),
+/// over the `entries` given (entries without accesses count in `0`).
+pub fn frequency_distribution<'a>(
+    stats: &BTreeMap<String, AccessStats>,
+    entries: impl Iterator<Item = &'a str>,
+) -> BTreeMap<&'static str, u64> {
+    let mut out = BTreeMap::new();
+    for e in entries {
+        let n = stats.get(e).map_or(0, |s| s.count);
+        let bucket = match n {
+            0 => "0",
+            1 => "1",
+            2..=4 => "2-4",
+            5..=9 => "5-9",
+            10..=49 => "10-49",
+            _ => "50+",
+        };
+        *out.entry(bucket).or_insert(0) += 1;
+    }
+    out
+}

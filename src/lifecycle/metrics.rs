@@ -1,0 +1,112 @@
+//! Lifecycle metrics for `memlog stats` and the dashboard, without scanning entries: counts
+//! from the statistics projection, access frequencies from the access log, storage and
+//! lifespans from the last run report.
+
+use super::access_log;
+use super::run::{self, RunReport, Tier};
+use crate::error::Result;
+use crate::project::Project;
+use crate::store::Store;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// The lifecycle figures of one project.
+#[derive(Debug, Clone, Serialize)]
+pub struct LifecycleMetrics {
+    /// Entries per lifecycle state (active, decaying, archived, expired).
+    pub entries_by_lifecycle: BTreeMap<String, i64>,
+    pub pinned: i64,
+    pub purged: i64,
+    pub stale_evidence: i64,
+    /// Entries by number of recorded accesses (`0`, `1`, `2-4`, `5-9`, `10-49`, `50+`).
+    pub access_frequency: BTreeMap<String, u64>,
+    /// Storage per tier as of the last run (empty before the first run).
+    pub storage: BTreeMap<String, Tier>,
+    /// Per kind, as of the last run: average days from creation to archival.
+    pub average_lifespan_days: BTreeMap<String, f64>,
+    /// Per kind, as of the last run: share of entries archived, expired or purged.
+    pub archival_rate: BTreeMap<String, f64>,
+    /// The last run, if any.
+    pub last_run: Option<RunSummary>,
+}
+
+/// The headline of a run report.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunSummary {
+    pub now: String,
+    pub duration_ms: u64,
+    pub processed: usize,
+    pub transitions: BTreeMap<String, usize>,
+    pub skipped: usize,
+}
+
+/// The summary of a run report.
+pub fn summary(r: &RunReport) -> RunSummary {
+    RunSummary {
+        now: r.now.clone(),
+        duration_ms: r.duration_ms,
+        processed: r.processed,
+        transitions: r.counts(),
+        skipped: r.skipped.len(),
+    }
+}
+
+/// The last run report of `project`, if any.
+///
+/// # Errors
+/// When the run history cannot be read.
+pub fn last_run(project: &Project) -> Result<Option<RunReport>> {
+    Ok(run::history(project)?.pop())
+}
+
+/// Lifecycle metrics of `project`, from its store (caught up by the caller), its access log
+/// and its last run report.
+///
+/// # Errors
+/// When the store or the local files cannot be read.
+pub fn metrics(project: &Project, store: &Store, now: &str) -> Result<LifecycleMetrics> {
+    let stats = store.stats()?;
+    // The access log is a hint: unreadable, it counts as empty.
+    let access = access_log::load(&project.state_dir(), now).unwrap_or_default();
+    let mut frequency: BTreeMap<String, u64> =
+        access_log::frequency_distribution(&access, access.keys().map(String::as_str))
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect();
+    let accessed = u64::try_from(access.len()).unwrap_or(0);
+    let never = u64::try_from(stats.total_entries)
+        .unwrap_or(0)
+        .saturating_sub(accessed);
+    if never > 0 {
+        frequency.insert("0".into(), never);
+    }
+    let last = last_run(project)?;
+    let (mut lifespan, mut rate) = (BTreeMap::new(), BTreeMap::new());
+    if let Some(r) = &last {
+        for (kind, k) in &r.kinds {
+            if k.entries > 0 {
+                #[expect(clippy::cast_precision_loss, reason = "small counts")]
+                rate.insert(kind.clone(), round(k.archived as f64 / k.entries as f64));
+            }
+            if k.archived > 0 {
+                #[expect(clippy::cast_precision_loss, reason = "small counts")]
+                lifespan.insert(kind.clone(), round(k.lifespan_days_sum / k.archived as f64));
+            }
+        }
+    }
+    Ok(LifecycleMetrics {
+        entries_by_lifecycle: stats.entries_by_lifecycle.clone(),
+        pinned: stats.pinned_count,
+        purged: stats.purged_count,
+        stale_evidence: stats.stale_evidence_count,
+        access_frequency: frequency,
+        storage: last.as_ref().map(|r| r.storage.clone()).unwrap_or_default(),
+        average_lifespan_days: lifespan,
+        archival_rate: rate,
+        last_run: last.as_ref().map(summary),
+    })
+}
+
+fn round(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}

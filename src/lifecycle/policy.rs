@@ -1,0 +1,110 @@
+//! Validation of `policies.lifecycle`: every bad value is refused when the configuration is
+//! read, with the key that holds it.
+
+use super::decay::DecayFunction;
+use crate::project::LifecyclePolicy;
+use projections::Kind;
+
+const KEY: &str = "policies.lifecycle";
+
+impl LifecyclePolicy {
+    /// Checks every value.
+    ///
+    /// # Errors
+    /// A message naming the first invalid key, e.g.
+    /// `policies.lifecycle.decay.lambda must be > 0 (got -1)`.
+    pub fn validate(&self) -> Result<(), String> {
+        self.decay_function()?;
+        if !self.decaying_threshold.is_finite() || !(0.0..=1.0).contains(&self.decaying_threshold) {
+            return Err(format!(
+                "{KEY}.decaying_threshold must be between 0 and 1 (got {})",
+                self.decaying_threshold
+            ));
+        }
+        for (key, v) in [
+            ("default_ttl_days", self.default_ttl_days),
+            ("archive_retention_days", self.archive_retention_days),
+            ("expired_retention_days", self.expired_retention_days),
+            ("audit_retention_days", self.audit_retention_days),
+            ("batch_size", self.batch_size),
+        ] {
+            if v == 0 {
+                return Err(format!("{KEY}.{key} must be > 0 (got 0)"));
+            }
+        }
+        for (kind, days) in &self.ttl_days {
+            if Kind::parse(kind).is_none() {
+                return Err(format!(
+                    "{KEY}.ttl_days has unknown kind `{kind}`; use one of {}",
+                    Kind::choices()
+                ));
+            }
+            if *days == 0 {
+                return Err(format!("{KEY}.ttl_days.{kind} must be > 0 (got 0)"));
+            }
+        }
+        self.importance.validate()?;
+        if !self.never_accessed_decay_multiplier.is_finite()
+            || self.never_accessed_decay_multiplier < 1.0
+        {
+            return Err(format!(
+                "{KEY}.never_accessed_decay_multiplier must be >= 1 (got {}): it accelerates decay",
+                self.never_accessed_decay_multiplier
+            ));
+        }
+        if self.archive_size_warning == 0 {
+            return Err(format!("{KEY}.archive_size_warning must be > 0 (got 0)"));
+        }
+        Ok(())
+    }
+
+    /// The decay function the policy configures.
+    ///
+    /// # Errors
+    /// As [`DecayFunction::from_policy`].
+    pub fn decay_function(&self) -> Result<DecayFunction, String> {
+        DecayFunction::from_policy(
+            &self.decay_function,
+            self.decay_half_life_days,
+            self.decay.as_ref(),
+        )
+    }
+
+    /// TTL in days of a kind.
+    pub fn ttl_for(&self, kind: Kind) -> u32 {
+        self.ttl_days
+            .get(kind.as_str())
+            .copied()
+            .unwrap_or(self.default_ttl_days)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::project::Policies;
+
+    #[test]
+    fn defaults_are_valid_and_bad_values_name_their_key() {
+        let mut p = Policies::default().lifecycle;
+        assert_eq!(p.validate(), Ok(()));
+        p.ttl_days.insert("fact".into(), 3);
+        assert!(
+            p.validate()
+                .err()
+                .unwrap_or_default()
+                .starts_with("policies.lifecycle.ttl_days has unknown kind `fact`")
+        );
+        let mut p = Policies::default().lifecycle;
+        p.decaying_threshold = 1.5;
+        assert_eq!(
+            p.validate().err().unwrap_or_default(),
+            "policies.lifecycle.decaying_threshold must be between 0 and 1 (got 1.5)"
+        );
+        let mut p = Policies::default().lifecycle;
+        p.batch_size = 0;
+        assert_eq!(
+            p.validate().err().unwrap_or_default(),
+            "policies.lifecycle.batch_size must be > 0 (got 0)"
+        );
+    }
+}

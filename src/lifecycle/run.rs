@@ -1,0 +1,435 @@
+//! `lifecycle run`: evaluate every entry of a project in batches and append one `transition`
+//! (or `purge`) event per change through the writer. Each batch takes the locks, stages its
+//! changes, appends them with one write and releases the locks, so other commands wait at most
+//! one batch. An entry that fails is reported and skipped; the run goes on.
+
+use super::engine::{Decision, Evaluator, Facts};
+use super::{access_log, purge};
+use crate::error::{Error, Result};
+use crate::project::Project;
+use crate::writer::{Batch, Change, WriteContext};
+use projections::{Dimension, Lifecycle};
+use serde::{Deserialize, Serialize};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// Local history of run reports, in the project's state directory.
+pub const RUNS_FILE: &str = "lifecycle-runs.jsonl";
+
+/// How to run.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    pub now: String,
+    pub actor: String,
+    pub lock_timeout: Duration,
+    /// Evaluate and report, write nothing (no events, no report, no access-log compaction).
+    pub dry_run: bool,
+    /// Fault injection for tests: evaluating this entry fails.
+    pub fail_entry: Option<String>,
+}
+
+/// One change a run made (or would make).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Applied {
+    pub entry: String,
+    pub from: String,
+    /// A lifecycle state, or `purged`.
+    pub to: String,
+    pub reason: String,
+    /// The event appended (none in a dry run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event: Option<String>,
+}
+
+/// An entry the run could not evaluate or change.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Skipped {
+    pub entry: String,
+    pub error: String,
+}
+
+/// What a run did: kept in `.memlog/lifecycle-runs.jsonl` for statistics and the dashboard.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RunReport {
+    pub project: String,
+    pub now: String,
+    pub dry_run: bool,
+    pub duration_ms: u64,
+    pub processed: usize,
+    pub batches: usize,
+    pub pinned: usize,
+    pub transitions: Vec<Applied>,
+    pub skipped: Vec<Skipped>,
+    /// Archived entries after the run.
+    pub archived: i64,
+    pub warnings: Vec<String>,
+    /// Stopped by a signal before every batch ran.
+    pub stopped: bool,
+    /// Entries and bytes of state per storage tier (`hot`, `archived`, `expired`, `purged`),
+    /// as seen by this run.
+    #[serde(default)]
+    pub storage: std::collections::BTreeMap<String, Tier>,
+    /// Per kind: entries, entries that left the hot tier, and their summed lifespans.
+    #[serde(default)]
+    pub kinds: std::collections::BTreeMap<String, KindLife>,
+}
+
+/// Storage used by one tier.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Tier {
+    pub entries: u64,
+    pub bytes: u64,
+}
+
+/// Lifespans of one kind.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct KindLife {
+    pub entries: u64,
+    /// Archived, expired or purged.
+    pub archived: u64,
+    /// Days from creation to archival, summed over `archived`.
+    pub lifespan_days_sum: f64,
+}
+
+fn tier_of(s: &projections::EntryState) -> &'static str {
+    if s.purged {
+        "purged"
+    } else {
+        match s.lifecycle {
+            Lifecycle::Archived => "archived",
+            Lifecycle::Expired => "expired",
+            Lifecycle::Active | Lifecycle::Decaying => "hot",
+        }
+    }
+}
+
+/// Adds one entry to the storage and lifespan figures.
+fn account(
+    report: &mut RunReport,
+    s: &projections::EntryState,
+    store: &crate::store::Store,
+    now: &str,
+) {
+    let tier = report.storage.entry(tier_of(s).into()).or_default();
+    tier.entries += 1;
+    tier.bytes += serde_json::to_vec(s).map_or(0, |b| b.len() as u64);
+    let kind = report
+        .kinds
+        .entry(s.fields.kind.as_str().into())
+        .or_default();
+    kind.entries += 1;
+    if s.is_cold() {
+        kind.archived += 1;
+        let left = store
+            .audit(Some(&s.id))
+            .ok()
+            .and_then(|a| {
+                a.into_iter()
+                    .find(|r| r.dimension == Dimension::Lifecycle && r.to == "archived")
+            })
+            .map_or_else(|| now.to_owned(), |r| r.at);
+        if let (Some(created), Some(left)) = (
+            crate::retrieval::features::unix_millis(&s.created_at),
+            crate::retrieval::features::unix_millis(&left),
+        ) {
+            #[expect(
+                clippy::cast_precision_loss,
+                reason = "millisecond spans far below 2^52"
+            )]
+            let days = (left - created).max(0) as f64 / 86_400_000.0;
+            kind.lifespan_days_sum += days;
+        }
+    }
+}
+
+impl RunReport {
+    /// Transitions by target state (`decaying`, `archived`, ..., `purged`).
+    pub fn counts(&self) -> std::collections::BTreeMap<String, usize> {
+        let mut m = std::collections::BTreeMap::new();
+        for t in &self.transitions {
+            *m.entry(t.to.clone()).or_insert(0) += 1;
+        }
+        m
+    }
+}
+
+/// When `entry` entered its current lifecycle state, from its audit records.
+fn lifecycle_since(
+    store: &crate::store::Store,
+    id: &str,
+    now: Lifecycle,
+) -> Result<Option<String>> {
+    Ok(store
+        .audit(Some(id))?
+        .into_iter()
+        .rev()
+        .find(|r| r.dimension == Dimension::Lifecycle && r.to == now.as_str())
+        .map(|r| r.at))
+}
+
+/// Runs one evaluation of `project` at `opts.now`. `stop` is checked between batches.
+///
+/// # Errors
+/// An invalid policy (naming the key), lock timeouts, a corrupt log, I/O errors. Failures of
+/// single entries are not errors: they are in the report's `skipped`.
+pub fn run(project: &Project, opts: &RunOptions, stop: &AtomicBool) -> Result<RunReport> {
+    let started = Instant::now();
+    let config = project.config()?;
+    let policy = config.policies.lifecycle;
+    let evaluator = Evaluator::new(&policy, &opts.now).map_err(Error::Usage)?;
+    // The access log is a hint: unreadable, it counts as empty and the run says so.
+    let (access, access_warning) = match access_log::load(&project.state_dir(), &opts.now) {
+        Ok(a) => (a, None),
+        Err(e) => (
+            std::collections::BTreeMap::new(),
+            Some(format!(
+                "the access log could not be read ({e}); entries were evaluated as never accessed"
+            )),
+        ),
+    };
+    let ids = {
+        let session = crate::store::session::Session::open(project, opts.lock_timeout)?;
+        session
+            .store()
+            .ids_with_prefix(projections::event::ENTRY_PREFIX, usize::MAX)?
+    };
+    let wctx = WriteContext {
+        actor: opts.actor.clone(),
+        at: opts.now.clone(),
+        lock_timeout: opts.lock_timeout,
+        dry_run: opts.dry_run,
+        fail_after_append: false,
+    };
+    let mut report = RunReport {
+        project: project.name.to_string(),
+        now: opts.now.clone(),
+        dry_run: opts.dry_run,
+        duration_ms: 0,
+        processed: 0,
+        batches: 0,
+        pinned: 0,
+        transitions: Vec::new(),
+        skipped: Vec::new(),
+        archived: 0,
+        warnings: access_warning.into_iter().collect(),
+        stopped: false,
+        storage: std::collections::BTreeMap::new(),
+        kinds: std::collections::BTreeMap::new(),
+    };
+    let size = usize::try_from(policy.batch_size).unwrap_or(500).max(1);
+    for chunk in ids.chunks(size) {
+        if stop.load(Ordering::SeqCst) {
+            report.stopped = true;
+            break;
+        }
+        // A batch that cannot start (its locks, its store) is reported, and the next one runs.
+        if let Err(e) = run_batch(
+            project,
+            &wctx,
+            &evaluator,
+            &access,
+            chunk,
+            opts,
+            &mut report,
+        ) {
+            report.skipped.extend(chunk.iter().map(|id| Skipped {
+                entry: id.clone(),
+                error: format!("the batch could not run: {e}"),
+            }));
+        }
+        report.batches += 1;
+    }
+    let session = crate::store::session::Session::open(project, opts.lock_timeout)?;
+    let stats = session.store().stats()?;
+    report.archived = stats
+        .entries_by_lifecycle
+        .get("archived")
+        .copied()
+        .unwrap_or(0);
+    drop(session);
+    if u64::try_from(report.archived).unwrap_or(0) > policy.archive_size_warning {
+        report.warnings.push(format!(
+            "{} entries are archived, more than policies.lifecycle.archive_size_warning ({}): \
+             review the archive (`memlog list --archived`), purge what is not needed, or raise the limit",
+            report.archived, policy.archive_size_warning
+        ));
+    }
+    report.duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    if !opts.dry_run {
+        if let Err(e) = access_log::compact_if_large(&project.state_dir()) {
+            report
+                .warnings
+                .push(format!("the access log could not be compacted: {e}"));
+        }
+        save_report(project, &report, policy.audit_retention_days)?;
+    }
+    Ok(report)
+}
+
+fn run_batch(
+    project: &Project,
+    wctx: &WriteContext,
+    evaluator: &Evaluator,
+    access: &std::collections::BTreeMap<String, access_log::AccessStats>,
+    ids: &[String],
+    opts: &RunOptions,
+    report: &mut RunReport,
+) -> Result<()> {
+    let mut batch = Batch::open(project, wctx)?;
+    let mut staged: Vec<Applied> = Vec::new();
+    for id in ids {
+        report.processed += 1;
+        let outcome = (|| -> Result<Option<(Change, Applied)>> {
+            if opts
+                .fail_entry
+                .as_deref()
+                .is_some_and(|f| id.starts_with(f))
+            {
+                return Err(Error::Rejected {
+                    message: "injected evaluation failure".into(),
+                });
+            }
+            let store = batch.session().store();
+            let Some(state) = store.entry(id)? else {
+                return Ok(None);
+            };
+            if state.pinned {
+                report.pinned += 1;
+            }
+            let since = match state.lifecycle {
+                Lifecycle::Archived | Lifecycle::Expired => {
+                    lifecycle_since(store, id, state.lifecycle)?
+                }
+                _ => None,
+            };
+            let facts = Facts {
+                state: &state,
+                access: access.get(id.as_str()),
+                lifecycle_since: since.as_deref(),
+            };
+            let decision = evaluator
+                .evaluate(&facts)
+                .map_err(|message| Error::Rejected { message })?;
+            // Storage and lifespans as they are after this run.
+            let mut after = state.clone();
+            match &decision {
+                Decision::Transition { to, .. } => after.lifecycle = *to,
+                Decision::Purge { .. } => after.purged = true,
+                Decision::Keep(_) => {}
+            }
+            account(report, &after, store, &opts.now);
+            Ok(match decision {
+                Decision::Keep(_) => None,
+                Decision::Transition { from, to, reason } => Some((
+                    Change::Transition {
+                        target: id.clone(),
+                        from,
+                        to,
+                        reason: reason.clone(),
+                    },
+                    Applied {
+                        entry: id.clone(),
+                        from: from.as_str().into(),
+                        to: to.as_str().into(),
+                        reason,
+                        event: None,
+                    },
+                )),
+                Decision::Purge { reason } => Some((
+                    Change::Purge {
+                        target: id.clone(),
+                        reason: reason.clone(),
+                        redacted: purge::redactions(store, id)?,
+                    },
+                    Applied {
+                        entry: id.clone(),
+                        from: state.lifecycle.as_str().into(),
+                        to: "purged".into(),
+                        reason,
+                        event: None,
+                    },
+                )),
+            })
+        })();
+        let staged_one = outcome.and_then(|o| match o {
+            None => Ok(None),
+            Some((change, mut applied)) => {
+                let w = batch.stage(change.clone(), |_, _| Ok(change))?;
+                applied.event = (!opts.dry_run).then(|| w.events.first().cloned()).flatten();
+                Ok(Some(applied))
+            }
+        });
+        match staged_one {
+            Ok(Some(a)) => staged.push(a),
+            Ok(None) => {}
+            Err(e) => report.skipped.push(Skipped {
+                entry: id.clone(),
+                error: e.to_string(),
+            }),
+        }
+    }
+    match batch.finish() {
+        Ok(_) => report.transitions.extend(staged),
+        Err(e) => {
+            // The batch's append failed: none of its changes were written.
+            for a in staged {
+                report.skipped.push(Skipped {
+                    entry: a.entry,
+                    error: format!("the batch could not be written: {e}"),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Appends `report` to the run history, dropping reports older than the audit retention.
+fn save_report(project: &Project, report: &RunReport, retention_days: u32) -> Result<()> {
+    let path = project.state_dir().join(RUNS_FILE);
+    let mut kept: Vec<String> = Vec::new();
+    let mut dropped = false;
+    let cutoff = crate::retrieval::features::unix_millis(&report.now)
+        .map(|n| n - i64::from(retention_days) * 86_400_000);
+    if let Ok(text) = fs_err::read_to_string(&path) {
+        for line in text.lines() {
+            let old = serde_json::from_str::<RunReport>(line)
+                .ok()
+                .and_then(|r| crate::retrieval::features::unix_millis(&r.now));
+            if let (Some(old), Some(cutoff)) = (old, cutoff)
+                && old < cutoff
+            {
+                dropped = true;
+                continue;
+            }
+            kept.push(line.to_owned());
+        }
+    }
+    let line = serde_json::to_string(report).unwrap_or_default();
+    if dropped {
+        kept.push(line);
+        let mut bytes = kept.join("\n").into_bytes();
+        bytes.push(b'\n');
+        crate::log::durable::write_atomic(&path, &bytes)?;
+    } else {
+        let mut bytes = line.into_bytes();
+        bytes.push(b'\n');
+        let _ = crate::log::durable::append_unsynced(&path, &bytes)?;
+    }
+    Ok(())
+}
+
+/// The run reports kept for `project`, oldest first.
+///
+/// # Errors
+/// When the file exists but cannot be read.
+pub fn history(project: &Project) -> Result<Vec<RunReport>> {
+    let path = project.state_dir().join(RUNS_FILE);
+    match fs_err::read_to_string(&path) {
+        Ok(text) => Ok(text
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(e.into()),
+    }
+}

@@ -1,0 +1,695 @@
+//! Lifecycle: evaluation runs, archive and restore, pinning, purge and gc, freshness and
+//! evidence checks, the daemon. Every run has a fixed `--now`.
+
+use crate::common::{Env, NOW, git};
+
+/// `NOW` plus whole days, as `--now` takes it.
+fn day(n: i64) -> String {
+    let base = chrono::DateTime::parse_from_rfc3339(NOW)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .with_timezone(&chrono::Utc);
+    (base + chrono::Duration::days(n)).to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+fn run_at(env: &Env, days: i64) -> serde_json::Value {
+    env.run_at(&day(days), &["lifecycle", "run", "--json"])
+        .ok()
+        .json()
+}
+
+fn transitions(report: &serde_json::Value) -> Vec<(String, String, String)> {
+    report["transitions"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|t| {
+                    (
+                        t["entry"].as_str().unwrap_or_default().to_owned(),
+                        t["from"].as_str().unwrap_or_default().to_owned(),
+                        t["to"].as_str().unwrap_or_default().to_owned(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn show(env: &Env, id: &str) -> serde_json::Value {
+    env.run(&["show", id, "--json"]).ok().json()
+}
+
+#[test]
+fn runs_decay_then_archive_and_are_idempotent_at_the_same_now() {
+    let env = Env::with_project();
+    let a = env.add("a.subject", "first decision");
+    let b = env.add("b.subject", "second decision");
+    // 40 days, never accessed: 14 days of grace, then time runs twice as fast: 66 effective
+    // days of a 30-day half-life, score 0.218 < 0.3.
+    let first = run_at(&env, 40);
+    let mut t = transitions(&first);
+    t.sort();
+    let mut expected = vec![
+        (a.clone(), "active".to_owned(), "decaying".to_owned()),
+        (b.clone(), "active".to_owned(), "decaying".to_owned()),
+    ];
+    expected.sort();
+    assert_eq!(t, expected, "{first}");
+    let reason = first["transitions"][0]["reason"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(reason.contains("decay score 0.218"), "{reason}");
+    assert!(reason.contains("effective TTL 90.0 days"), "{reason}");
+    let log = std::fs::read(env.log()).unwrap_or_default();
+    // The same `now` again: nothing to do, nothing appended.
+    let again = run_at(&env, 40);
+    assert!(transitions(&again).is_empty(), "{again}");
+    assert_eq!(std::fs::read(env.log()).unwrap_or_default(), log);
+    // Past the 90-day TTL: archived, out of the active index.
+    let later = run_at(&env, 100);
+    assert_eq!(transitions(&later).len(), 2, "{later}");
+    assert!(
+        transitions(&later)
+            .iter()
+            .all(|(_, from, to)| from == "decaying" && to == "archived")
+    );
+    assert_eq!(env.listed(), Some(0));
+    let archived = env.run(&["list", "--archived", "--json"]).ok().json();
+    assert_eq!(archived.as_array().map(Vec::len), Some(2));
+    let page = env
+        .run(&[
+            "list",
+            "--archived",
+            "--limit",
+            "1",
+            "--offset",
+            "1",
+            "--json",
+        ])
+        .ok()
+        .json();
+    assert_eq!(page.as_array().map(Vec::len), Some(1));
+    let audit = env.run(&["audit", &a, "--json"]).ok().json();
+    let tos: Vec<&str> = audit
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|r| r["dimension"] == "lifecycle")
+        .filter_map(|r| r["to"].as_str())
+        .collect();
+    assert_eq!(tos, ["decaying", "archived"]);
+    assert_eq!(env.run(&["verify"]).code, 0);
+}
+
+#[test]
+fn reading_an_archived_entry_restores_it_with_every_field() {
+    let env = Env::with_project();
+    let a = env.add("a.subject", "a decision");
+    let before = show(&env, &a);
+    run_at(&env, 100);
+    assert_eq!(env.listed(), Some(0));
+    let shown = env.run_at(&day(101), &["show", &a, "--json"]).ok();
+    assert!(shown.stderr.contains("restored"), "{}", shown.stderr);
+    let after = shown.json();
+    assert_eq!(after["lifecycle"], "active");
+    for (k, v) in before.as_object().into_iter().flatten() {
+        if !["version", "heads", "status_reason"].contains(&k.as_str()) {
+            assert_eq!(&after[k], v, "{k}");
+        }
+    }
+    assert_eq!(env.listed(), Some(1));
+    let audit = env.run(&["audit", &a, "--json"]).ok().json();
+    let last = audit
+        .as_array()
+        .and_then(|a| a.last())
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(
+        (last["from"].as_str(), last["to"].as_str()),
+        (Some("archived"), Some("active"))
+    );
+    assert!(
+        last["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("restored")
+    );
+    // The read counts as an access: a run at the same time leaves it active.
+    assert!(transitions(&run_at(&env, 101)).is_empty());
+}
+
+#[test]
+fn pinned_entries_skip_every_transition_until_unpinned() {
+    let env = Env::with_project();
+    let a = env.add("a.subject", "pinned decision");
+    let b = env.add("b.subject", "other decision");
+    env.run(&["pin", &a, "--reason", "critical"]).ok();
+    let r = run_at(&env, 1000);
+    let t = transitions(&r);
+    assert!(t.iter().all(|(id, _, _)| *id == b), "{r}");
+    assert_eq!(r["pinned"], 1);
+    let pinned = env.run(&["pinned", "--json"]).ok().json();
+    assert_eq!(pinned[0]["id"], a.as_str());
+    assert_eq!(pinned[0]["pinned_by"], "agent-7");
+    assert_eq!(pinned[0]["pinned_at"], NOW);
+    env.run_at(&day(1000), &["unpin", &a]).ok();
+    // Unpinned: evaluated again from its current age.
+    let r = run_at(&env, 1000);
+    assert_eq!(
+        transitions(&r),
+        [(a, "active".to_owned(), "archived".to_owned())]
+    );
+}
+
+#[test]
+fn invalid_policies_are_refused_naming_the_key() {
+    let env = Env::with_project();
+    env.add("a.subject", "a decision");
+    let path = env.root().join("ai-memory/demo/memlog.json");
+    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    let mut config: serde_json::Value =
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}"));
+    config["policies"]["lifecycle"]["decay"] = serde_json::json!({"lambda": -1});
+    std::fs::write(&path, config.to_string()).unwrap_or_else(|e| panic!("{e}"));
+    let log = std::fs::read(env.log()).unwrap_or_default();
+    let r = env.run(&["lifecycle", "run"]);
+    assert_ne!(r.code, 0);
+    assert!(
+        r.stderr
+            .contains("policies.lifecycle.decay.lambda must be > 0"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(std::fs::read(env.log()).unwrap_or_default(), log);
+    // A custom table that leaves [0, 1].
+    config["policies"]["lifecycle"]["decay"] =
+        serde_json::json!({"function": "custom", "table": [{"days": 10, "score": 1.5}]});
+    std::fs::write(&path, config.to_string()).unwrap_or_else(|e| panic!("{e}"));
+    let r = env.run(&["lifecycle", "run"]);
+    assert!(
+        r.stderr
+            .contains("policies.lifecycle.decay.table[0].score must be between 0 and 1"),
+        "{}",
+        r.stderr
+    );
+    // A valid linear decay with per-kind TTLs is taken.
+    config["policies"]["lifecycle"]["decay"] =
+        serde_json::json!({"function": "linear", "period_days": 20});
+    config["policies"]["lifecycle"]["ttl_days"] = serde_json::json!({"decision": 300});
+    std::fs::write(&path, config.to_string()).unwrap_or_else(|e| panic!("{e}"));
+    let r = run_at(&env, 15);
+    let reason = r["transitions"][0]["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("linear(T=20.0 days)"), "{r}");
+    assert!(reason.contains("effective TTL 300.0 days"), "{r}");
+}
+
+#[test]
+fn dry_run_writes_nothing_and_a_failing_entry_is_skipped() {
+    let env = Env::with_project();
+    let a = env.add("a.subject", "a decision");
+    let b = env.add("b.subject", "b decision");
+    let log = std::fs::read(env.log()).unwrap_or_default();
+    let dry = env
+        .run_at(&day(100), &["lifecycle", "run", "--dry-run", "--json"])
+        .ok()
+        .json();
+    assert_eq!(transitions(&dry).len(), 2);
+    assert_eq!(std::fs::read(env.log()).unwrap_or_default(), log);
+    assert!(
+        !env.root()
+            .join("ai-memory/demo/.memlog/lifecycle-runs.jsonl")
+            .exists()
+    );
+    let r = env
+        .command(&["lifecycle", "run", "--json"])
+        .env("MEMLOG_NOW", day(100))
+        .env("MEMLOG_TEST_LIFECYCLE_FAIL_ENTRY", &a)
+        .output();
+    let r = crate::common::output(r);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let report = r.json();
+    assert_eq!(
+        transitions(&report),
+        [(b, "active".to_owned(), "archived".to_owned())]
+    );
+    assert_eq!(report["skipped"][0]["entry"], a.as_str());
+    assert!(r.stderr.contains("injected evaluation failure"));
+    // The report is kept for statistics.
+    let metrics = env.run(&["lifecycle", "report", "--json"]).ok().json();
+    assert_eq!(metrics["last_run"]["processed"], 2);
+    assert_eq!(metrics["entries_by_lifecycle"]["archived"], 1);
+    assert_eq!(metrics["storage"]["archived"]["entries"], 1);
+}
+
+#[test]
+fn purge_then_gc_removes_the_content_and_the_log_still_verifies() {
+    let env = Env::with_project();
+    let keep = env.add("keep.subject", "kept decision");
+    let out = env
+        .run(&[
+            "add",
+            "--section",
+            "learnings",
+            "--kind",
+            "other",
+            "--subject",
+            "oops",
+            "--scope",
+            "repo",
+            "--summary",
+            "pasted by mistake",
+            "--content",
+            "internal-hostname-zebra-42 should never have been written",
+            "--confidence",
+            "0.8",
+            "--evidence",
+            "code:src/lib.rs#L1-L9:where",
+        ])
+        .ok();
+    let id = out.stdout.trim().to_owned();
+    env.run_at(
+        &day(1),
+        &["update", &id, "--content", "still zebra-42 here"],
+    )
+    .ok();
+    let r = env
+        .run_at(
+            &day(2),
+            &["purge", &id, "--reason", "confidential host name"],
+        )
+        .ok();
+    assert!(r.stderr.contains("memlog gc"), "{}", r.stderr);
+    let shown = show(&env, &id);
+    assert_eq!(shown["purged"], true);
+    assert_eq!(shown["content"], "");
+    let history = env.run(&["history", &id, "--json"]).ok().stdout;
+    assert!(!history.contains("zebra"), "{history}");
+    let log = std::fs::read_to_string(env.log()).unwrap_or_default();
+    assert!(log.contains("zebra-42"));
+    let before = (
+        show(&env, &id),
+        show(&env, &keep),
+        env.run(&["audit", "--json"]).ok().stdout,
+        history,
+    );
+
+    let dry = env.run(&["gc", "--dry-run", "--json"]).ok().json();
+    assert_eq!(dry["tombstoned"], 2);
+    assert_eq!(std::fs::read_to_string(env.log()).unwrap_or_default(), log);
+    let gc = env.run(&["gc", "--json"]).ok().json();
+    assert_eq!(gc["tombstoned"], 2, "{gc}");
+    let log = std::fs::read_to_string(env.log()).unwrap_or_default();
+    assert!(!log.contains("zebra"), "{log}");
+    assert_eq!(log.matches("\"purged_by\":").count(), 2);
+    let verify = env.run(&["verify", "--json"]).ok().json();
+    assert_eq!(verify["ok"], true, "{verify}");
+    let after = (
+        show(&env, &id),
+        show(&env, &keep),
+        env.run(&["audit", "--json"]).ok().stdout,
+        env.run(&["history", &id, "--json"]).ok().stdout,
+    );
+    assert_eq!(before, after);
+    // A rebuild from the rewritten log gives the same answers; gc again has nothing to do.
+    env.run(&["rebuild"]).ok();
+    assert_eq!(show(&env, &id), after.0);
+    assert_eq!(env.run(&["gc", "--json"]).ok().json()["tombstoned"], 0);
+    // An altered tombstone is caught.
+    let tampered = log.replacen("\"kind\":\"other\"", "\"kind\":\"metric\"", 1);
+    std::fs::write(env.log(), tampered).unwrap_or_else(|e| panic!("{e}"));
+    let verify = env.run(&["verify", "--json"]).json();
+    assert_eq!(verify["ok"], false);
+    assert!(
+        verify.to_string().contains("does not match the digest"),
+        "{verify}"
+    );
+    // Purging twice is refused.
+    std::fs::write(env.log(), &log).unwrap_or_else(|e| panic!("{e}"));
+    let again = env.run(&["purge", &id, "--reason", "again"]);
+    assert_eq!(again.code, 3, "{}", again.stderr);
+}
+
+#[test]
+fn expired_entries_are_purged_after_retention() {
+    let env = Env::with_project();
+    let a = env.add("a.subject", "a decision");
+    run_at(&env, 100); // archived
+    let t = transitions(&run_at(&env, 100 + 365));
+    assert_eq!(
+        t,
+        [(a.clone(), "archived".to_owned(), "expired".to_owned())]
+    );
+    assert!(transitions(&run_at(&env, 100 + 365 + 29)).is_empty());
+    let t = transitions(&run_at(&env, 100 + 365 + 30));
+    assert_eq!(t, [(a.clone(), "expired".to_owned(), "purged".to_owned())]);
+    assert_eq!(show(&env, &a)["purged"], true);
+    // Its audit trail outlives the purge.
+    let audit = env.run(&["audit", &a, "--json"]).ok().json();
+    assert!(audit.as_array().is_some_and(|a| a.len() >= 4), "{audit}");
+    assert_eq!(env.run(&["verify"]).code, 0);
+}
+
+#[test]
+fn freshness_lists_expiring_state_and_due_reviews() {
+    let env = Env::with_project();
+    let state = env
+        .run(&[
+            "add",
+            "--section",
+            "state",
+            "--kind",
+            "metric",
+            "--subject",
+            "deploy.freeze",
+            "--scope",
+            "repo",
+            "--summary",
+            "Deploys are frozen",
+            "--content",
+            "Until the audit.",
+            "--confidence",
+            "0.9",
+            "--evidence",
+            "doc:docs/freeze.md:notice",
+            "--valid-from",
+            "2026-11-20",
+            "--valid-to",
+            &day(3),
+        ])
+        .ok()
+        .stdout
+        .trim()
+        .to_owned();
+    let reviewed = env.add("review.me", "reviewed monthly");
+    env.run(&["update", &reviewed, "--review-interval", "30d"])
+        .ok();
+    let now = env.run(&["check-freshness", "--json"]).ok().json();
+    assert_eq!(now[0]["id"], state.as_str());
+    assert_eq!(now[0]["problem"], "expiring");
+    assert_eq!(now.as_array().map(Vec::len), Some(1));
+    let later = env
+        .run_at(&day(31), &["check-freshness", "--json"])
+        .ok()
+        .json();
+    let problems: Vec<&str> = later
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|i| i["problem"].as_str())
+        .collect();
+    assert_eq!(problems, ["expired", "review_due"]);
+    // A run archives the state entry past its valid_to.
+    let t = transitions(&run_at(&env, 4));
+    assert_eq!(t, [(state, "active".to_owned(), "archived".to_owned())]);
+}
+
+#[test]
+fn evidence_checks_flag_and_clear_stale_paths() {
+    let env = Env::with_project();
+    let a = env.add("a.subject", "cites src/lib.rs#L1-L9");
+    let r = env.run(&["validate-evidence", "--json"]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert_eq!(r.json()["marked_stale"][0], a.as_str());
+    assert_eq!(show(&env, &a)["evidence_stale"], true);
+    // Checking again changes nothing.
+    let log = std::fs::read(env.log()).unwrap_or_default();
+    assert_eq!(env.run(&["validate-evidence"]).code, 1);
+    assert_eq!(std::fs::read(env.log()).unwrap_or_default(), log);
+    // Too short for the anchor: still stale.
+    std::fs::create_dir_all(env.root().join("src")).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(env.root().join("src/lib.rs"), "one\ntwo\n").unwrap_or_else(|e| panic!("{e}"));
+    let r = env.run(&["validate-evidence"]);
+    assert!(r.stdout.contains("has 2 lines"), "{}", r.stdout);
+    std::fs::write(env.root().join("src/lib.rs"), "x\n".repeat(9))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let r = env.run(&["validate-evidence", "--json"]).ok().json();
+    assert_eq!(r["cleared"][0], a.as_str());
+    assert_eq!(show(&env, &a)["evidence_stale"], false);
+    let stats = env.run(&["lifecycle", "report", "--json"]).ok().json();
+    assert_eq!(stats["stale_evidence"], 0);
+}
+
+#[test]
+fn the_daemon_runs_on_a_schedule_and_stops_cleanly_on_sigterm() {
+    let env = Env::with_project();
+    env.add("a.subject", "a decision");
+    let once = env
+        .run_at(
+            &day(100),
+            &["lifecycle", "daemon", "--every", "1h", "--max-runs", "1"],
+        )
+        .ok();
+    assert!(once.stdout.contains("1 transitions"), "{}", once.stdout);
+    assert!(
+        once.stderr.contains("stopped after 1 evaluation"),
+        "{}",
+        once.stderr
+    );
+    let child = env
+        .command(&["lifecycle", "daemon", "--every", "1h"])
+        .env("MEMLOG_NOW", day(200))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    // Wait for the first evaluation to be kept, then ask it to stop.
+    let runs = env
+        .root()
+        .join("ai-memory/demo/.memlog/lifecycle-runs.jsonl");
+    for _ in 0..200 {
+        let n = std::fs::read_to_string(&runs).map_or(0, |t| t.lines().count());
+        if n >= 2 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // Meanwhile other commands are not blocked.
+    assert_eq!(env.listed(), Some(0));
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(killed.success());
+    let out = child.wait_with_output().unwrap_or_else(|e| panic!("{e}"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("stopped after 1 evaluation"), "{stderr}");
+    assert!(env.run(&["lifecycle", "daemon", "--every", "soon"]).code == 2);
+}
+
+#[test]
+fn dropping_a_project_needs_confirmation_and_unpins_first() {
+    let env = Env::with_project();
+    let a = env.add("a.subject", "a decision");
+    env.run(&["pin", &a]).ok();
+    let r = env.run(&["drop", "demo"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("--yes"));
+    assert!(env.log().exists());
+    let r = env.run(&["drop", "demo", "--yes", "--json"]).ok().json();
+    assert_eq!(r["unpinned"][0], a.as_str());
+    assert!(!env.log().exists());
+    assert_eq!(env.run(&["drop", "global", "--yes"]).code, 3);
+}
+
+/// Transitions written on two branches and merged by git converge like every other event:
+/// both merge orders give the same projections, and the log verifies.
+#[test]
+fn transitions_on_two_branches_merge_and_converge() {
+    let env = Env::new();
+    git(&env, &["init", "-q", "-b", "main"]);
+    env.run(&["init", "demo"]).ok();
+    let a = env.add("a.subject", "a decision");
+    let b = env.add("b.subject", "b decision");
+    git(&env, &["add", "-A"]);
+    git(&env, &["commit", "-qm", "base"]);
+    git(&env, &["checkout", "-qb", "left"]);
+    env.run_at(&day(40), &["lifecycle", "run"]).ok();
+    git(&env, &["commit", "-qam", "left run"]);
+    git(&env, &["checkout", "-q", "main"]);
+    env.run_at(&day(10), &["show", &a]).ok();
+    env.run_at(&day(100), &["lifecycle", "run"]).ok();
+    git(&env, &["commit", "-qam", "main run"]);
+    git(&env, &["checkout", "-qb", "other", "left"]);
+    git(&env, &["merge", "-q", "--no-edit", "main"]);
+    let left_first = env.run(&["dump"]).ok().stdout;
+    git(&env, &["checkout", "-q", "main"]);
+    git(&env, &["merge", "-q", "--no-edit", "left"]);
+    let main_first = env.run(&["dump"]).ok().stdout;
+    assert_eq!(left_first, main_first);
+    assert_eq!(env.run(&["verify"]).code, 0);
+    env.run(&["rebuild"]).ok();
+    assert_eq!(env.run(&["dump"]).ok().stdout, main_first);
+    let archived = env.run(&["list", "--archived", "--json"]).ok().json();
+    let mut ids: Vec<&str> = archived
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e["id"].as_str())
+        .collect();
+    ids.sort_unstable();
+    let mut expected = [a.as_str(), b.as_str()];
+    expected.sort_unstable();
+    assert_eq!(ids, expected);
+}
+
+#[test]
+fn importance_extends_the_ttl_and_accesses_slow_decay() {
+    let env = Env::with_project();
+    let path = env.root().join("ai-memory/demo/memlog.json");
+    let mut config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap_or_default())
+            .unwrap_or_else(|e| panic!("{e}"));
+    let lifecycle = &mut config["policies"]["lifecycle"];
+    lifecycle["importance"] = serde_json::json!({
+        "weights": {"access_frequency": 0, "confidence": 1, "relationships": 0},
+        "high_threshold": 0.85,
+        "ttl_multiplier": 3
+    });
+    lifecycle["archive_size_warning"] = serde_json::json!(1);
+    std::fs::write(&path, config.to_string()).unwrap_or_else(|e| panic!("{e}"));
+    let low = env.add("low.subject", "confidence 0.8");
+    let high = env
+        .run(&[
+            "add",
+            "--section",
+            "decisions",
+            "--kind",
+            "decision",
+            "--subject",
+            "high.subject",
+            "--scope",
+            "repo",
+            "--summary",
+            "confidence 0.9",
+            "--content",
+            "x",
+            "--confidence",
+            "0.9",
+            "--evidence",
+            "code:src/lib.rs#L1-L9:where",
+        ])
+        .ok()
+        .stdout
+        .trim()
+        .to_owned();
+    let read = env.add("read.subject", "read at day 30");
+    env.run_at(&day(30), &["show", &read]).ok();
+    let r = run_at(&env, 100);
+    let mut t = transitions(&r);
+    t.sort();
+    // Read at day 30: 70 days since last use, below the TTL, decay 0.198: decaying. Never
+    // read, `low` ran at twice the speed after 14 days and is archived at 100 days; `high`
+    // (importance 0.9 >= 0.85) has three times the TTL and only decays.
+    let mut expected = vec![
+        (low, "active".to_owned(), "archived".to_owned()),
+        (high.clone(), "active".to_owned(), "decaying".to_owned()),
+        (read, "active".to_owned(), "decaying".to_owned()),
+    ];
+    expected.sort();
+    assert_eq!(t, expected, "{r}");
+    let reason = r["transitions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|t| t["entry"] == high.as_str())
+        .and_then(|t| t["reason"].as_str())
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        reason.contains("effective TTL 270.0 days (kind decision TTL 90 days x3)"),
+        "{reason}"
+    );
+    let r = env
+        .run_at(&day(100), &["lifecycle", "run", "--dry-run", "--json"])
+        .ok()
+        .json();
+    assert!(transitions(&r).is_empty(), "{r}");
+    // Two archived entries are more than the configured warning size of 1.
+    let more = env.run_at(&day(200), &["lifecycle", "run"]).ok();
+    assert!(
+        more.stderr.contains("archive_size_warning"),
+        "{}",
+        more.stderr
+    );
+    assert!(
+        env.run(&["list", "--archived", "--json"])
+            .ok()
+            .json()
+            .as_array()
+            .is_some_and(|a| a.len() >= 2)
+    );
+}
+
+#[test]
+fn a_broken_access_log_never_fails_a_read_and_all_projects_run() {
+    let env = Env::with_project();
+    let a = env.add("a.subject", "a decision");
+    let state = env.root().join("ai-memory/demo/.memlog");
+    let log = state.join("access.jsonl");
+    let _ = std::fs::remove_file(&log);
+    std::fs::create_dir_all(log.join("not-a-file")).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(show(&env, &a)["id"], a.as_str());
+    let all = env
+        .run_at(&day(100), &["lifecycle", "run", "--all", "--json"])
+        .ok()
+        .json();
+    let projects: Vec<&str> = all
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r["project"].as_str())
+        .collect();
+    assert_eq!(projects, ["demo", "global"]);
+    assert_eq!(transitions(&all[0]).len(), 1);
+}
+
+/// The writer refuses any transition the state machine does not allow, naming both states,
+/// and one whose `from` is not the entry's state; nothing is written.
+#[test]
+fn invalid_transitions_are_refused_naming_both_states() {
+    use memlog::writer::{Change, WriteContext, write};
+    use projections::Lifecycle;
+    let env = Env::with_project();
+    let a = env.add("a.subject", "a decision");
+    let ws = memlog::workspace::Workspace::at(env.root()).unwrap_or_else(|e| panic!("{e}"));
+    let name = memlog::workspace::ProjectName::new("demo").unwrap_or_else(|e| panic!("{e}"));
+    let project = memlog::project::Project::open(&ws, name).unwrap_or_else(|e| panic!("{e}"));
+    let ctx = WriteContext {
+        actor: "agent-7".into(),
+        at: NOW.into(),
+        lock_timeout: std::time::Duration::from_secs(10),
+        dry_run: false,
+        fail_after_append: false,
+    };
+    let log = std::fs::read(env.log()).unwrap_or_default();
+    let attempt = |from, to| {
+        let change = Change::Transition {
+            target: a.clone(),
+            from,
+            to,
+            reason: "test".into(),
+        };
+        write(&project, &ctx, change.clone(), |_, _| Ok(change))
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default()
+    };
+    let e = attempt(Lifecycle::Active, Lifecycle::Expired);
+    assert!(
+        e.contains("from `active` to `expired` is not allowed"),
+        "{e}"
+    );
+    assert!(e.contains("decaying, archived"), "{e}");
+    let e = attempt(Lifecycle::Archived, Lifecycle::Active);
+    assert!(e.contains("is `active`, not `archived`"), "{e}");
+    assert_eq!(std::fs::read(env.log()).unwrap_or_default(), log);
+    for (from, to) in memlog::lifecycle::machine::VALID {
+        assert!(memlog::lifecycle::machine::check(from, to).is_ok());
+    }
+    for from in Lifecycle::ALL {
+        for to in Lifecycle::ALL {
+            let valid = memlog::lifecycle::machine::VALID.contains(&(*from, *to));
+            assert_eq!(memlog::lifecycle::machine::check(*from, *to).is_ok(), valid);
+        }
+    }
+}
