@@ -113,6 +113,7 @@ pub fn run(ctx: &Ctx, args: ContextArgs, out: &mut Out) -> Result<ExitCode> {
         None => (Vec::new(), project.unwrap_or_default()),
         Some(sources) => {
             let (hits, slow_ms) = choose(ctx, &sources, &q)?;
+            super::query::record_accesses(ctx, &sources, &hits, "context");
             let filters = serde_json::json!({
                 "goal": q.goal, "scope": q.scope, "subject": q.subject,
             });

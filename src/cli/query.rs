@@ -96,6 +96,10 @@ pub struct QueryArgs {
     /// Leave out the entries of ai-memory/global/
     #[arg(long)]
     pub no_global: bool,
+    /// Also archived entries (after the active ones; they are outside the text index, so this
+    /// reads every archived entry)
+    #[arg(long)]
+    pub include_archived: bool,
     /// Print every component of each result's score and every rule that demoted or annotated it
     #[arg(long)]
     pub explain: bool,
@@ -246,6 +250,23 @@ impl Sources {
                 global: *global,
             })
             .collect()
+    }
+}
+
+/// Records that `hits` were returned, in each project's local access log (best effort: a read
+/// never fails because of it). Lifecycle importance counts these accesses.
+pub fn record_accesses(ctx: &Ctx, sources: &Sources, hits: &[Hit], via: &str) {
+    let now = ctx.now();
+    for (session, _) in &sources.sessions {
+        let name = session.project.name.as_str();
+        let ids: Vec<&str> = hits
+            .iter()
+            .filter(|h| h.project == name)
+            .map(|h| h.entry.id.as_str())
+            .collect();
+        if !ids.is_empty() {
+            crate::lifecycle::access_log::record_best_effort(&session.project, &ids, &now, via);
+        }
     }
 }
 
@@ -473,9 +494,16 @@ pub fn run(ctx: &Ctx, args: QueryArgs, out: &mut Out) -> Result<ExitCode> {
         order: Order::Score,
         min_relevance: 0.0,
     };
-    let answer: Answer = search::search(&sources.sources(), &req)?;
+    let mut answer: Answer = search::search(&sources.sources(), &req)?;
+    if args.include_archived {
+        let room = req.limit.saturating_sub(answer.hits.len());
+        answer
+            .hits
+            .extend(search::archived_hits(&sources.sources(), &req, room)?);
+    }
     let elapsed = started.elapsed();
     print_hits(out, &answer.hits, args.summary_only, args.explain);
+    record_accesses(ctx, &sources, &answer.hits, "query");
     if args.debug {
         warn_debug(&answer, elapsed);
     }

@@ -431,3 +431,59 @@ fn add_related(sources: &[Source<'_>], req: &Request, hits: &mut Vec<Hit>) -> Re
     }
     Ok(())
 }
+
+/// Archived entries that pass `req`'s filters and, for a text query, hold at least one of its
+/// terms: what `--include-archived` adds after the active answer. Archived entries are outside
+/// the text index, so they are read from the cold records (a scan) and ranked by the share of
+/// query terms they hold, then by the usual composite.
+///
+/// # Errors
+/// When a store cannot be read.
+pub fn archived_hits(sources: &[Source<'_>], req: &Request, limit: usize) -> Result<Vec<Hit>> {
+    let wanted: Vec<String> = req.text.as_deref().map(tokenize::terms).unwrap_or_default();
+    let mut hits: Vec<(f64, Hit)> = Vec::new();
+    for s in sources {
+        let found = crate::lifecycle::archive::archived_matching(s.store, |e| {
+            req.filters.admits(&DocFeatures::of(e), req.params.now) && req.filters.confirms(e)
+        })?;
+        for entry in found {
+            let terms = super::text_index::analyze(&entry);
+            let matched: Vec<String> = wanted
+                .iter()
+                .filter(|t| terms.tfs.iter().any(|(have, _)| have == *t))
+                .cloned()
+                .collect();
+            if !wanted.is_empty() && matched.is_empty() {
+                continue;
+            }
+            #[expect(clippy::cast_precision_loss, reason = "a handful of query terms")]
+            let share = if wanted.is_empty() {
+                1.0
+            } else {
+                matched.len() as f64 / wanted.len() as f64
+            };
+            let f = terms.features;
+            let rules = rank::rules(&f, &req.params);
+            let sm = scope_match(f.scope_hash, req.filters.scope.as_deref());
+            let components = rank::composite(&f, sm, &rules, &req.params);
+            hits.push((
+                share,
+                Hit {
+                    entry,
+                    project: s.project.clone(),
+                    global: s.global,
+                    components,
+                    rules,
+                    matched_terms: matched,
+                    related_to: None,
+                },
+            ));
+        }
+    }
+    hits.sort_by(|(sa, a), (sb, b)| {
+        sb.total_cmp(sa)
+            .then(b.components.score.total_cmp(&a.components.score))
+            .then(a.entry.id.cmp(&b.entry.id))
+    });
+    Ok(hits.into_iter().take(limit).map(|(_, h)| h).collect())
+}

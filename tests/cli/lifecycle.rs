@@ -693,3 +693,49 @@ fn invalid_transitions_are_refused_naming_both_states() {
         }
     }
 }
+
+#[test]
+fn queries_leave_archived_entries_out_unless_asked_and_record_accesses() {
+    let env = Env::with_project();
+    let a = env.add("a.subject", "first decision about retries");
+    let b = env.add("b.subject", "second decision about queues");
+    run_at(&env, 40);
+    run_at(&env, 100);
+    let later = day(100);
+    let plain = env
+        .run_at(&later, &["query", "retries", "--json"])
+        .ok()
+        .json();
+    assert_eq!(plain.as_array().map(Vec::len), Some(0), "{plain}");
+    let with = env
+        .run_at(
+            &later,
+            &["query", "retries", "--include-archived", "--json"],
+        )
+        .ok()
+        .json();
+    let ids: Vec<&str> = with
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|h| h["id"].as_str())
+        .collect();
+    assert_eq!(ids, [a.as_str()], "{with}");
+    assert_eq!(with[0]["lifecycle"], "archived", "{with}");
+    // Without text, every archived entry that passes the filters.
+    let all = env
+        .run_at(&later, &["query", "--include-archived", "--json"])
+        .ok()
+        .json();
+    assert_eq!(all.as_array().map(Vec::len), Some(2), "{all}");
+    // Returned entries are recorded as accessed (locally, not in the log).
+    let log = std::fs::read(env.log()).unwrap_or_default();
+    env.add("c.subject", "third decision about retries");
+    let accesses = env.root().join("ai-memory/demo/.memlog/access.jsonl");
+    let before = std::fs::read_to_string(&accesses).unwrap_or_default();
+    env.run(&["query", "third decision"]).ok();
+    let after = std::fs::read_to_string(&accesses).unwrap_or_default();
+    assert!(after.len() > before.len(), "no access recorded:\n{after}");
+    assert!(!after.contains(&b) || before.contains(&b));
+    assert!(std::fs::read(env.log()).unwrap_or_default().len() > log.len());
+}
