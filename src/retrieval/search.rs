@@ -241,11 +241,8 @@ fn text_candidates(
     scanned: &mut usize,
 ) -> Result<Vec<Candidate>> {
     let mut stats = TextStats::default();
-    let mut docs_of = Vec::with_capacity(sources.len());
     for s in sources {
-        let own = s.store.text_stats()?;
-        docs_of.push(own.docs);
-        stats.merge(&own);
+        stats.merge(&s.store.text_stats()?);
     }
     #[expect(
         clippy::cast_precision_loss,
@@ -253,8 +250,8 @@ fn text_candidates(
     )]
     let docs = stats.docs.max(0) as f64;
     let average = stats.average_lengths();
-    // Each query term's postings, with its weight.
-    let mut found: Vec<(u16, f64, Postings)> = Vec::new();
+    let mut by_id: HashMap<(usize, String), usize> = HashMap::new();
+    let mut cands: Vec<Candidate> = Vec::new();
     let mut seen_terms: Vec<String> = Vec::new();
     for word in words {
         let stem = tokenize::stem(word);
@@ -262,7 +259,7 @@ fn text_candidates(
             continue;
         }
         seen_terms.push(stem.clone());
-        let (mut postings, mut df) = postings_of(sources, &stem, scanned)?;
+        let (mut postings, mut df) = postings_of(sources, req, &stem, scanned)?;
         let mut term = stem.clone();
         let mut weight = 1.0;
         let mut corrected_to = None;
@@ -270,7 +267,7 @@ fn text_candidates(
             && let Some((fixed, fixed_term)) = typo::correction(sources, word)?
             && !seen_terms.contains(&fixed_term)
         {
-            (postings, df) = postings_of(sources, &fixed_term, scanned)?;
+            (postings, df) = postings_of(sources, req, &fixed_term, scanned)?;
             seen_terms.push(fixed_term.clone());
             term = fixed_term;
             weight = CORRECTION_WEIGHT;
@@ -285,107 +282,49 @@ fn text_candidates(
         });
         #[expect(clippy::cast_precision_loss, reason = "document counts fit easily")]
         let idf = bm25::idf(docs, df as f64) * weight;
-        found.push((t, idf, postings));
-    }
-    // Per source: the entries holding a term, in id order (each term's postings are), with
-    // their features read once; those the filters refuse drop out.
-    let mut cands: Vec<Candidate> = Vec::new();
-    for (src, s) in sources.iter().enumerate() {
-        let mut ids: Vec<&str> = found
-            .iter()
-            .flat_map(|(_, _, by_src)| by_src[src].iter().map(|(id, _)| id.as_str()))
-            .collect();
-        ids.sort_unstable();
-        ids.dedup();
-        let features = doc_features(s.store, &ids, docs_of[src])?;
-        let mut slot: Vec<Option<usize>> = vec![None; ids.len()];
-        for (t, idf, by_src) in &found {
-            // Both lists are in id order: walk them together.
-            let mut at = 0;
-            for (id, p) in &by_src[src] {
-                while ids.get(at).is_some_and(|want| *want < id.as_str()) {
-                    at += 1;
-                }
-                let Some(f) = features
-                    .get(at)
-                    .copied()
-                    .flatten()
-                    .filter(|f| req.filters.admits(f, req.params.now))
-                else {
-                    continue;
-                };
-                let score = bm25::term_score(*idf, bm25::field_frequency(p.tf, &f, average));
-                let i = *slot[at].get_or_insert_with(|| {
-                    cands.push(Candidate {
-                        src,
-                        id: id.clone(),
-                        features: f,
-                        bm25: 0.0,
-                        matched: Vec::new(),
-                    });
-                    cands.len() - 1
+        for (src, id, p) in postings {
+            let score = bm25::term_score(idf, bm25::field_frequency(p.tf, &p.features, average));
+            let slot = *by_id.entry((src, id.clone())).or_insert_with(|| {
+                cands.push(Candidate {
+                    src,
+                    id,
+                    features: p.features,
+                    bm25: 0.0,
+                    matched: Vec::new(),
                 });
-                cands[i].bm25 += score;
-                cands[i].matched.push(*t);
-            }
+                cands.len() - 1
+            });
+            cands[slot].bm25 += score;
+            cands[slot].matched.push(t);
         }
     }
     Ok(cands)
 }
 
-/// Candidates per `doc` record below which their features are looked up one by one rather than
-/// read in one ordered scan of all `doc` records.
-const LOOKUPS_PER_SCAN: i64 = 32;
+type Postings = Vec<(usize, String, Posting)>;
 
-/// The features of the entries `ids` (sorted, distinct) of one store holding `docs` hot
-/// entries, in the same order (`None` for an entry without a `doc` record).
-fn doc_features(store: &Store, ids: &[&str], docs: i64) -> Result<Vec<Option<DocFeatures>>> {
-    let mut out = vec![None; ids.len()];
-    let many = i64::try_from(ids.len()).unwrap_or(i64::MAX) > docs / LOOKUPS_PER_SCAN;
-    if many {
-        let mut at = 0;
-        store.scan_index(DOC_PREFIX, |id, value| {
-            while ids.get(at).is_some_and(|want| want.as_bytes() < id) {
-                at += 1;
-            }
-            if ids.get(at).is_some_and(|want| want.as_bytes() == id) {
-                out[at] = DocFeatures::decode(value);
-                at += 1;
-            }
-            at < ids.len()
-        })?;
-    } else {
-        for (slot, id) in out.iter_mut().zip(ids) {
-            let key = [DOC_PREFIX, id.as_bytes()].concat();
-            *slot = store
-                .index_value(&key)?
-                .as_deref()
-                .and_then(DocFeatures::decode);
-        }
-    }
-    Ok(out)
-}
-
-/// One term's postings per source, each in id order.
-type Postings = Vec<Vec<(String, Posting)>>;
-
-/// The postings of `term` in every source, and the term's document frequency over all entries
-/// of all sources (filters do not change corpus statistics).
-fn postings_of(sources: &[Source<'_>], term: &str, scanned: &mut usize) -> Result<(Postings, u64)> {
+/// The postings of `term` that pass the cheap filters, and the term's document frequency over
+/// all entries of all sources (filters do not change corpus statistics).
+fn postings_of(
+    sources: &[Source<'_>],
+    req: &Request,
+    term: &str,
+    scanned: &mut usize,
+) -> Result<(Postings, u64)> {
     let prefix = term_prefix(term);
-    let mut out = Vec::with_capacity(sources.len());
+    let mut out = Vec::new();
     let mut df = 0;
-    for s in sources {
-        let mut own = Vec::new();
+    for (src, s) in sources.iter().enumerate() {
         s.store.scan_index(&prefix, |id, value| {
             *scanned += 1;
             df += 1;
-            if let Some(p) = Posting::decode(value) {
-                own.push((String::from_utf8_lossy(id).into_owned(), p));
+            if let Some(p) = Posting::decode(value)
+                && req.filters.admits(&p.features, req.params.now)
+            {
+                out.push((src, String::from_utf8_lossy(id).into_owned(), p));
             }
             true
         })?;
-        out.push(own);
     }
     Ok((out, df))
 }

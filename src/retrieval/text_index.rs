@@ -5,12 +5,13 @@
 //! | key                          | value                                             |
 //! |------------------------------|---------------------------------------------------|
 //! | `doc\0<entry id>`            | the entry's [`DocFeatures`]                       |
-//! | `text\0<term>\0<entry id>`   | term frequency per field (4 bytes)                |
+//! | `text\0<term>\0<entry id>`   | term frequency per field (4 bytes), then features |
 //!
-//! A posting holds only its term frequencies: the features are kept once per entry, in its
-//! `doc` record, which a query reads once per candidate (by lookup for a few candidates, by one
-//! ordered scan of the `doc` records for many). Features in every posting made the postings
-//! half of everything a rebuild or an import wrote. Corpus statistics for BM25
+//! Every posting carries the features of its entry, so scoring the candidates of a query is
+//! one ordered scan per query term, with no lookup per candidate. (Postings of term frequencies
+//! alone, with the features read from the `doc` records, made the store a third smaller but a
+//! query matching a few thousand entries twice as slow: those reads are random.) Corpus
+//! statistics for BM25
 //! (entries, total words per field) are [`TextStats`], kept by delta beside the store's other
 //! statistics; document frequencies are counted from the postings a query scans anyway.
 
@@ -82,11 +83,14 @@ impl Analysis {
         let mut out = Vec::with_capacity(self.tfs.len() + 1);
         let mut doc = DOC_PREFIX.to_vec();
         doc.extend_from_slice(id.as_bytes());
-        out.push((doc, encoded));
+        out.push((doc, encoded.clone()));
         for (term, tf) in &self.tfs {
             let mut key = term_prefix(term);
             key.extend_from_slice(id.as_bytes());
-            out.push((key, tf.to_vec()));
+            let mut value = Vec::with_capacity(4 + encoded.len());
+            value.extend_from_slice(tf);
+            value.extend_from_slice(&encoded);
+            out.push((key, value));
         }
         out
     }
@@ -97,17 +101,21 @@ pub fn text_keys(s: &EntryState) -> Vec<(Vec<u8>, Vec<u8>)> {
     analyze(s).records(&s.id)
 }
 
-/// A decoded posting: the term's frequency in each field (summary, content, subject, tags).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A decoded posting.
+#[derive(Debug, Clone, Copy)]
 pub struct Posting {
     pub tf: [u8; 4],
+    pub features: DocFeatures,
 }
 
 impl Posting {
     /// Decodes a posting value; `None` when it is not one.
     pub fn decode(value: &[u8]) -> Option<Self> {
-        let tf: [u8; 4] = value.try_into().ok()?;
-        Some(Self { tf })
+        let (tf, rest) = value.split_first_chunk::<4>()?;
+        Some(Self {
+            tf: *tf,
+            features: DocFeatures::decode(rest)?,
+        })
     }
 }
 
@@ -161,12 +169,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_posting_is_its_term_frequencies() {
-        assert_eq!(
-            Posting::decode(&[1, 2, 3, 4]),
-            Some(Posting { tf: [1, 2, 3, 4] })
-        );
-        assert!(Posting::decode(&[1, 2, 3]).is_none());
-        assert!(Posting::decode(&[1, 2, 3, 4, 5]).is_none());
+    fn posting_round_trip() {
+        let f = DocFeatures {
+            confidence: 900_000,
+            evidence_quality: 10,
+            evidence_stale: true,
+            status: projections::Status::Draft,
+            section: projections::Section::State,
+            kind: projections::Kind::RunbookStep,
+            created: 1,
+            updated: -2,
+            valid_to: Some(3),
+            scope_hash: 4,
+            subject_hash: 5,
+            tag_bits: 6,
+            lens: [7, 8, 9, 10],
+        };
+        let mut v = vec![1, 2, 3, 4];
+        f.encode(&mut v);
+        assert_eq!(v.len(), 4 + DocFeatures::SIZE);
+        let p = Posting::decode(&v).unwrap_or_else(|| panic!("decodes"));
+        assert_eq!(p.tf, [1, 2, 3, 4]);
+        assert_eq!(p.features, f);
+        assert!(Posting::decode(&v[..10]).is_none());
     }
 }

@@ -33,7 +33,7 @@ use std::path::{Path, PathBuf};
 
 /// Bumped whenever the layout or the meaning of a projection changes: a store of another format
 /// is rebuilt from the log, never misread.
-pub const STORE_FORMAT: &str = "memlog-store-10";
+pub const STORE_FORMAT: &str = "memlog-store-11";
 
 /// Journal size above which opening the store first flushes its memtables and starts a new
 /// journal, so that a process replays little whatever the history of writes. Replaying 512 KiB
@@ -444,25 +444,24 @@ impl TextBuckets {
     /// The `doc` records then the postings, each group in key order, as (key, value) pairs.
     fn into_records(self, entries: Vec<String>) -> impl Iterator<Item = (Vec<u8>, Vec<u8>)> {
         use crate::retrieval::text_index::{DOC_PREFIX, term_prefix};
+        let features = std::sync::Arc::new(self.features);
         let entries = std::sync::Arc::new(entries);
-        let e1 = entries.clone();
-        let docs = self
-            .features
-            .into_iter()
-            .enumerate()
-            .filter(|(_, value)| !value.is_empty())
-            .filter_map(move |(i, value)| {
-                let key = [INDEX, DOC_PREFIX, e1.get(i)?.as_bytes()].concat();
-                Some((key, value))
-            });
+        let (f1, e1) = (features.clone(), entries.clone());
+        let docs = (0..f1.len()).filter_map(move |i| {
+            let value = f1.get(i).filter(|v| !v.is_empty())?.clone();
+            let key = [INDEX, DOC_PREFIX, e1.get(i)?.as_bytes()].concat();
+            Some((key, value))
+        });
         let mut terms: Vec<(String, Postings)> = self.by_term.into_iter().collect();
         terms.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         let postings = terms.into_iter().flat_map(move |(term, list)| {
             let prefix = [INDEX, term_prefix(&term).as_slice()].concat();
-            let entries = entries.clone();
+            let (features, entries) = (features.clone(), entries.clone());
             list.into_iter().filter_map(move |(pos, tf)| {
-                let key = [prefix.as_slice(), entries.get(pos as usize)?.as_bytes()].concat();
-                Some((key, tf.to_vec()))
+                let i = pos as usize;
+                let key = [prefix.as_slice(), entries.get(i)?.as_bytes()].concat();
+                let value = [tf.as_slice(), features.get(i)?.as_slice()].concat();
+                Some((key, value))
             })
         });
         docs.chain(postings)
@@ -1258,16 +1257,6 @@ impl Store {
             }
         }
         Ok(())
-    }
-
-    /// The value of one index record (`key` without the index prefix).
-    ///
-    /// # Errors
-    /// When the store cannot be read.
-    pub fn index_value(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        let full = [INDEX, key].concat();
-        let value = self.ks[K_PROJ].get(&full).map_err(|e| self.err(e))?;
-        Ok(value.map(|v| v.to_vec()))
     }
 
     /// Hot entries by id, in the order given (ids that are not hot are left out).
