@@ -7,6 +7,7 @@ pub mod cli;
 pub mod clock;
 pub mod error;
 pub mod log;
+pub mod mcp;
 pub mod parallel;
 pub mod policy;
 pub mod project;

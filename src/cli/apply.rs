@@ -261,12 +261,12 @@ impl Updates {
     pub(super) fn open(path: Option<&str>) -> Result<Self> {
         let mut reader: Box<dyn std::io::BufRead> = match path {
             None | Some("-") => {
-                if path.is_none() && std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+                if path.is_none() && super::invoke::stdin_is_terminal() {
                     return Err(Error::Usage(
                         "no input: give a JSON file, or pipe the JSON in (`-` reads stdin)".into(),
                     ));
                 }
-                Box::new(std::io::BufReader::new(std::io::stdin()))
+                Box::new(std::io::BufReader::new(super::invoke::stdin()))
             }
             Some(p) => Box::new(std::io::BufReader::new(fs_err::File::open(p)?)),
         };

@@ -240,7 +240,7 @@ pub fn secrets(_ctx: &Ctx, command: SecretsCommand, out: &mut Out) -> Result<Exi
         SecretsCommand::Scan(a) => a,
     };
     let inputs: Vec<Option<PathBuf>> = if args.files.is_empty() {
-        if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+        if super::invoke::stdin_is_terminal() {
             return Err(Error::Usage(
                 "no input: give files to scan, or pipe text in (`-` reads stdin)".into(),
             ));
@@ -258,7 +258,7 @@ pub fn secrets(_ctx: &Ctx, command: SecretsCommand, out: &mut Out) -> Result<Exi
             None => {
                 let mut buf = Vec::new();
                 std::io::Read::read_to_end(
-                    &mut std::io::Read::take(std::io::stdin(), MAX_SCAN_BYTES),
+                    &mut std::io::Read::take(super::invoke::stdin(), MAX_SCAN_BYTES),
                     &mut buf,
                 )?;
                 ("-".to_owned(), buf)

@@ -49,7 +49,7 @@ fn read_input(file: Option<&str>) -> Result<String> {
     match file {
         None | Some("-") => {
             let mut s = String::new();
-            std::io::stdin().read_to_string(&mut s)?;
+            super::invoke::stdin().read_to_string(&mut s)?;
             Ok(s)
         }
         Some(path) => Ok(fs_err::read_to_string(path)?),

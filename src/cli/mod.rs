@@ -7,7 +7,9 @@ mod check;
 mod context;
 mod entry_args;
 mod init;
+pub mod invoke;
 mod lifecycle_ops;
+mod mcp;
 mod output;
 mod query;
 mod read;
@@ -119,6 +121,8 @@ pub enum Command {
     Secrets(check::SecretsCommand),
     /// Time whole-process operations on a synthetic workspace
     Bench(bench::BenchArgs),
+    /// Serve memory to AI agents as MCP tools over standard input and output (docs/MCP.md)
+    Mcp(mcp::McpArgs),
 }
 
 /// Resolved global context for a command.
@@ -285,5 +289,6 @@ fn run(ctx: &Ctx, command: Command, out: &mut Out) -> Result<ExitCode> {
         Command::Bench(a) => bench::run(ctx, a, out),
         Command::Validate(a) => check::validate(ctx, a, out),
         Command::Secrets(c) => check::secrets(ctx, c, out),
+        Command::Mcp(a) => mcp::run(ctx, a, out),
     }
 }

@@ -27,25 +27,56 @@ pub enum ExitCode {
 }
 
 /// Standard output that knows whether JSON was asked for. A closed pipe ends the program quietly.
+/// A capturing `Out` keeps what a command prints instead, for the MCP server, which runs
+/// commands in its own process and answers with what they printed.
 pub struct Out {
     pub json: bool,
-    stdout: std::io::Stdout,
+    sink: Sink,
+}
+
+enum Sink {
+    Stdout(std::io::Stdout),
+    Capture(Vec<u8>),
 }
 
 impl Out {
     pub fn new(json: bool) -> Self {
         Self {
             json,
-            stdout: std::io::stdout(),
+            sink: Sink::Stdout(std::io::stdout()),
+        }
+    }
+
+    /// An `Out` that keeps everything printed; read it back with [`Out::captured`].
+    pub fn capture(json: bool) -> Self {
+        Self {
+            json,
+            sink: Sink::Capture(Vec::new()),
+        }
+    }
+
+    /// What a capturing `Out` was given (empty for standard output).
+    pub fn captured(self) -> String {
+        match self.sink {
+            Sink::Capture(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+            Sink::Stdout(_) => String::new(),
         }
     }
 
     /// Prints one line of text.
     pub fn line(&mut self, text: impl AsRef<str>) {
-        let mut lock = self.stdout.lock();
-        if writeln!(lock, "{}", text.as_ref()).is_err() {
-            // Broken pipe (e.g. `memlog list | head`): not an error.
-            std::process::exit(0);
+        match &mut self.sink {
+            Sink::Capture(buf) => {
+                buf.extend_from_slice(text.as_ref().as_bytes());
+                buf.push(b'\n');
+            }
+            Sink::Stdout(stdout) => {
+                let mut lock = stdout.lock();
+                if writeln!(lock, "{}", text.as_ref()).is_err() {
+                    // Broken pipe (e.g. `memlog list | head`): not an error.
+                    std::process::exit(0);
+                }
+            }
         }
     }
 
@@ -56,19 +87,45 @@ impl Out {
     }
 
     /// Raw writer for large outputs.
-    pub fn raw(&mut self) -> std::io::StdoutLock<'_> {
-        self.stdout.lock()
+    pub fn raw(&mut self) -> Box<dyn Write + '_> {
+        match &mut self.sink {
+            Sink::Capture(buf) => Box::new(buf),
+            Sink::Stdout(stdout) => Box::new(stdout.lock()),
+        }
     }
 }
 
-/// Prints a warning line on standard error.
+thread_local! {
+    /// Warnings of the command running on this thread, for the JSON result.
+    static WARNINGS: std::cell::RefCell<Vec<String>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// Set while a command runs for the MCP server: nothing goes to the terminal.
+    static QUIET: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Prints a warning line on standard error and keeps it for the JSON result.
 pub fn warn(text: &str) {
-    let _ = writeln!(std::io::stderr(), "warning: {}", safe(text));
+    let text = safe(text);
+    if !QUIET.get() {
+        let _ = writeln!(std::io::stderr(), "warning: {text}");
+    }
+    WARNINGS.with_borrow_mut(|w| w.push(text));
+}
+
+/// The warnings given so far on this thread, emptied.
+pub fn take_warnings() -> Vec<String> {
+    WARNINGS.with_borrow_mut(std::mem::take)
+}
+
+/// While `quiet`, warnings and notes are only kept, not printed on standard error.
+pub fn set_quiet(quiet: bool) {
+    QUIET.set(quiet);
 }
 
 /// Prints an informational line on standard error.
 pub fn note(text: &str) {
-    let _ = writeln!(std::io::stderr(), "note: {}", safe(text));
+    if !QUIET.get() {
+        let _ = writeln!(std::io::stderr(), "note: {}", safe(text));
+    }
 }
 
 /// Strips control characters so stored text can never drive the terminal.
@@ -182,23 +239,32 @@ fn classify(e: &Error) -> (ExitCode, &'static str, Value) {
     }
 }
 
-/// Prints an error (JSON on stdout under `--json`, text on stderr otherwise) and returns the exit code.
-pub fn report_error(e: &Error, json_mode: bool) -> i32 {
+/// The exit code and the JSON error format of `e`, with any credential redacted.
+pub fn error_body(e: &Error) -> (i32, Value) {
     let (code, name, mut details) = classify(e);
     // Errors quote their input (an id, a value, a path); never echo a credential.
     let message = crate::policy::validate::redact_secrets(&e.to_string());
     redact_strings(&mut details);
+    (
+        code as i32,
+        json!({"success": false, "error": {"code": name, "message": message, "details": details}}),
+    )
+}
+
+/// Prints an error (JSON on stdout under `--json`, text on stderr otherwise) and returns the exit code.
+pub fn report_error(e: &Error, json_mode: bool) -> i32 {
+    let (code, body) = error_body(e);
     if json_mode {
-        let body = json!({"success": false, "error": {"code": name, "message": message, "details": details}});
         let _ = writeln!(
             std::io::stdout(),
             "{}",
             serde_json::to_string_pretty(&body).unwrap_or_default()
         );
     } else {
-        let _ = writeln!(std::io::stderr(), "error: {}", safe(&message));
+        let message = body["error"]["message"].as_str().unwrap_or_default();
+        let _ = writeln!(std::io::stderr(), "error: {}", safe(message));
     }
-    code as i32
+    code
 }
 
 fn redact_strings(v: &mut Value) {
@@ -229,11 +295,10 @@ pub fn clap_error(e: &clap::Error, json_mode: bool) -> i32 {
     // clap quotes the offending argument, which could be a credential typed in the wrong place.
     let text = crate::policy::validate::redact_secrets(&e.to_string());
     if json_mode {
-        let body = json!({"success": false, "error": {"code": "USAGE_ERROR", "message": e.kind().to_string(), "details": {"usage": text}}});
         let _ = writeln!(
             std::io::stdout(),
             "{}",
-            serde_json::to_string_pretty(&body).unwrap_or_default()
+            serde_json::to_string_pretty(&usage_error_body(e)).unwrap_or_default()
         );
     } else if text == e.to_string() {
         let _ = e.print();
@@ -241,4 +306,41 @@ pub fn clap_error(e: &clap::Error, json_mode: bool) -> i32 {
         let _ = write!(std::io::stderr(), "{text}");
     }
     ExitCode::Usage as i32
+}
+
+/// The JSON error format of a usage error: the message names the problem, clap's tip and the
+/// command's usage line, so that it can be fixed without running `--help`.
+pub fn usage_error_body(e: &clap::Error) -> Value {
+    let text = crate::policy::validate::redact_secrets(&e.to_string());
+    let mut problem = String::new();
+    let mut tips = Vec::new();
+    let mut usage = None;
+    for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        if let Some(rest) = line.strip_prefix("error:") {
+            problem = rest.trim().to_owned();
+        } else if let Some(rest) = line.strip_prefix("tip:") {
+            tips.push(rest.trim().to_owned());
+        } else if let Some(rest) = line.strip_prefix("Usage:") {
+            usage = Some(rest.trim().to_owned());
+        }
+    }
+    if problem.is_empty() {
+        problem = e.kind().to_string();
+    }
+    let mut message = problem;
+    for tip in &tips {
+        message.push_str("; ");
+        message.push_str(tip);
+    }
+    if let Some(u) = &usage {
+        message.push_str(&format!("; usage: {u}"));
+    }
+    let argument = e
+        .get(clap::error::ContextKind::InvalidArg)
+        .map(|a| crate::policy::validate::redact_secrets(&a.to_string()));
+    json!({"success": false, "error": {"code": "USAGE_ERROR", "message": message, "details": {
+        "kind": e.kind().to_string(),
+        "argument": argument,
+        "usage": usage,
+    }}})
 }

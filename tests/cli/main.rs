@@ -4,6 +4,7 @@ mod common;
 mod end_to_end;
 mod failures;
 mod foundation;
+mod mcp;
 mod merge;
 mod policy;
 mod replay;

@@ -1,0 +1,149 @@
+"""Drives `memlog mcp` with the official MCP Python SDK, as an agent's client would.
+
+Usage: python tests/mcp_client.py MEMLOG_BINARY WORKSPACE
+
+The workspace must hold an initialized project `demo`. Run by tests/cli/mcp.rs; prints `ok`
+and exits 0 when every check passed, else raises.
+"""
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+# Obviously fake: the shape of a GitHub token, never a real one.
+FAKE_TOKEN = "ghp_FAKEFAKEFAKEFAKEFAKEFAKEFAKEFAKE0000"
+
+EXPECTED_TOOLS = {
+    "query", "show", "list", "create", "supersede", "update", "deprecate", "pin", "unpin",
+    "validate", "apply", "context", "history", "audit", "stats", "verify",
+}
+
+
+def body(result):
+    """The JSON a tool answered (the text content; structured content must agree)."""
+    assert result.content, f"no content: {result}"
+    data = json.loads(result.content[0].text)
+    if result.structured_content is not None:
+        assert result.structured_content == data, "structured content differs from the text"
+    return data
+
+
+def entry(summary, **extra):
+    args = {
+        "section": "decisions",
+        "kind": "decision",
+        "subject": "auth-service.token-refresh",
+        "scope": "repo",
+        "summary": summary,
+        "content": "Tokens are refreshed by the gateway five minutes before they expire.",
+        "confidence": 0.9,
+        "evidence": [{"type": "code", "uri": "src/auth.rs#L10-L20", "note": "refresh loop"}],
+        "tags": ["auth"],
+    }
+    args.update(extra)
+    return args
+
+
+async def main(binary, workspace):
+    env = {"MEMLOG_ACTOR": "agent-mcp", "MEMLOG_NOW": "2026-11-22T10:31:12.123Z"}
+    params = StdioServerParameters(
+        command=binary,
+        args=["mcp", "--workspace", workspace, "--project", "demo"],
+        env=env,
+        cwd=workspace,
+    )
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            init = await session.initialize()
+            assert init.server_info.name == "memlog", init.server_info
+            assert init.capabilities.tools is not None
+
+            listed = await session.list_tools()
+            names = {t.name for t in listed.tools}
+            assert EXPECTED_TOOLS <= names, f"missing tools: {EXPECTED_TOOLS - names}"
+            for tool in listed.tools:
+                assert tool.description, f"{tool.name} has no description"
+                assert tool.input_schema.get("type") == "object", tool.name
+            create = next(t for t in listed.tools if t.name == "create")
+            assert "summary" in create.input_schema["properties"]
+
+            # Create an entry and query it back.
+            created = await session.call_tool("create", entry("Refresh tokens in the gateway"))
+            assert not created.is_error, created
+            data = body(created)
+            assert data["success"] is True and isinstance(data["warnings"], list), data
+            entry_id = data["results"]["id"]
+            assert entry_id.startswith("m-"), data
+
+            found = body(await session.call_tool("query", {"text": "gateway refresh"}))
+            assert found["success"] is True, found
+            ids = [r["id"] for r in found["results"]]
+            assert entry_id in ids, found
+
+            shown = body(await session.call_tool("show", {"id": entry_id[:8]}))
+            assert shown["results"]["summary"] == "Refresh tokens in the gateway", shown
+
+            # A command-line writer beside the running server: no lock is held between calls.
+            cli = subprocess.run(
+                [binary, "--workspace", workspace, "--json", "add", "demo",
+                 "--section", "learnings", "--kind", "other", "--subject", "cli.writer",
+                 "--scope", "repo", "--summary", "Written by the command line",
+                 "--content", "While the MCP server runs.", "--confidence", "0.8",
+                 "--evidence", "code:src/lib.rs#L1:the place"],
+                env={**os.environ, **env}, capture_output=True, text=True, timeout=60,
+            )
+            assert cli.returncode == 0, cli.stdout + cli.stderr
+            listed_entries = body(await session.call_tool("list", {}))
+            assert len(listed_entries["results"]) == 2, listed_entries
+
+            # A fake credential is refused, and never echoed back.
+            refused = await session.call_tool(
+                "create", entry("Gateway token for the refresh job", content=f"use {FAKE_TOKEN}")
+            )
+            assert refused.is_error, refused
+            error = body(refused)
+            assert error["success"] is False, error
+            assert error["error"]["code"] == "SECRET_DETECTED", error
+            assert FAKE_TOKEN not in refused.content[0].text
+
+            # Bad arguments are tool errors naming the problem; the server keeps serving.
+            bad = await session.call_tool("query", {"txt": "gateway"})
+            assert bad.is_error and body(bad)["error"]["code"] == "USAGE_ERROR", bad
+            assert "txt" in body(bad)["error"]["message"], bad
+            bad = await session.call_tool("create", {"confidence": "high"})
+            assert bad.is_error and body(bad)["error"]["code"] == "USAGE_ERROR", bad
+            bad = await session.call_tool("show", {"id": "m-zzzzzzzz"})
+            assert bad.is_error and body(bad)["error"]["code"] == "NOT_FOUND", bad
+            bad = await session.call_tool("no-such-tool", {})
+            assert bad.is_error, bad
+
+            # Supersede, then the history has both versions.
+            replaced = await session.call_tool(
+                "supersede",
+                {"id": entry_id, "reason": "moved", "summary": "Refresh tokens in the sidecar"},
+            )
+            assert not replaced.is_error, replaced
+            new_id = body(replaced)["results"]["id"]
+            found = body(await session.call_tool("query", {"text": "refresh", "summary_only": True}))
+            ids = [r["id"] for r in found["results"]]
+            assert new_id in ids and entry_id not in ids, found
+
+            # Context: an AgentTask in, the task with memory_context out; or prompt text.
+            task = {"goal": "change token refresh", "project": "demo", "memory_enabled": True}
+            filled = body(await session.call_tool("context", {"task": task}))
+            assert filled["results"]["memory_context"], filled
+            prompt = body(await session.call_tool("context", {"task": task, "format": "prompt"}))
+            assert "sidecar" in prompt["results"], prompt
+
+            stats = body(await session.call_tool("stats", {}))
+            assert stats["success"] is True, stats
+    print("ok")
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1], sys.argv[2]))
