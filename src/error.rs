@@ -69,6 +69,16 @@ pub enum Error {
 
     #[error("{0}")]
     Usage(String),
+
+    #[error(
+        "{} is not a valid memlog.json: {}; fix {} (`memlog config validate {project}` checks it against docs/schemas/memlog.schema.json) or restore it from git",
+        path.display(), problems.join("; "), if problems.len() == 1 { "it" } else { "them" }
+    )]
+    InvalidConfig {
+        path: PathBuf,
+        project: String,
+        problems: Vec<String>,
+    },
 }
 
 /// Result with memlog's error.

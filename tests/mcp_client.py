@@ -20,7 +20,7 @@ FAKE_TOKEN = "ghp_FAKEFAKEFAKEFAKEFAKEFAKEFAKEFAKE0000"
 
 EXPECTED_TOOLS = {
     "query", "show", "list", "create", "supersede", "update", "deprecate", "pin", "unpin",
-    "validate", "apply", "context", "history", "audit", "stats", "verify",
+    "validate", "apply", "context", "history", "audit", "stats", "verify", "projects", "health",
 }
 
 
@@ -142,6 +142,11 @@ async def main(binary, workspace):
 
             stats = body(await session.call_tool("stats", {}))
             assert stats["success"] is True, stats
+            health = body(await session.call_tool("health", {"all": True}))
+            assert [h["project"] for h in health["results"]] == ["demo", "global"], health
+            assert all(h["healthy"] for h in health["results"]), health
+            projects = body(await session.call_tool("projects", {}))
+            assert projects["results"][0]["entries"] == 3, projects
     print("ok")
 
 

@@ -4,13 +4,17 @@
 mod apply;
 mod bench;
 mod check;
+mod completions;
+mod config;
 mod context;
 mod entry_args;
+mod health;
 mod init;
 pub mod invoke;
 mod lifecycle_ops;
 mod mcp;
 mod output;
+mod projects;
 mod query;
 mod read;
 mod rebuild;
@@ -72,6 +76,9 @@ pub struct GlobalArgs {
         default_value_t = 10_000
     )]
     pub lock_timeout: u64,
+    /// Log the active configuration and the store's state, and timings where a command has them, on stderr
+    #[arg(long, global = true)]
+    pub debug: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -123,6 +130,15 @@ pub enum Command {
     Bench(bench::BenchArgs),
     /// Serve memory to AI agents as MCP tools over standard input and output (docs/MCP.md)
     Mcp(mcp::McpArgs),
+    /// The projects of the workspace with their entry counts
+    Projects(projects::ProjectsArgs),
+    /// Log readable, projections current, index sizes, entries, events, configuration; exit 1 if unhealthy
+    Health(health::HealthArgs),
+    /// Check memlog.json against its JSON Schema (`config validate`), or print the schema
+    #[command(subcommand)]
+    Config(config::ConfigCommand),
+    /// Print a shell completion script: `memlog completions bash|zsh|fish`
+    Completions(completions::CompletionsArgs),
 }
 
 /// Resolved global context for a command.
@@ -198,8 +214,15 @@ impl Ctx {
     }
 
     /// The project named by a positional argument, else --project, else the only project
-    /// besides `global`.
+    /// besides `global`; refused when its memlog.json is invalid.
     pub fn project(&self, positional: Option<&str>) -> Result<Project> {
+        let project = self.project_unchecked(positional)?;
+        config::refuse_invalid(self, &project)?;
+        Ok(project)
+    }
+
+    /// [`Ctx::project`] without the configuration check (for `health` and `config validate`).
+    pub fn project_unchecked(&self, positional: Option<&str>) -> Result<Project> {
         let ws = self.workspace()?;
         let name = match positional.or(self.global.project.as_deref()) {
             Some(n) => ProjectName::new(n)?,
@@ -290,5 +313,9 @@ fn run(ctx: &Ctx, command: Command, out: &mut Out) -> Result<ExitCode> {
         Command::Validate(a) => check::validate(ctx, a, out),
         Command::Secrets(c) => check::secrets(ctx, c, out),
         Command::Mcp(a) => mcp::run(ctx, a, out),
+        Command::Projects(a) => projects::run(ctx, a, out),
+        Command::Health(a) => health::run(ctx, a, out),
+        Command::Config(c) => config::run(ctx, c, out),
+        Command::Completions(a) => completions::run(a, out),
     }
 }

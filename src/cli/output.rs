@@ -121,6 +121,11 @@ pub fn set_quiet(quiet: bool) {
     QUIET.set(quiet);
 }
 
+/// Prints a `--debug` line on standard error (also under the MCP server, whose log it is).
+pub fn debug(text: &str) {
+    let _ = writeln!(std::io::stderr(), "debug: {}", safe(text));
+}
+
 /// Prints an informational line on standard error.
 pub fn note(text: &str) {
     if !QUIET.get() {
@@ -236,6 +241,15 @@ fn classify(e: &Error) -> (ExitCode, &'static str, Value) {
         Error::Store { path, .. } => (ExitCode::Corrupt, "STORAGE_ERROR", json!({"store": path})),
         Error::Event(_) => (ExitCode::Rejected, "VALIDATION_ERROR", json!({})),
         Error::Io(_) => (ExitCode::Io, "STORAGE_ERROR", json!({})),
+        Error::InvalidConfig {
+            path,
+            project,
+            problems,
+        } => (
+            ExitCode::Rejected,
+            "VALIDATION_ERROR",
+            json!({"file": path, "project": project, "constraint": "config_schema", "problems": problems}),
+        ),
     }
 }
 

@@ -116,6 +116,19 @@ impl Filters {
     }
 }
 
+/// Which projects to check.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+pub struct HealthArgs {
+    /// Project name (default: the server's --project, or the workspace's only project)
+    pub project: Option<String>,
+    /// Every project of the workspace
+    pub all: Option<bool>,
+}
+
+/// No arguments.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+pub struct NoArgs {}
+
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 pub struct QueryArgs {
     /// Words to look for in summary, content, subject and tags (none: rank by score alone)
@@ -477,6 +490,21 @@ fn project_argv(command: &'static str) -> impl Fn(Value) -> Built {
     }
 }
 
+fn health_argv(v: Value) -> Built {
+    let q: HealthArgs = parse(v)?;
+    let mut a = Argv::new("health");
+    a.flag("all", q.all);
+    // `--all` covers every project: the server's default project must not narrow it.
+    let project = if q.all == Some(true) { None } else { q.project };
+    a.pos(project);
+    Ok((None, a))
+}
+
+fn projects_argv(v: Value) -> Built {
+    let _: NoArgs = parse(v)?;
+    Ok((None, Argv::new("projects")))
+}
+
 fn schema<T: JsonSchema>() -> schemars::Schema {
     schemars::schema_for!(T)
 }
@@ -643,6 +671,24 @@ pub fn all() -> Vec<ToolDef> {
             read_only: true,
             schema: schema::<ProjectOnly>,
             argv: argv_fn!(project_argv("verify")),
+            post: None,
+        },
+        ToolDef {
+            name: "projects",
+            description: "The projects of the workspace with their entry counts.",
+            read_only: true,
+            schema: schema::<NoArgs>,
+            argv: projects_argv,
+            post: None,
+        },
+        ToolDef {
+            name: "health",
+            description: "Whether a project's memory is usable: log readable, projections \
+                current, index sizes, entries and events, configuration valid; `healthy` \
+                false with the reasons in `problems`.",
+            read_only: true,
+            schema: schema::<HealthArgs>,
+            argv: health_argv,
             post: None,
         },
     ]
