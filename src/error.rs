@@ -23,7 +23,10 @@ pub enum Error {
     #[error("no project given and {why}: name one with --project NAME (or MEMLOG_PROJECT)")]
     AmbiguousProject { why: String },
 
-    #[error("{path}: line {line} (byte offset {offset}): {problem}")]
+    #[error(
+        "{path}: line {line} (byte offset {offset}): {problem}; the log is committed to git: see what changed with `git diff -- {path}` and restore the committed lines with `git checkout -- {path}` (appends since the last commit are then lost; keep a copy first), then run `memlog verify`",
+        path = path.display()
+    )]
     CorruptLog {
         path: PathBuf,
         line: usize,

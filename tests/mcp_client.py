@@ -138,7 +138,7 @@ async def main(binary, workspace):
             filled = body(await session.call_tool("context", {"task": task}))
             assert filled["results"]["memory_context"], filled
             prompt = body(await session.call_tool("context", {"task": task, "format": "prompt"}))
-            assert "sidecar" in prompt["results"], prompt
+            assert "sidecar" in prompt["results"]["prompt"], prompt
 
             stats = body(await session.call_tool("stats", {}))
             assert stats["success"] is True, stats

@@ -87,13 +87,21 @@ fn run(args: Vec<String>, json: bool) -> Invocation {
     let mut out = Out::capture(json);
     match Ctx::new(cli.global).and_then(|ctx| super::run(&ctx, cli.command, &mut out)) {
         Ok(code) => Invocation {
-            code: code as i32,
+            code: {
+                out.finish();
+                code as i32
+            },
             stdout: out.captured(),
             error: None,
             warnings: Vec::new(),
         },
         Err(e) => {
-            let (code, body) = output::error_body(&e);
+            let (code, mut body) = output::error_body(&e);
+            if let (Some(p), Some(details)) =
+                (out.take_partial(), body["error"]["details"].as_object_mut())
+            {
+                details.insert("partial_results".into(), p);
+            }
             failed(code, body)
         }
     }

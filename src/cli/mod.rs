@@ -31,7 +31,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use bench::report_peak_rss;
-pub use output::{ExitCode, Out};
+pub use output::{ExitCode, Out, envelope};
 
 /// Durable, auditable memory for AI agents, kept as a content-addressed event log in git.
 #[derive(Debug, Parser)]
@@ -277,8 +277,11 @@ pub fn main_with_args(args: Vec<std::ffi::OsString>, bin_name: &str) -> i32 {
     let mut out = Out::new(json);
     let result = Ctx::new(cli.global).and_then(|ctx| run(&ctx, cli.command, &mut out));
     match result {
-        Ok(code) => code as i32,
-        Err(e) => output::report_error(&e, json),
+        Ok(code) => {
+            out.finish();
+            code as i32
+        }
+        Err(e) => output::report_error_after(&e, json, out.take_partial()),
     }
 }
 

@@ -29,9 +29,17 @@ pub enum ExitCode {
 /// Standard output that knows whether JSON was asked for. A closed pipe ends the program quietly.
 /// A capturing `Out` keeps what a command prints instead, for the MCP server, which runs
 /// commands in its own process and answers with what they printed.
+///
+/// Under `--json` nothing is printed while the command runs: what it gives to [`Out::json`] (and
+/// any text it prints) is kept, and [`Out::finish`] prints it once, in the one JSON contract of
+/// every command (docs/JSON.md): `{"success": true, "results": ..., "warnings": [...]}`, with
+/// the warnings the command gave on the way, whenever it gave them.
 pub struct Out {
     pub json: bool,
     sink: Sink,
+    /// Under `--json`: the values given to [`Out::json`], and text printed meanwhile.
+    results: Vec<Value>,
+    text: Vec<u8>,
 }
 
 enum Sink {
@@ -44,6 +52,8 @@ impl Out {
         Self {
             json,
             sink: Sink::Stdout(std::io::stdout()),
+            results: Vec::new(),
+            text: Vec::new(),
         }
     }
 
@@ -52,6 +62,8 @@ impl Out {
         Self {
             json,
             sink: Sink::Capture(Vec::new()),
+            results: Vec::new(),
+            text: Vec::new(),
         }
     }
 
@@ -63,16 +75,25 @@ impl Out {
         }
     }
 
-    /// Prints one line of text.
+    /// Prints one line of text (kept for the result under `--json`).
     pub fn line(&mut self, text: impl AsRef<str>) {
+        if self.json {
+            self.text.extend_from_slice(text.as_ref().as_bytes());
+            self.text.push(b'\n');
+            return;
+        }
+        self.emit(text.as_ref());
+    }
+
+    fn emit(&mut self, text: &str) {
         match &mut self.sink {
             Sink::Capture(buf) => {
-                buf.extend_from_slice(text.as_ref().as_bytes());
+                buf.extend_from_slice(text.as_bytes());
                 buf.push(b'\n');
             }
             Sink::Stdout(stdout) => {
                 let mut lock = stdout.lock();
-                if writeln!(lock, "{}", text.as_ref()).is_err() {
+                if writeln!(lock, "{text}").is_err() {
                     // Broken pipe (e.g. `memlog list | head`): not an error.
                     std::process::exit(0);
                 }
@@ -80,19 +101,83 @@ impl Out {
         }
     }
 
-    /// Prints a value as pretty JSON.
+    /// The command's result: under `--json` kept for [`Out::finish`], otherwise printed as
+    /// pretty JSON (`context` prints its AgentTask so without `--json`).
     pub fn json(&mut self, value: &impl Serialize) {
-        let text = serde_json::to_string_pretty(value).unwrap_or_else(|_| "null".into());
-        self.line(text);
+        let value = serde_json::to_value(value).unwrap_or(Value::Null);
+        if self.json {
+            self.results.push(value);
+        } else {
+            let text = serde_json::to_string_pretty(&value).unwrap_or_else(|_| "null".into());
+            self.emit(&text);
+        }
     }
 
-    /// Raw writer for large outputs.
+    /// Raw writer for large outputs (kept as text under `--json`).
     pub fn raw(&mut self) -> Box<dyn Write + '_> {
+        if self.json {
+            return Box::new(&mut self.text);
+        }
         match &mut self.sink {
             Sink::Capture(buf) => Box::new(buf),
             Sink::Stdout(stdout) => Box::new(stdout.lock()),
         }
     }
+
+    /// What a command that then failed had answered (under `--json`), for the error's details.
+    pub fn take_partial(&mut self) -> Option<Value> {
+        match self.results.len() {
+            0 => None,
+            1 => self.results.pop(),
+            _ => Some(Value::Array(std::mem::take(&mut self.results))),
+        }
+    }
+
+    /// Under `--json`, prints the result of a command that succeeded in the one JSON contract.
+    pub fn finish(&mut self) {
+        if !self.json {
+            return;
+        }
+        let results = match self.results.len() {
+            0 if self.text.is_empty() => Value::Null,
+            0 => Value::String(String::from_utf8_lossy(&self.text).trim_end().to_owned()),
+            1 => self.results.pop().unwrap_or(Value::Null),
+            _ => Value::Array(std::mem::take(&mut self.results)),
+        };
+        let body = envelope(results, take_warnings());
+        let text = serde_json::to_string_pretty(&body).unwrap_or_else(|_| "null".into());
+        self.emit(&text);
+    }
+}
+
+/// The success shape of the JSON contract: `results` is what the command answered (its own
+/// `success` and top-level `warnings` keys taken out), `warnings` every warning it gave, each
+/// `{"message", "field"?, "rule"?}`, once.
+pub fn envelope(results: Value, given: Vec<String>) -> Value {
+    let mut warnings: Vec<Value> = Vec::new();
+    let mut add = |w: Value| {
+        let w = match w {
+            Value::String(s) => json!({ "message": s }),
+            Value::Object(m) => Value::Object(m),
+            other => json!({ "message": other.to_string() }),
+        };
+        let message = w.get("message").cloned();
+        if !warnings.iter().any(|x| x.get("message") == message.as_ref()) {
+            warnings.push(w);
+        }
+    };
+    let results = match results {
+        Value::Object(mut m) => {
+            m.remove("success");
+            if let Some(Value::Array(ws)) = m.remove("warnings") {
+                ws.into_iter().for_each(&mut add);
+            }
+            Value::Object(m)
+        }
+        other => other,
+    };
+    given.into_iter().map(Value::String).for_each(&mut add);
+    json!({ "success": true, "results": results, "warnings": warnings })
 }
 
 thread_local! {
@@ -266,8 +351,22 @@ pub fn error_body(e: &Error) -> (i32, Value) {
 }
 
 /// Prints an error (JSON on stdout under `--json`, text on stderr otherwise) and returns the exit code.
+#[allow(
+    dead_code,
+    reason = "the entry point for code that reports an error outside `main_with_args`"
+)]
 pub fn report_error(e: &Error, json_mode: bool) -> i32 {
-    let (code, body) = error_body(e);
+    report_error_after(e, json_mode, None)
+}
+
+/// [`report_error`] for a command that had already answered part of its work (an `apply` that
+/// wrote some updates before failing): under `--json` that answer is the error's
+/// `details.partial_results`.
+pub fn report_error_after(e: &Error, json_mode: bool, partial: Option<Value>) -> i32 {
+    let (code, mut body) = error_body(e);
+    if let (Some(p), Some(details)) = (partial, body["error"]["details"].as_object_mut()) {
+        details.insert("partial_results".into(), p);
+    }
     if json_mode {
         let _ = writeln!(
             std::io::stdout(),

@@ -7,6 +7,7 @@
 
 pub mod tools;
 
+use crate::cli::envelope;
 use crate::cli::invoke::{Invocation, invoke};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
@@ -155,27 +156,24 @@ fn respond(tool: &tools::ToolDef, args: &Value, inv: Invocation) -> (bool, Value
     let text = inv.stdout.trim_end();
     let mut body = match serde_json::from_str::<Value>(text) {
         Ok(v @ Value::Object(_)) if v.get("success").is_some() && v.get("results").is_some() => v,
-        Ok(v) => json!({"success": true, "results": v, "warnings": []}),
-        // Text output (a prompt prefix).
-        Err(_) => json!({"success": true, "results": text, "warnings": []}),
+        Ok(v) => envelope(v, Vec::new()),
+        Err(_) => envelope(Value::String(text.to_owned()), Vec::new()),
     };
-    let mut warnings: Vec<String> = body["warnings"]
-        .as_array()
-        .map(|w| {
-            w.iter()
-                .map(|x| x.as_str().map_or_else(|| x.to_string(), str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default();
-    for w in inv.warnings {
-        if !warnings.contains(&w) {
-            warnings.push(w);
-        }
-    }
+    let mut more = inv.warnings;
     if let Some(post) = tool.post {
-        post(args, &mut body["results"], &mut warnings);
+        post(args, &mut body["results"], &mut more);
     }
-    body["warnings"] = json!(warnings);
+    if !more.is_empty() {
+        // Merged by the contract's own rule (each message once).
+        let mut with = envelope(Value::Null, more);
+        let mut all = body["warnings"].as_array().cloned().unwrap_or_default();
+        for w in with["warnings"].as_array_mut().map(std::mem::take).unwrap_or_default() {
+            if !all.iter().any(|x| x.get("message") == w.get("message")) {
+                all.push(w);
+            }
+        }
+        body["warnings"] = Value::Array(all);
+    }
     (true, body)
 }
 
