@@ -162,7 +162,10 @@ pub fn envelope(results: Value, given: Vec<String>) -> Value {
             other => json!({ "message": other.to_string() }),
         };
         let message = w.get("message").cloned();
-        if !warnings.iter().any(|x| x.get("message") == message.as_ref()) {
+        if !warnings
+            .iter()
+            .any(|x| x.get("message") == message.as_ref())
+        {
             warnings.push(w);
         }
     };

@@ -167,7 +167,11 @@ fn respond(tool: &tools::ToolDef, args: &Value, inv: Invocation) -> (bool, Value
         // Merged by the contract's own rule (each message once).
         let mut with = envelope(Value::Null, more);
         let mut all = body["warnings"].as_array().cloned().unwrap_or_default();
-        for w in with["warnings"].as_array_mut().map(std::mem::take).unwrap_or_default() {
+        for w in with["warnings"]
+            .as_array_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+        {
             if !all.iter().any(|x| x.get("message") == w.get("message")) {
                 all.push(w);
             }

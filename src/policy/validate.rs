@@ -702,7 +702,7 @@ fn secret_problems(c: &mut Checker, input: &EntryInput) {
                 format!(
                     "looks like {} {} (rule {}); credentials must never be stored in memory: \
                      remove it and refer to where it is kept instead",
-                    crate::policy::article(&f.description),
+                    crate::policy::article(f.description),
                     f.description,
                     f.rule
                 ),

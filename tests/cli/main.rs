@@ -2,6 +2,7 @@
 
 mod agents;
 mod common;
+mod contract;
 mod end_to_end;
 mod failures;
 mod foundation;
