@@ -29,6 +29,12 @@ pub fn run(ctx: &Ctx, _args: McpArgs, _out: &mut Out) -> Result<ExitCode> {
         base.push(format!("--now={now}"));
     }
     base.push(format!("--lock-timeout={}", g.lock_timeout));
+    if g.debug {
+        // The active configuration, logged once at start (calls do not repeat it).
+        if let Err(e) = ctx.project(None) {
+            super::output::debug(&format!("no configuration to log: {e}"));
+        }
+    }
     let server = crate::mcp::Server::new(base, g.project.clone());
     crate::mcp::serve(server)?;
     Ok(ExitCode::Ok)

@@ -306,13 +306,23 @@ fn results() -> Vec<(&'static str, &'static str, Value)> {
         (
             "projects",
             "memlog projects",
-            project_list(object(&[
-                ("project", string()),
-                ("entries", integer()),
-                ("active", integer()),
-                ("events", integer()),
-                ("path", string()),
-            ])),
+            project_list({
+                let mut row = object(&[
+                    ("project", string()),
+                    (
+                        "entries",
+                        json!({"type": ["integer", "null"], "minimum": 0}),
+                    ),
+                    ("active", json!({"type": ["integer", "null"], "minimum": 0})),
+                    ("events", json!({"type": ["integer", "null"], "minimum": 0})),
+                    ("path", string()),
+                ]);
+                row["properties"]["error"] = json!({
+                    "type": "string",
+                    "description": "Why the project could not be read (then the counts are null)"
+                });
+                row
+            }),
         ),
         (
             "health",

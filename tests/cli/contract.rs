@@ -289,3 +289,68 @@ fn every_command_has_a_schema() {
         }
     }
 }
+
+#[test]
+fn messages_name_the_problem_and_the_fix() {
+    let env = Env::with_project();
+    let id = env.add("auth.tokens", "Use short-lived tokens");
+    env.add("auth.refresh", "Refresh in the gateway");
+
+    // A credential is named with the right article, never echoed.
+    let fake_aws = "AKIAQ7FAKEFAKEFAKE42";
+    let r = env.run(&[
+        "add",
+        "--section",
+        "learnings",
+        "--kind",
+        "other",
+        "--subject",
+        "aws",
+        "--scope",
+        "repo",
+        "--summary",
+        "The deploy key",
+        "--content",
+        &format!("key {fake_aws}"),
+        "--confidence",
+        "0.9",
+        "--evidence",
+        "code:src/a.rs:x",
+    ]);
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(r.stderr.contains("looks like an AWS"), "{}", r.stderr);
+    assert!(!r.stderr.contains(fake_aws), "{}", r.stderr);
+
+    // secrets scan takes a folder.
+    let notes = env.root().join("notes/deep");
+    std::fs::create_dir_all(&notes).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(notes.join("a.txt"), format!("token {fake_aws}\n"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let r = env.run(&["secrets", "scan", "notes"]);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("notes/deep/a.txt:1:7"), "{}", r.stdout);
+
+    // A damaged line: the error says how to restore the log from git; verify counts 1 problem.
+    let log = env.log();
+    let text = std::fs::read_to_string(&log).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&log, text.replacen(&id, "m-damaged", 1)).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::remove_dir_all(env.root().join("ai-memory/demo/.memlog"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let r = env.run(&["list"]);
+    assert_eq!(r.code, 6, "{}", r.stderr);
+    assert!(r.stderr.contains("git checkout -- "), "{}", r.stderr);
+    assert!(r.stderr.contains("memlog verify"), "{}", r.stderr);
+    let r = env.run(&["verify"]);
+    assert!(
+        r.stdout.contains(": 1 problem\n") || r.stdout.trim_end().ends_with("1 problem"),
+        "{}",
+        r.stdout
+    );
+
+    // projects lists a broken project with its problem instead of failing.
+    let r = env.run(&["projects", "--json"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let rows = check("projects", &r);
+    assert!(rows["results"][0]["error"].is_string(), "{rows}");
+    assert_eq!(rows["results"][1]["entries"], 0, "{rows}");
+}
