@@ -9,9 +9,11 @@ and exits 0 when every check passed, else raises.
 import asyncio
 import json
 import os
+import pathlib
 import subprocess
 import sys
 
+import jsonschema
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
@@ -24,13 +26,28 @@ EXPECTED_TOOLS = {
 }
 
 
-def body(result):
-    """The JSON a tool answered (the text content; structured content must agree)."""
+SCHEMAS = pathlib.Path(__file__).resolve().parent.parent / "docs" / "schemas" / "commands"
+# The command each tool runs, by its schema file.
+COMMAND_OF = {"create": "add"}
+
+
+def body(result, tool=None):
+    """The JSON a tool answered (the text content; structured content must agree), checked
+    against the schema of the command the tool runs: the same contract as `--json`."""
     assert result.content, f"no content: {result}"
     data = json.loads(result.content[0].text)
     if result.structured_content is not None:
         assert result.structured_content == data, "structured content differs from the text"
+    if tool is not None:
+        name = COMMAND_OF.get(tool, tool)
+        schema = json.loads((SCHEMAS / f"{name}.schema.json").read_text())
+        jsonschema.Draft202012Validator(schema).validate(data)
     return data
+
+
+async def call(session, tool, args):
+    """Calls a tool and returns its checked answer."""
+    return body(await session.call_tool(tool, args), tool)
 
 
 def entry(summary, **extra):
@@ -75,17 +92,17 @@ async def main(binary, workspace):
             # Create an entry and query it back.
             created = await session.call_tool("create", entry("Refresh tokens in the gateway"))
             assert not created.is_error, created
-            data = body(created)
+            data = body(created, "create")
             assert data["success"] is True and isinstance(data["warnings"], list), data
             entry_id = data["results"]["id"]
             assert entry_id.startswith("m-"), data
 
-            found = body(await session.call_tool("query", {"text": "gateway refresh"}))
+            found = await call(session, "query", {"text": "gateway refresh"})
             assert found["success"] is True, found
             ids = [r["id"] for r in found["results"]]
             assert entry_id in ids, found
 
-            shown = body(await session.call_tool("show", {"id": entry_id[:8]}))
+            shown = await call(session, "show", {"id": entry_id[:8]})
             assert shown["results"]["summary"] == "Refresh tokens in the gateway", shown
 
             # A command-line writer beside the running server: no lock is held between calls.
@@ -98,7 +115,7 @@ async def main(binary, workspace):
                 env={**os.environ, **env}, capture_output=True, text=True, timeout=60,
             )
             assert cli.returncode == 0, cli.stdout + cli.stderr
-            listed_entries = body(await session.call_tool("list", {}))
+            listed_entries = await call(session, "list", {})
             assert len(listed_entries["results"]) == 2, listed_entries
 
             # A fake credential is refused, and never echoed back.
@@ -106,7 +123,7 @@ async def main(binary, workspace):
                 "create", entry("Gateway token for the refresh job", content=f"use {FAKE_TOKEN}")
             )
             assert refused.is_error, refused
-            error = body(refused)
+            error = body(refused, "create")
             assert error["success"] is False, error
             assert error["error"]["code"] == "SECRET_DETECTED", error
             assert FAKE_TOKEN not in refused.content[0].text
@@ -129,23 +146,23 @@ async def main(binary, workspace):
             )
             assert not replaced.is_error, replaced
             new_id = body(replaced)["results"]["id"]
-            found = body(await session.call_tool("query", {"text": "refresh", "summary_only": True}))
+            found = await call(session, "query", {"text": "refresh", "summary_only": True})
             ids = [r["id"] for r in found["results"]]
             assert new_id in ids and entry_id not in ids, found
 
             # Context: an AgentTask in, the task with memory_context out; or prompt text.
             task = {"goal": "change token refresh", "project": "demo", "memory_enabled": True}
-            filled = body(await session.call_tool("context", {"task": task}))
+            filled = await call(session, "context", {"task": task})
             assert filled["results"]["memory_context"], filled
-            prompt = body(await session.call_tool("context", {"task": task, "format": "prompt"}))
+            prompt = await call(session, "context", {"task": task, "format": "prompt"})
             assert "sidecar" in prompt["results"]["prompt"], prompt
 
-            stats = body(await session.call_tool("stats", {}))
+            stats = await call(session, "stats", {})
             assert stats["success"] is True, stats
-            health = body(await session.call_tool("health", {"all": True}))
+            health = await call(session, "health", {"all": True})
             assert [h["project"] for h in health["results"]] == ["demo", "global"], health
             assert all(h["healthy"] for h in health["results"]), health
-            projects = body(await session.call_tool("projects", {}))
+            projects = await call(session, "projects", {})
             assert projects["results"][0]["entries"] == 3, projects
     print("ok")
 

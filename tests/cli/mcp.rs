@@ -27,7 +27,7 @@ fn the_official_python_client_creates_queries_and_is_refused_a_credential() {
         let has_python3 = Command::new("python3").arg("--version").output().is_ok();
         eprintln!(
             "SKIPPED mcp client test: {} (python3 {}); `.ci/run` creates it with \
-             `python3 -m venv target/mcp-venv && target/mcp-venv/bin/pip install mcp`",
+             `python3 -m venv target/mcp-venv && target/mcp-venv/bin/pip install mcp jsonschema`",
             if has_python3 {
                 format!("no virtual environment at {}", python.display())
             } else {
