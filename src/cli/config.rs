@@ -269,3 +269,58 @@ mod tests {
         assert!(found[0].message.starts_with("not JSON"), "{found:?}");
     }
 }
+
+#[cfg(test)]
+mod laws {
+    use super::problems;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    fn config(low: f64, min: f64, decaying: f64, max_results: u32) -> serde_json::Value {
+        let mut c = serde_json::to_value(crate::project::ProjectConfig {
+            name: "demo".into(),
+            created_at: "2026-11-22T10:31:12.123Z".into(),
+            format: 1,
+            policies: crate::project::Policies::default(),
+        })
+        .unwrap_or_default();
+        c["policies"]["write"]["low_confidence_warning"] = json!(low);
+        c["policies"]["retrieval"]["min_confidence"] = json!(min);
+        c["policies"]["lifecycle"]["decaying_threshold"] = json!(decaying);
+        c["policies"]["retrieval"]["max_results"] = json!(max_results);
+        c
+    }
+
+    proptest! {
+        /// Any configuration within the documented ranges is valid; a key that the schema
+        /// does not have is always named, wherever it is put.
+        #[test]
+        fn valid_ranges_pass_and_unknown_keys_are_named(
+            low in 0.0f64..=1.0, min in 0.0f64..=1.0, decaying in 0.0f64..=1.0,
+            max_results in 0u32..1000, key in "[a-z]{3,10}_x", at in 0usize..4,
+        ) {
+            let mut c = config(low, min, decaying, max_results);
+            prop_assert_eq!(problems(&c.to_string()), Vec::new());
+            let (object, path) = match at {
+                0 => (&mut c, key.clone()),
+                1 => (&mut c["policies"], format!("policies.{key}")),
+                2 => (&mut c["policies"]["write"], format!("policies.write.{key}")),
+                _ => (&mut c["policies"]["lifecycle"], format!("policies.lifecycle.{key}")),
+            };
+            object[key.as_str()] = json!(1);
+            let found = problems(&c.to_string());
+            prop_assert_eq!(found.len(), 1);
+            prop_assert_eq!(&found[0].key, &path);
+        }
+
+        /// A confidence threshold outside 0..1 is named with its range.
+        #[test]
+        fn out_of_range_thresholds_are_named(low in prop_oneof![-10.0f64..-0.001, 1.001f64..10.0]) {
+            let c = config(low, 0.5, 0.5, 50);
+            let found = problems(&c.to_string());
+            prop_assert_eq!(found.len(), 1);
+            prop_assert_eq!(found[0].key.as_str(), "policies.write.low_confidence_warning");
+            prop_assert!(found[0].message.contains("between 0 and 1"));
+        }
+    }
+}

@@ -172,7 +172,11 @@ pub fn envelope(results: Value, given: Vec<String>) -> Value {
     let results = match results {
         Value::Object(mut m) => {
             m.remove("success");
-            if let Some(Value::Array(ws)) = m.remove("warnings") {
+            // A command's own warnings list joins the envelope's; any other `warnings` value is
+            // part of its answer and stays.
+            if m.get("warnings").is_some_and(Value::is_array)
+                && let Some(Value::Array(ws)) = m.remove("warnings")
+            {
                 ws.into_iter().for_each(&mut add);
             }
             Value::Object(m)
@@ -459,4 +463,66 @@ pub fn usage_error_body(e: &clap::Error) -> Value {
         "argument": argument,
         "usage": usage,
     }}})
+}
+
+#[cfg(test)]
+mod contract_laws {
+    use super::envelope;
+    use proptest::prelude::*;
+    use serde_json::{Value, json};
+
+    fn any_json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(|n| json!(n)),
+            "[a-z ]{0,8}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::btree_map(
+                    prop_oneof![
+                        Just("success".to_owned()),
+                        Just("warnings".to_owned()),
+                        "[a-z]{1,6}"
+                    ],
+                    inner,
+                    0..4
+                )
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        /// Whatever a command answers and warns, the success shape is the same three keys,
+        /// `results` never carries the envelope's own keys at its top, and each warning
+        /// message appears once.
+        #[test]
+        fn every_success_has_one_shape(value in any_json(), given in prop::collection::vec("[a-c]{1,2}", 0..6)) {
+            let body = envelope(value.clone(), given.clone());
+            let keys: Vec<&String> = body.as_object().map(|m| m.keys().collect()).unwrap_or_default();
+            prop_assert_eq!(keys, ["results", "success", "warnings"]);
+            prop_assert_eq!(&body["success"], &json!(true));
+            if let Value::Object(m) = &body["results"] {
+                prop_assert!(!m.contains_key("success"));
+                prop_assert!(!m.contains_key("warnings") || !value["warnings"].is_array());
+            } else {
+                prop_assert_eq!(&body["results"], &value);
+            }
+            let messages: Vec<&Value> = body["warnings"]
+                .as_array()
+                .map(|w| w.iter().map(|x| &x["message"]).collect())
+                .unwrap_or_default();
+            let mut unique = messages.clone();
+            unique.dedup();
+            unique.sort_by_key(|v| v.to_string());
+            unique.dedup();
+            prop_assert_eq!(unique.len(), messages.len());
+            for g in &given {
+                prop_assert!(messages.contains(&&json!(g)));
+            }
+        }
+    }
 }
