@@ -24,8 +24,14 @@ pub struct ValidateArgs {
     pub all: bool,
 }
 
-/// The JSON Schema of `memlog.json`, generated from the code.
+/// The JSON Schema of `memlog.json`, generated from the code (once per process: every command
+/// checks the configuration against it).
 pub fn schema() -> Value {
+    static SCHEMA: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+    SCHEMA.get_or_init(generate_schema).clone()
+}
+
+fn generate_schema() -> Value {
     let mut schema =
         serde_json::to_value(schemars::schema_for!(ProjectConfig)).unwrap_or_else(|_| json!({}));
     if let Value::Object(m) = &mut schema {

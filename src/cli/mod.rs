@@ -60,7 +60,7 @@ pub struct GlobalArgs {
         value_name = "NAME"
     )]
     pub project: Option<String>,
-    /// Print machine-readable JSON (errors too)
+    /// Print one JSON document: {success, results, warnings}, or the error format (docs/JSON.md)
     #[arg(long, global = true)]
     pub json: bool,
     /// Who is writing: recorded as the events' actor and entries' created_by [default: $USER, else "memlog"]
