@@ -354,3 +354,47 @@ fn messages_name_the_problem_and_the_fix() {
     assert!(rows["results"][0]["error"].is_string(), "{rows}");
     assert_eq!(rows["results"][1]["entries"], 0, "{rows}");
 }
+
+#[test]
+fn resolve_answers_in_the_contract() {
+    use crate::common::git;
+    let env = Env::new();
+    git(&env, &["init", "-q", "-b", "main"]);
+    env.run(&["init", "demo"]).ok();
+    let shared = env.add("shared.subject", "written before the branches split");
+    git(&env, &["add", "-A"]);
+    git(&env, &["commit", "-qm", "base"]);
+    git(&env, &["checkout", "-qb", "agent-a"]);
+    env.run_at(
+        "2026-11-23T00:00:00Z",
+        &["update", &shared, "--confidence", "0.9"],
+    )
+    .ok();
+    git(&env, &["commit", "-qam", "a"]);
+    git(&env, &["checkout", "-q", "main"]);
+    env.run_at(
+        "2026-11-23T00:00:01Z",
+        &["update", &shared, "--confidence", "0.7"],
+    )
+    .ok();
+    git(&env, &["commit", "-qam", "b"]);
+    git(&env, &["merge", "-q", "--no-edit", "agent-a"]);
+    let r = env.run_at(
+        "2026-11-24T00:00:00Z",
+        &[
+            "resolve",
+            &shared,
+            "--confidence",
+            "0.9",
+            "--reason",
+            "measured",
+            "--json",
+        ],
+    );
+    let v = check("resolve", &r.ok());
+    assert_eq!(v["results"]["entry"]["conflict"], false, "{v}");
+    // Nothing left to resolve: a refusal in the error format.
+    let r = env.run(&["resolve", &shared, "--json"]);
+    assert_eq!(r.code, 3, "{}", r.stdout);
+    check("resolve", &r);
+}
