@@ -23,12 +23,13 @@ FAKE_TOKEN = "ghp_FAKEFAKEFAKEFAKEFAKEFAKEFAKEFAKE0000"
 EXPECTED_TOOLS = {
     "query", "show", "list", "create", "supersede", "update", "deprecate", "pin", "unpin",
     "validate", "apply", "context", "history", "audit", "stats", "verify", "projects", "health",
+    "config_validate",
 }
 
 
 SCHEMAS = pathlib.Path(__file__).resolve().parent.parent / "docs" / "schemas" / "commands"
 # The command each tool runs, by its schema file.
-COMMAND_OF = {"create": "add"}
+COMMAND_OF = {"create": "add", "config_validate": "config-validate"}
 
 
 def body(result, tool=None):
@@ -162,6 +163,8 @@ async def main(binary, workspace):
             health = await call(session, "health", {"all": True})
             assert [h["project"] for h in health["results"]] == ["demo", "global"], health
             assert all(h["healthy"] for h in health["results"]), health
+            checked = await call(session, "config_validate", {})
+            assert checked["results"][0]["valid"] is True, checked
             projects = await call(session, "projects", {})
             assert projects["results"][0]["entries"] == 3, projects
     print("ok")

@@ -500,6 +500,16 @@ fn health_argv(v: Value) -> Built {
     Ok((None, a))
 }
 
+fn config_validate_argv(v: Value) -> Built {
+    let q: HealthArgs = parse(v)?;
+    let mut a = Argv::new("config");
+    a.flags.push("validate".into());
+    a.flag("all", q.all);
+    let project = if q.all == Some(true) { None } else { q.project };
+    a.pos(project);
+    Ok((None, a))
+}
+
 fn projects_argv(v: Value) -> Built {
     let _: NoArgs = parse(v)?;
     Ok((None, Argv::new("projects")))
@@ -689,6 +699,15 @@ pub fn all() -> Vec<ToolDef> {
             read_only: true,
             schema: schema::<HealthArgs>,
             argv: health_argv,
+            post: None,
+        },
+        ToolDef {
+            name: "config_validate",
+            description: "Check a project's memlog.json against its JSON Schema and name every \
+                invalid key (`valid` false with `problems`).",
+            read_only: true,
+            schema: schema::<HealthArgs>,
+            argv: config_validate_argv,
             post: None,
         },
     ]
