@@ -23,7 +23,10 @@ pub enum Error {
     #[error("no project given and {why}: name one with --project NAME (or MEMLOG_PROJECT)")]
     AmbiguousProject { why: String },
 
-    #[error("{path}: line {line} (byte offset {offset}): {problem}")]
+    #[error(
+        "{path}: line {line} (byte offset {offset}): {problem}; the log is committed to git: see what changed with `git diff -- {path}` and restore the committed lines with `git checkout -- {path}` (appends since the last commit are then lost; keep a copy first), then run `memlog verify`",
+        path = path.display()
+    )]
     CorruptLog {
         path: PathBuf,
         line: usize,
@@ -69,6 +72,16 @@ pub enum Error {
 
     #[error("{0}")]
     Usage(String),
+
+    #[error(
+        "{} is not a valid memlog.json: {}; fix {} (`memlog config validate {project}` checks it against docs/schemas/memlog.schema.json) or restore it from git",
+        path.display(), problems.join("; "), if problems.len() == 1 { "it" } else { "them" }
+    )]
+    InvalidConfig {
+        path: PathBuf,
+        project: String,
+        problems: Vec<String>,
+    },
 }
 
 /// Result with memlog's error.

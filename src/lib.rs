@@ -8,6 +8,7 @@ pub mod clock;
 pub mod error;
 pub mod lifecycle;
 pub mod log;
+pub mod mcp;
 pub mod parallel;
 pub mod policy;
 pub mod project;

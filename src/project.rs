@@ -19,7 +19,8 @@ const GITIGNORE: &str =
     "# Local projections, locks and logs: rebuilt from events.jsonl.\n*/.memlog/\n";
 
 /// `memlog.json`: the project's name, creation time and policies.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct ProjectConfig {
     pub name: String,
     pub created_at: String,
@@ -29,7 +30,8 @@ pub struct ProjectConfig {
 }
 
 /// Default policies written by `init`; later commands read them.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct Policies {
     pub write: WritePolicy,
     pub retrieval: RetrievalPolicy,
@@ -37,13 +39,15 @@ pub struct Policies {
 }
 
 /// What a write must satisfy.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct WritePolicy {
     /// Active entries need at least one evidence object; drafts do not.
     pub require_evidence_for_active: bool,
     /// Kinds that need code, artifact, ticket or doc evidence.
     pub strong_evidence_kinds: Vec<String>,
     /// Warn below this confidence.
+    #[schemars(range(min = 0.0, max = 1.0))]
     pub low_confidence_warning: f64,
     /// Warn (suggesting `compact`) above this many entries.
     pub max_entries_warning: u64,
@@ -53,8 +57,10 @@ pub struct WritePolicy {
 }
 
 /// Query defaults.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct RetrievalPolicy {
+    #[schemars(range(min = 0.0, max = 1.0))]
     pub min_confidence: f64,
     pub max_results: u32,
     pub expiry_warning_days: u32,
@@ -71,7 +77,8 @@ fn default_slow_query_ms() -> u64 {
 /// a `memlog.json` written before a key existed still loads; [`LifecyclePolicy::validate`]
 /// (run whenever the configuration is read) names the key of any bad value. See
 /// docs/LIFECYCLE.md.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct LifecyclePolicy {
     /// TTL of a kind without an entry in `ttl_days`.
     pub default_ttl_days: u32,
@@ -81,6 +88,7 @@ pub struct LifecyclePolicy {
     /// `period = 2 × half_life`.
     pub decay_half_life_days: u32,
     /// Below this decay score an active entry becomes `decaying`.
+    #[schemars(range(min = 0.0, max = 1.0))]
     pub decaying_threshold: f64,
     /// How long an entry stays archived before it expires.
     pub archive_retention_days: u32,

@@ -24,6 +24,19 @@ impl Workspace {
     /// # Errors
     /// When the directory does not exist.
     pub fn at(root: &Path) -> Result<Self> {
+        if !root.is_dir() {
+            return Err(Error::Usage(format!(
+                "--workspace {}: {}; give the root of your repository (memlog init creates \
+                 ai-memory/ inside it, not the directory itself), or leave --workspace (and \
+                 MEMLOG_WORKSPACE) out to find it from the current directory",
+                root.display(),
+                if root.exists() {
+                    "not a directory"
+                } else {
+                    "no such directory"
+                }
+            )));
+        }
         let root = fs_err::canonicalize(root)?;
         Ok(Self { root })
     }

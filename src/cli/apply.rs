@@ -108,8 +108,48 @@ impl Sink<'_, '_> {
     }
 }
 
+/// Fields of a Memory_Update's `entry`.
+const ENTRY_FIELDS: [&str; 14] = [
+    "section",
+    "kind",
+    "subject",
+    "scope",
+    "summary",
+    "content",
+    "confidence",
+    "evidence",
+    "tags",
+    "status",
+    "valid_from",
+    "valid_to",
+    "review_interval",
+    "related_entries",
+];
+
+/// Names a problem by its path in the Memory_Update (`entry.confidence`, not `confidence`),
+/// whichever check found it, so that one input's problems are all named alike.
+fn update_path(p: &mut crate::policy::validate::Problem) {
+    let head = p.field.split(['.', '[']).next().unwrap_or_default();
+    if ENTRY_FIELDS.contains(&head) {
+        p.message = p
+            .message
+            .replace(&format!("`{head}"), &format!("`entry.{head}"));
+        p.field = format!("entry.{}", p.field);
+    }
+}
+
 /// Stages one update; returns the (not yet committed) result or why it was refused.
 pub(super) fn apply_one(sink: &mut Sink<'_, '_>, update: &Value) -> Result<Written> {
+    apply_one_inner(sink, update).map_err(|e| match e {
+        Error::Invalid(mut inv) => {
+            inv.problems.iter_mut().for_each(update_path);
+            Error::Invalid(inv)
+        }
+        other => other,
+    })
+}
+
+fn apply_one_inner(sink: &mut Sink<'_, '_>, update: &Value) -> Result<Written> {
     let Value::Object(map) = update else {
         return Err(Error::Invalid(Invalid::one(
             "update",
@@ -261,12 +301,12 @@ impl Updates {
     pub(super) fn open(path: Option<&str>) -> Result<Self> {
         let mut reader: Box<dyn std::io::BufRead> = match path {
             None | Some("-") => {
-                if path.is_none() && std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+                if path.is_none() && super::invoke::stdin_is_terminal() {
                     return Err(Error::Usage(
                         "no input: give a JSON file, or pipe the JSON in (`-` reads stdin)".into(),
                     ));
                 }
-                Box::new(std::io::BufReader::new(std::io::stdin()))
+                Box::new(std::io::BufReader::new(super::invoke::stdin()))
             }
             Some(p) => Box::new(std::io::BufReader::new(fs_err::File::open(p)?)),
         };
@@ -464,7 +504,8 @@ pub fn run(ctx: &Ctx, args: ApplyArgs, out: &mut Out) -> Result<ExitCode> {
     }
     let mut report = Report::default();
     let mut stopped: Option<Error> = None;
-    let mut index = 0usize;
+    // Updates are numbered from 1, as people count them.
+    let mut index = 1usize;
     while let Some(item) = updates.next_update() {
         let this = index;
         index += 1;
@@ -517,7 +558,8 @@ pub fn run(ctx: &Ctx, args: ApplyArgs, out: &mut Out) -> Result<ExitCode> {
     }
     report.staged.clear();
     log_skipped(ctx, &project, &report.skipped)?;
-    let single = updates.single_object && index == 1;
+    // `index` is the number the next update would have had: 2 after exactly one.
+    let single = updates.single_object && index == 2;
     if let Some(e) = stopped {
         if report.applied.is_empty() {
             return Err(e);

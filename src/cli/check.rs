@@ -95,7 +95,7 @@ fn project_to_check(ctx: &Ctx, name: Option<&str>) -> Result<Project> {
 pub fn validate(ctx: &Ctx, args: ValidateArgs, out: &mut Out) -> Result<ExitCode> {
     let (project_name, file) = project_and_file(&args.args);
     let refused = |e: &Error| Verdict {
-        index: 0,
+        index: 1,
         operation: None,
         valid: false,
         errors: errors_of(e),
@@ -116,7 +116,8 @@ pub fn validate(ctx: &Ctx, args: ValidateArgs, out: &mut Out) -> Result<ExitCode
                 None
             };
             let mut verdicts = Vec::new();
-            let mut index = 0;
+            // Updates are numbered from 1, as people count them.
+            let mut index = 1;
             while let Some(item) = updates.next_update() {
                 let operation = item
                     .as_ref()
@@ -157,11 +158,9 @@ pub fn validate(ctx: &Ctx, args: ValidateArgs, out: &mut Out) -> Result<ExitCode
     };
     let all_valid = verdicts.iter().all(|v| v.valid);
     if out.json {
-        if single && let [one] = verdicts.as_slice() {
-            out.json(one);
-        } else {
-            out.json(&verdicts);
-        }
+        // One shape whatever the input: an array of verdicts (one for a single update).
+        let _ = single;
+        out.json(&verdicts);
     } else {
         for v in &verdicts {
             out.line(format!(
@@ -203,7 +202,8 @@ pub enum SecretsCommand {
 
 #[derive(Debug, clap::Args)]
 pub struct ScanArgs {
-    /// Files to scan; `-` or none reads stdin
+    /// Files or folders (scanned recursively, without .git and .memlog) to scan; `-` or none
+    /// reads stdin
     #[arg(value_name = "FILE")]
     pub files: Vec<PathBuf>,
 }
@@ -215,6 +215,27 @@ struct Hit {
     column: usize,
     rule: &'static str,
     description: &'static str,
+}
+
+/// Directories a folder scan skips: git's own and memlog's derived state.
+const SKIPPED_DIRS: [&str; 2] = [".git", ".memlog"];
+
+/// The files under `dir`, recursively and sorted, without following links.
+fn files_under(dir: &std::path::Path, out: &mut Vec<Option<PathBuf>>) -> Result<()> {
+    let mut entries: Vec<_> = fs_err::read_dir(dir)?.collect::<std::io::Result<Vec<_>>>()?;
+    entries.sort_by_key(fs_err::DirEntry::file_name);
+    for e in entries {
+        let kind = e.file_type()?;
+        let path = e.path();
+        if kind.is_dir() {
+            if !SKIPPED_DIRS.iter().any(|s| e.file_name() == *s) {
+                files_under(&path, out)?;
+            }
+        } else if kind.is_file() {
+            out.push(Some(path));
+        }
+    }
+    Ok(())
 }
 
 /// Largest file scanned; larger ones are reported, not read.
@@ -240,17 +261,25 @@ pub fn secrets(_ctx: &Ctx, command: SecretsCommand, out: &mut Out) -> Result<Exi
         SecretsCommand::Scan(a) => a,
     };
     let inputs: Vec<Option<PathBuf>> = if args.files.is_empty() {
-        if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+        if super::invoke::stdin_is_terminal() {
             return Err(Error::Usage(
                 "no input: give files to scan, or pipe text in (`-` reads stdin)".into(),
             ));
         }
         vec![None]
     } else {
-        args.files
-            .into_iter()
-            .map(|f| (f.as_os_str() != "-").then_some(f))
-            .collect()
+        let mut inputs = Vec::new();
+        for f in args.files {
+            if f.as_os_str() == "-" {
+                inputs.push(None);
+            } else if f.is_dir() {
+                // A folder: every file in it, recursively.
+                files_under(&f, &mut inputs)?;
+            } else {
+                inputs.push(Some(f));
+            }
+        }
+        inputs
     };
     let mut hits = Vec::new();
     for input in inputs {
@@ -258,7 +287,7 @@ pub fn secrets(_ctx: &Ctx, command: SecretsCommand, out: &mut Out) -> Result<Exi
             None => {
                 let mut buf = Vec::new();
                 std::io::Read::read_to_end(
-                    &mut std::io::Read::take(std::io::stdin(), MAX_SCAN_BYTES),
+                    &mut std::io::Read::take(super::invoke::stdin(), MAX_SCAN_BYTES),
                     &mut buf,
                 )?;
                 ("-".to_owned(), buf)

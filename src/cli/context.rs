@@ -49,7 +49,7 @@ fn read_input(file: Option<&str>) -> Result<String> {
     match file {
         None | Some("-") => {
             let mut s = String::new();
-            std::io::stdin().read_to_string(&mut s)?;
+            super::invoke::stdin().read_to_string(&mut s)?;
             Ok(s)
         }
         Some(path) => Ok(fs_err::read_to_string(path)?),
@@ -103,7 +103,11 @@ pub fn run(ctx: &Ctx, args: ContextArgs, out: &mut Out) -> Result<ExitCode> {
     if !context::enabled(&task) {
         // memory_enabled false or absent: the task as it came, and no query.
         if args.format == Format::Json {
-            out.line(input.trim_end());
+            if out.json {
+                out.json(&task);
+            } else {
+                out.line(input.trim_end());
+            }
         }
         return Ok(ExitCode::Ok);
     }
@@ -131,8 +135,15 @@ pub fn run(ctx: &Ctx, args: ContextArgs, out: &mut Out) -> Result<ExitCode> {
     };
     match args.format {
         Format::Prompt => {
-            let (text, _) = budget::render(&project_name, &hits, args.budget);
-            if !text.is_empty() {
+            let (text, entries) = budget::render(&project_name, &hits, args.budget);
+            if out.json {
+                out.json(&serde_json::json!({
+                    "prompt": text.trim_end(),
+                    "entries": entries,
+                    "tokens": budget::estimate_tokens(&text),
+                    "budget": args.budget,
+                }));
+            } else if !text.is_empty() {
                 out.line(text.trim_end());
             }
         }

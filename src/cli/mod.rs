@@ -4,15 +4,23 @@
 mod apply;
 mod bench;
 mod check;
+mod completions;
+mod config;
 mod context;
 mod entry_args;
+mod health;
 mod init;
 mod lifecycle;
+pub mod invoke;
+pub mod json_schema;
 mod lifecycle_ops;
+mod mcp;
 mod output;
+mod projects;
 mod query;
 mod read;
 mod rebuild;
+pub mod schemas;
 mod stats;
 mod verify;
 mod write_ops;
@@ -26,7 +34,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use bench::report_peak_rss;
-pub use output::{ExitCode, Out};
+pub use output::{ExitCode, Out, envelope};
 
 /// Durable, auditable memory for AI agents, kept as a content-addressed event log in git.
 #[derive(Debug, Parser)]
@@ -53,7 +61,7 @@ pub struct GlobalArgs {
         value_name = "NAME"
     )]
     pub project: Option<String>,
-    /// Print machine-readable JSON (errors too)
+    /// Print one JSON document: {success, results, warnings}, or the error format (docs/JSON.md)
     #[arg(long, global = true)]
     pub json: bool,
     /// Who is writing: recorded as the events' actor and entries' created_by [default: $USER, else "memlog"]
@@ -71,6 +79,9 @@ pub struct GlobalArgs {
         default_value_t = 10_000
     )]
     pub lock_timeout: u64,
+    /// Log the active configuration and the store's state, and timings where a command has them, on stderr
+    #[arg(long, global = true)]
+    pub debug: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -135,6 +146,17 @@ pub enum Command {
     CheckFreshness(lifecycle::ProjectArgs),
     /// Check every evidence URI (paths offline; URLs with --online) and flag stale evidence
     ValidateEvidence(lifecycle::EvidenceArgs),
+    /// Serve memory to AI agents as MCP tools over standard input and output (docs/MCP.md)
+    Mcp(mcp::McpArgs),
+    /// The projects of the workspace with their entry counts
+    Projects(projects::ProjectsArgs),
+    /// Log readable, projections current, index sizes, entries, events, configuration; exit 1 if unhealthy
+    Health(health::HealthArgs),
+    /// Check memlog.json against its JSON Schema (`config validate`), or print the schema
+    #[command(subcommand)]
+    Config(config::ConfigCommand),
+    /// Print a shell completion script: `memlog completions bash|zsh|fish`
+    Completions(completions::CompletionsArgs),
 }
 
 /// Resolved global context for a command.
@@ -210,8 +232,15 @@ impl Ctx {
     }
 
     /// The project named by a positional argument, else --project, else the only project
-    /// besides `global`.
+    /// besides `global`; refused when its memlog.json is invalid.
     pub fn project(&self, positional: Option<&str>) -> Result<Project> {
+        let project = self.project_unchecked(positional)?;
+        config::refuse_invalid(self, &project)?;
+        Ok(project)
+    }
+
+    /// [`Ctx::project`] without the configuration check (for `health` and `config validate`).
+    pub fn project_unchecked(&self, positional: Option<&str>) -> Result<Project> {
         let ws = self.workspace()?;
         let name = match positional.or(self.global.project.as_deref()) {
             Some(n) => ProjectName::new(n)?,
@@ -270,8 +299,11 @@ pub fn main_with_args(args: Vec<std::ffi::OsString>, bin_name: &str) -> i32 {
     let mut out = Out::new(json);
     let result = Ctx::new(cli.global).and_then(|ctx| run(&ctx, cli.command, &mut out));
     match result {
-        Ok(code) => code as i32,
-        Err(e) => output::report_error(&e, json),
+        Ok(code) => {
+            out.finish();
+            code as i32
+        }
+        Err(e) => output::report_error_after(&e, json, out.take_partial()),
     }
 }
 
@@ -312,5 +344,10 @@ fn run(ctx: &Ctx, command: Command, out: &mut Out) -> Result<ExitCode> {
         Command::Drop(a) => lifecycle::drop_cmd(ctx, a, out),
         Command::CheckFreshness(a) => lifecycle::check_freshness(ctx, a, out),
         Command::ValidateEvidence(a) => lifecycle::validate_evidence(ctx, a, out),
+        Command::Mcp(a) => mcp::run(ctx, a, out),
+        Command::Projects(a) => projects::run(ctx, a, out),
+        Command::Health(a) => health::run(ctx, a, out),
+        Command::Config(c) => config::run(ctx, c, out),
+        Command::Completions(a) => completions::run(a, out),
     }
 }

@@ -27,48 +27,202 @@ pub enum ExitCode {
 }
 
 /// Standard output that knows whether JSON was asked for. A closed pipe ends the program quietly.
+/// A capturing `Out` keeps what a command prints instead, for the MCP server, which runs
+/// commands in its own process and answers with what they printed.
+///
+/// Under `--json` nothing is printed while the command runs: what it gives to [`Out::json`] (and
+/// any text it prints) is kept, and [`Out::finish`] prints it once, in the one JSON contract of
+/// every command (docs/JSON.md): `{"success": true, "results": ..., "warnings": [...]}`, with
+/// the warnings the command gave on the way, whenever it gave them.
 pub struct Out {
     pub json: bool,
-    stdout: std::io::Stdout,
+    sink: Sink,
+    /// Under `--json`: the values given to [`Out::json`], and text printed meanwhile.
+    results: Vec<Value>,
+    text: Vec<u8>,
+}
+
+enum Sink {
+    Stdout(std::io::Stdout),
+    Capture(Vec<u8>),
 }
 
 impl Out {
     pub fn new(json: bool) -> Self {
         Self {
             json,
-            stdout: std::io::stdout(),
+            sink: Sink::Stdout(std::io::stdout()),
+            results: Vec::new(),
+            text: Vec::new(),
         }
     }
 
-    /// Prints one line of text.
+    /// An `Out` that keeps everything printed; read it back with [`Out::captured`].
+    pub fn capture(json: bool) -> Self {
+        Self {
+            json,
+            sink: Sink::Capture(Vec::new()),
+            results: Vec::new(),
+            text: Vec::new(),
+        }
+    }
+
+    /// What a capturing `Out` was given (empty for standard output).
+    pub fn captured(self) -> String {
+        match self.sink {
+            Sink::Capture(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+            Sink::Stdout(_) => String::new(),
+        }
+    }
+
+    /// Prints one line of text (kept for the result under `--json`).
     pub fn line(&mut self, text: impl AsRef<str>) {
-        let mut lock = self.stdout.lock();
-        if writeln!(lock, "{}", text.as_ref()).is_err() {
-            // Broken pipe (e.g. `memlog list | head`): not an error.
-            std::process::exit(0);
+        if self.json {
+            self.text.extend_from_slice(text.as_ref().as_bytes());
+            self.text.push(b'\n');
+            return;
+        }
+        self.emit(text.as_ref());
+    }
+
+    fn emit(&mut self, text: &str) {
+        match &mut self.sink {
+            Sink::Capture(buf) => {
+                buf.extend_from_slice(text.as_bytes());
+                buf.push(b'\n');
+            }
+            Sink::Stdout(stdout) => {
+                let mut lock = stdout.lock();
+                if writeln!(lock, "{text}").is_err() {
+                    // Broken pipe (e.g. `memlog list | head`): not an error.
+                    std::process::exit(0);
+                }
+            }
         }
     }
 
-    /// Prints a value as pretty JSON.
+    /// The command's result: under `--json` kept for [`Out::finish`], otherwise printed as
+    /// pretty JSON (`context` prints its AgentTask so without `--json`).
     pub fn json(&mut self, value: &impl Serialize) {
-        let text = serde_json::to_string_pretty(value).unwrap_or_else(|_| "null".into());
-        self.line(text);
+        let value = serde_json::to_value(value).unwrap_or(Value::Null);
+        if self.json {
+            self.results.push(value);
+        } else {
+            let text = serde_json::to_string_pretty(&value).unwrap_or_else(|_| "null".into());
+            self.emit(&text);
+        }
     }
 
-    /// Raw writer for large outputs.
-    pub fn raw(&mut self) -> std::io::StdoutLock<'_> {
-        self.stdout.lock()
+    /// Raw writer for large outputs (kept as text under `--json`).
+    pub fn raw(&mut self) -> Box<dyn Write + '_> {
+        if self.json {
+            return Box::new(&mut self.text);
+        }
+        match &mut self.sink {
+            Sink::Capture(buf) => Box::new(buf),
+            Sink::Stdout(stdout) => Box::new(stdout.lock()),
+        }
+    }
+
+    /// What a command that then failed had answered (under `--json`), for the error's details.
+    pub fn take_partial(&mut self) -> Option<Value> {
+        match self.results.len() {
+            0 => None,
+            1 => self.results.pop(),
+            _ => Some(Value::Array(std::mem::take(&mut self.results))),
+        }
+    }
+
+    /// Under `--json`, prints the result of a command that succeeded in the one JSON contract.
+    pub fn finish(&mut self) {
+        if !self.json {
+            return;
+        }
+        let results = match self.results.len() {
+            0 if self.text.is_empty() => Value::Null,
+            0 => Value::String(String::from_utf8_lossy(&self.text).trim_end().to_owned()),
+            1 => self.results.pop().unwrap_or(Value::Null),
+            _ => Value::Array(std::mem::take(&mut self.results)),
+        };
+        let body = envelope(results, take_warnings());
+        let text = serde_json::to_string_pretty(&body).unwrap_or_else(|_| "null".into());
+        self.emit(&text);
     }
 }
 
-/// Prints a warning line on standard error.
+/// The success shape of the JSON contract: `results` is what the command answered (its own
+/// `success` and top-level `warnings` keys taken out), `warnings` every warning it gave, each
+/// `{"message", "field"?, "rule"?}`, once.
+pub fn envelope(results: Value, given: Vec<String>) -> Value {
+    let mut warnings: Vec<Value> = Vec::new();
+    let mut add = |w: Value| {
+        let w = match w {
+            Value::String(s) => json!({ "message": s }),
+            Value::Object(m) => Value::Object(m),
+            other => json!({ "message": other.to_string() }),
+        };
+        let message = w.get("message").cloned();
+        if !warnings
+            .iter()
+            .any(|x| x.get("message") == message.as_ref())
+        {
+            warnings.push(w);
+        }
+    };
+    let results = match results {
+        Value::Object(mut m) => {
+            m.remove("success");
+            // A command's own warnings list joins the envelope's; any other `warnings` value is
+            // part of its answer and stays.
+            if m.get("warnings").is_some_and(Value::is_array)
+                && let Some(Value::Array(ws)) = m.remove("warnings")
+            {
+                ws.into_iter().for_each(&mut add);
+            }
+            Value::Object(m)
+        }
+        other => other,
+    };
+    given.into_iter().map(Value::String).for_each(&mut add);
+    json!({ "success": true, "results": results, "warnings": warnings })
+}
+
+thread_local! {
+    /// Warnings of the command running on this thread, for the JSON result.
+    static WARNINGS: std::cell::RefCell<Vec<String>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// Set while a command runs for the MCP server: nothing goes to the terminal.
+    static QUIET: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Prints a warning line on standard error and keeps it for the JSON result.
 pub fn warn(text: &str) {
-    let _ = writeln!(std::io::stderr(), "warning: {}", safe(text));
+    let text = safe(text);
+    if !QUIET.get() {
+        let _ = writeln!(std::io::stderr(), "warning: {text}");
+    }
+    WARNINGS.with_borrow_mut(|w| w.push(text));
+}
+
+/// The warnings given so far on this thread, emptied.
+pub fn take_warnings() -> Vec<String> {
+    WARNINGS.with_borrow_mut(std::mem::take)
+}
+
+/// While `quiet`, warnings and notes are only kept, not printed on standard error.
+pub fn set_quiet(quiet: bool) {
+    QUIET.set(quiet);
+}
+
+/// Prints a `--debug` line on standard error (also under the MCP server, whose log it is).
+pub fn debug(text: &str) {
+    let _ = writeln!(std::io::stderr(), "debug: {}", safe(text));
 }
 
 /// Prints an informational line on standard error.
 pub fn note(text: &str) {
-    let _ = writeln!(std::io::stderr(), "note: {}", safe(text));
+    if !QUIET.get() {
+        let _ = writeln!(std::io::stderr(), "note: {}", safe(text));
+    }
 }
 
 /// Strips control characters so stored text can never drive the terminal.
@@ -179,26 +333,58 @@ fn classify(e: &Error) -> (ExitCode, &'static str, Value) {
         Error::Store { path, .. } => (ExitCode::Corrupt, "STORAGE_ERROR", json!({"store": path})),
         Error::Event(_) => (ExitCode::Rejected, "VALIDATION_ERROR", json!({})),
         Error::Io(_) => (ExitCode::Io, "STORAGE_ERROR", json!({})),
+        Error::InvalidConfig {
+            path,
+            project,
+            problems,
+        } => (
+            ExitCode::Rejected,
+            "VALIDATION_ERROR",
+            json!({"file": path, "project": project, "constraint": "config_schema", "problems": problems}),
+        ),
     }
 }
 
-/// Prints an error (JSON on stdout under `--json`, text on stderr otherwise) and returns the exit code.
-pub fn report_error(e: &Error, json_mode: bool) -> i32 {
+/// The exit code and the JSON error format of `e`, with any credential redacted.
+pub fn error_body(e: &Error) -> (i32, Value) {
     let (code, name, mut details) = classify(e);
     // Errors quote their input (an id, a value, a path); never echo a credential.
     let message = crate::policy::validate::redact_secrets(&e.to_string());
     redact_strings(&mut details);
+    (
+        code as i32,
+        json!({"success": false, "error": {"code": name, "message": message, "details": details}}),
+    )
+}
+
+/// Prints an error (JSON on stdout under `--json`, text on stderr otherwise) and returns the exit code.
+#[allow(
+    dead_code,
+    reason = "the entry point for code that reports an error outside `main_with_args`"
+)]
+pub fn report_error(e: &Error, json_mode: bool) -> i32 {
+    report_error_after(e, json_mode, None)
+}
+
+/// [`report_error`] for a command that had already answered part of its work (an `apply` that
+/// wrote some updates before failing): under `--json` that answer is the error's
+/// `details.partial_results`.
+pub fn report_error_after(e: &Error, json_mode: bool, partial: Option<Value>) -> i32 {
+    let (code, mut body) = error_body(e);
+    if let (Some(p), Some(details)) = (partial, body["error"]["details"].as_object_mut()) {
+        details.insert("partial_results".into(), p);
+    }
     if json_mode {
-        let body = json!({"success": false, "error": {"code": name, "message": message, "details": details}});
         let _ = writeln!(
             std::io::stdout(),
             "{}",
             serde_json::to_string_pretty(&body).unwrap_or_default()
         );
     } else {
-        let _ = writeln!(std::io::stderr(), "error: {}", safe(&message));
+        let message = body["error"]["message"].as_str().unwrap_or_default();
+        let _ = writeln!(std::io::stderr(), "error: {}", safe(message));
     }
-    code as i32
+    code
 }
 
 fn redact_strings(v: &mut Value) {
@@ -229,11 +415,10 @@ pub fn clap_error(e: &clap::Error, json_mode: bool) -> i32 {
     // clap quotes the offending argument, which could be a credential typed in the wrong place.
     let text = crate::policy::validate::redact_secrets(&e.to_string());
     if json_mode {
-        let body = json!({"success": false, "error": {"code": "USAGE_ERROR", "message": e.kind().to_string(), "details": {"usage": text}}});
         let _ = writeln!(
             std::io::stdout(),
             "{}",
-            serde_json::to_string_pretty(&body).unwrap_or_default()
+            serde_json::to_string_pretty(&usage_error_body(e)).unwrap_or_default()
         );
     } else if text == e.to_string() {
         let _ = e.print();
@@ -241,4 +426,103 @@ pub fn clap_error(e: &clap::Error, json_mode: bool) -> i32 {
         let _ = write!(std::io::stderr(), "{text}");
     }
     ExitCode::Usage as i32
+}
+
+/// The JSON error format of a usage error: the message names the problem, clap's tip and the
+/// command's usage line, so that it can be fixed without running `--help`.
+pub fn usage_error_body(e: &clap::Error) -> Value {
+    let text = crate::policy::validate::redact_secrets(&e.to_string());
+    let mut problem = String::new();
+    let mut tips = Vec::new();
+    let mut usage = None;
+    for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        if let Some(rest) = line.strip_prefix("error:") {
+            problem = rest.trim().to_owned();
+        } else if let Some(rest) = line.strip_prefix("tip:") {
+            tips.push(rest.trim().to_owned());
+        } else if let Some(rest) = line.strip_prefix("Usage:") {
+            usage = Some(rest.trim().to_owned());
+        }
+    }
+    if problem.is_empty() {
+        problem = e.kind().to_string();
+    }
+    let mut message = problem;
+    for tip in &tips {
+        message.push_str("; ");
+        message.push_str(tip);
+    }
+    if let Some(u) = &usage {
+        message.push_str(&format!("; usage: {u}"));
+    }
+    let argument = e
+        .get(clap::error::ContextKind::InvalidArg)
+        .map(|a| crate::policy::validate::redact_secrets(&a.to_string()));
+    json!({"success": false, "error": {"code": "USAGE_ERROR", "message": message, "details": {
+        "kind": e.kind().to_string(),
+        "argument": argument,
+        "usage": usage,
+    }}})
+}
+
+#[cfg(test)]
+mod contract_laws {
+    use super::envelope;
+    use proptest::prelude::*;
+    use serde_json::{Value, json};
+
+    fn any_json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(|n| json!(n)),
+            "[a-z ]{0,8}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::btree_map(
+                    prop_oneof![
+                        Just("success".to_owned()),
+                        Just("warnings".to_owned()),
+                        "[a-z]{1,6}"
+                    ],
+                    inner,
+                    0..4
+                )
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        /// Whatever a command answers and warns, the success shape is the same three keys,
+        /// `results` never carries the envelope's own keys at its top, and each warning
+        /// message appears once.
+        #[test]
+        fn every_success_has_one_shape(value in any_json(), given in prop::collection::vec("[a-c]{1,2}", 0..6)) {
+            let body = envelope(value.clone(), given.clone());
+            let keys: Vec<&String> = body.as_object().map(|m| m.keys().collect()).unwrap_or_default();
+            prop_assert_eq!(keys, ["results", "success", "warnings"]);
+            prop_assert_eq!(&body["success"], &json!(true));
+            if let Value::Object(m) = &body["results"] {
+                prop_assert!(!m.contains_key("success"));
+                prop_assert!(!m.contains_key("warnings") || !value["warnings"].is_array());
+            } else {
+                prop_assert_eq!(&body["results"], &value);
+            }
+            let messages: Vec<&Value> = body["warnings"]
+                .as_array()
+                .map(|w| w.iter().map(|x| &x["message"]).collect())
+                .unwrap_or_default();
+            let mut unique = messages.clone();
+            unique.dedup();
+            unique.sort_by_key(|v| v.to_string());
+            unique.dedup();
+            prop_assert_eq!(unique.len(), messages.len());
+            for g in &given {
+                prop_assert!(messages.contains(&&json!(g)));
+            }
+        }
+    }
 }

@@ -103,9 +103,6 @@ pub struct QueryArgs {
     /// Print every component of each result's score and every rule that demoted or annotated it
     #[arg(long)]
     pub explain: bool,
-    /// Print execution time, index records scanned and entries returned (on stderr)
-    #[arg(long)]
-    pub debug: bool,
 }
 
 fn time_arg(flag: &str, v: Option<&str>) -> Result<Option<i64>> {
@@ -504,7 +501,7 @@ pub fn run(ctx: &Ctx, args: QueryArgs, out: &mut Out) -> Result<ExitCode> {
     let elapsed = started.elapsed();
     print_hits(out, &answer.hits, args.summary_only, args.explain);
     record_accesses(ctx, &sources, &answer.hits, "query");
-    if args.debug {
+    if ctx.global.debug {
         warn_debug(&answer, elapsed);
     }
     let mut filters = serde_json::to_value(&args.filters).unwrap_or(Value::Null);

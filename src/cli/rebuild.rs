@@ -2,7 +2,7 @@
 
 use super::{Ctx, ExitCode, Out};
 use crate::error::Result;
-use serde_json::json;
+use serde_json::{Value, json};
 
 #[derive(Debug, clap::Args)]
 pub struct ProjectArg {
@@ -35,6 +35,17 @@ pub fn rebuild(ctx: &Ctx, args: ProjectArg, out: &mut Out) -> Result<ExitCode> {
 pub fn dump(ctx: &Ctx, args: ProjectArg, out: &mut Out) -> Result<ExitCode> {
     let project = ctx.project(args.project.as_deref())?;
     let session = ctx.open_session(&project)?;
+    if out.json {
+        // One JSON value per record, in the canonical order.
+        let mut buf = Vec::new();
+        session.store().dump(&mut buf)?;
+        let records: Vec<Value> = String::from_utf8_lossy(&buf)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|_| Value::String(l.to_owned())))
+            .collect();
+        out.json(&json!({"project": project.name.as_str(), "records": records}));
+        return Ok(ExitCode::Ok);
+    }
     let mut w = std::io::BufWriter::new(out.raw());
     match session.store().dump(&mut w) {
         Err(crate::Error::Io(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(ExitCode::Ok),

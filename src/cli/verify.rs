@@ -49,7 +49,11 @@ pub fn run(ctx: &Ctx, args: VerifyArgs, out: &mut Out) -> Result<ExitCode> {
             if report.ok {
                 "ok".to_owned()
             } else {
-                format!("{} problems", report.problems.len())
+                format!(
+                    "{} problem{}",
+                    report.problems.len(),
+                    if report.problems.len() == 1 { "" } else { "s" }
+                )
             }
         ));
     }

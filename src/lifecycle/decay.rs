@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 /// The `policies.lifecycle.decay` object of `memlog.json`: parameters beyond the
 /// `decay_function` / `decay_half_life_days` shorthand.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DecaySpec {
     /// Overrides `decay_function`: `exponential`, `linear`, `step` or `custom`.
@@ -29,7 +29,7 @@ pub struct DecaySpec {
 }
 
 /// One step of a step decay.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Step {
     pub after_days: f64,
@@ -37,7 +37,7 @@ pub struct Step {
 }
 
 /// One point of a custom decay table.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Point {
     pub days: f64,

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 /// `policies.lifecycle.importance` of `memlog.json`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct ImportancePolicy {
     pub weights: Weights,
@@ -18,7 +18,7 @@ pub struct ImportancePolicy {
 }
 
 /// The weights of the three factors (normalized by their sum).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct Weights {
     pub access_frequency: f64,

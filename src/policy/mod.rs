@@ -78,11 +78,34 @@ impl Verdict {
 
 fn secret_message(f: &Finding) -> String {
     format!(
-        "looks like a {} (rule {}, line {}, column {}); credentials must never be stored in \
+        "looks like {} {} (rule {}, line {}, column {}); credentials must never be stored in \
          memory: remove it and refer to where it is kept instead (e.g. the name of the vault \
          entry)",
-        f.description, f.rule, f.line, f.column
+        article(f.description),
+        f.description,
+        f.rule,
+        f.line,
+        f.column
     )
+}
+
+/// "a" or "an" before `text` as it is read aloud: "an AWS access key", "an SSH key", "a GitHub
+/// token", "a URL".
+pub fn article(text: &str) -> &'static str {
+    let word = text.split_whitespace().next().unwrap_or_default();
+    let Some(first) = word.chars().next() else {
+        return "a";
+    };
+    let acronym = word.len() > 1
+        && word
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit());
+    let an = if acronym {
+        "AEFHILMNORSX".contains(first)
+    } else {
+        "aeiouAEIOU".contains(first)
+    };
+    if an { "an" } else { "a" }
 }
 
 /// Evidence types that count as strong evidence for decisions, requirements and invariants.
@@ -363,4 +386,22 @@ pub fn log_detections(
         bytes.push(b'\n');
     }
     crate::log::durable::append(&project.security_log_path(), &bytes).map(|_| ())
+}
+
+#[cfg(test)]
+mod article_tests {
+    #[test]
+    fn articles_follow_the_sound() {
+        for (text, a) in [
+            ("AWS access key", "an"),
+            ("SSH private key", "an"),
+            ("GitHub token", "a"),
+            ("URL with a password", "a"),
+            ("private key", "a"),
+            ("OpenAI API key", "an"),
+            ("", "a"),
+        ] {
+            assert_eq!(super::article(text), a, "{text}");
+        }
+    }
 }

@@ -700,9 +700,11 @@ fn secret_problems(c: &mut Checker, input: &EntryInput) {
                 &field,
                 "secret",
                 format!(
-                    "looks like a {} (rule {}); credentials must never be stored in memory: \
+                    "looks like {} {} (rule {}); credentials must never be stored in memory: \
                      remove it and refer to where it is kept instead",
-                    f.description, f.rule
+                    crate::policy::article(f.description),
+                    f.description,
+                    f.rule
                 ),
             );
         }

@@ -153,7 +153,10 @@ pub fn render(project: &str, hits: &[Hit], budget: usize) -> (String, usize) {
         if k == 0 {
             String::new()
         } else {
-            format!("({k} lower-ranked entries left out to fit the token budget)\n")
+            format!(
+                "({k} lower-ranked {} left out to fit the token budget)\n",
+                if k == 1 { "entry" } else { "entries" }
+            )
         }
     };
     if estimate_tokens(&header) + estimate_tokens(&omitted(hits.len())) > budget {

@@ -32,9 +32,32 @@ impl Run {
         self
     }
 
+    /// What a `--json` command answered: the `results` of a success (docs/JSON.md), or the
+    /// whole error object (`{"success": false, "error": ...}`) of a failure.
     pub fn json(&self) -> serde_json::Value {
+        let mut v = self.envelope();
+        if v["success"] == true
+            && let Some(results) = v.get_mut("results")
+        {
+            return results.take();
+        }
+        v
+    }
+
+    /// The whole JSON object a `--json` command printed (`success`, `results`, `warnings`).
+    pub fn envelope(&self) -> serde_json::Value {
         serde_json::from_str(&self.stdout)
             .unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.stdout))
+    }
+
+    /// The messages of the `warnings` of a `--json` success.
+    pub fn warnings(&self) -> Vec<String> {
+        self.envelope()["warnings"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|w| w["message"].as_str().map(str::to_owned))
+            .collect()
     }
 }
 

@@ -140,7 +140,7 @@ fn apply_takes_updates_arrays_and_agent_results() {
     let v = r.json();
     assert_eq!(v["applied"].as_array().map(Vec::len), Some(2));
     assert_eq!(v["skipped"].as_array().map(Vec::len), Some(2));
-    assert_eq!(v["skipped"][0]["index"], 2);
+    assert_eq!(v["skipped"][0]["index"], 3);
     assert_eq!(v["skipped"][1]["code"], "NOT_FOUND");
     let old = env.run(&["show", &target, "--json"]).ok().json();
     assert_eq!(old["status"], "superseded");
@@ -166,7 +166,9 @@ fn apply_takes_updates_arrays_and_agent_results() {
         .filter_map(|p| p["field"].as_str())
         .collect();
     assert!(
-        fields.contains(&"scope") && fields.contains(&"confidence") && fields.contains(&"evidence"),
+        fields.contains(&"entry.scope")
+            && fields.contains(&"entry.confidence")
+            && fields.contains(&"entry.evidence"),
         "{fields:?}"
     );
     assert_eq!(std::fs::read(env.log()).unwrap_or_default(), before);

@@ -1,10 +1,13 @@
 //! Integration tests: the real binary on temporary workspaces, with a fixed clock and actor.
 
+mod agents;
 mod common;
+mod contract;
 mod end_to_end;
 mod failures;
 mod foundation;
 mod lifecycle;
+mod mcp;
 mod merge;
 mod policy;
 mod replay;

@@ -312,7 +312,7 @@ fn duplicates_and_missing_references_are_refused_warnings_are_reported() {
             "assumption:x:a hunch",
         ])
         .ok();
-    assert_eq!(r.json()["warnings"][0]["rule"], "low_confidence");
+    assert_eq!(r.envelope()["warnings"][0]["rule"], "low_confidence");
 }
 
 #[test]
@@ -350,7 +350,7 @@ fn validate_reports_each_item_and_writes_nothing() {
     assert_eq!(v[3]["errors"][0]["field"], "operation");
     assert!(!r.stdout.contains("FAKEFAKE"));
     assert_eq!(log_bytes(&env), before);
-    // One object in, one verdict out; against a project that does not exist, nothing is created.
+    // One object in, an array of one verdict out; against a project that does not exist, nothing is created.
     let one = input[0].to_string();
     let r = run_stdin(
         &env,
@@ -358,7 +358,7 @@ fn validate_reports_each_item_and_writes_nothing() {
         one.as_bytes(),
     );
     assert_eq!(
-        (r.code, r.json()["valid"].as_bool()),
+        (r.code, r.json()[0]["valid"].as_bool()),
         (0, Some(true)),
         "{}",
         r.stdout

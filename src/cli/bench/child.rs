@@ -34,8 +34,16 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    /// What a `--json` command answered: the `results` of a success (docs/JSON.md), or the
+    /// whole error object of a failure.
     pub fn json(&self) -> Option<serde_json::Value> {
-        serde_json::from_slice(&self.stdout).ok()
+        let mut v: serde_json::Value = serde_json::from_slice(&self.stdout).ok()?;
+        if v["success"] == true
+            && let Some(results) = v.get_mut("results")
+        {
+            return Some(results.take());
+        }
+        Some(v)
     }
 
     /// What went wrong, for a message: the JSON error's message, else standard error.

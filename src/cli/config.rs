@@ -1,0 +1,332 @@
+//! `config validate` and `config schema`: `memlog.json` checked against the JSON Schema
+//! generated from [`ProjectConfig`], the check every command runs before using a project.
+
+use super::{Ctx, ExitCode, Out};
+use crate::error::{Error, Result};
+use crate::project::{Project, ProjectConfig};
+use serde_json::{Value, json};
+
+#[derive(Debug, clap::Subcommand)]
+pub enum ConfigCommand {
+    /// Check memlog.json against its JSON Schema and name every invalid key; exit 1 if invalid
+    Validate(ValidateArgs),
+    /// Print the JSON Schema of memlog.json (docs/schemas/memlog.schema.json)
+    Schema,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ValidateArgs {
+    /// Project (default: --project, or the workspace's only project)
+    #[arg(id = "project_name", value_name = "PROJECT")]
+    pub project: Option<String>,
+    /// Every project of the workspace
+    #[arg(long, conflicts_with = "project_name")]
+    pub all: bool,
+}
+
+/// The JSON Schema of `memlog.json`, generated from the code (once per process: every command
+/// checks the configuration against it).
+pub fn schema() -> Value {
+    static SCHEMA: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+    SCHEMA.get_or_init(generate_schema).clone()
+}
+
+fn generate_schema() -> Value {
+    let mut schema =
+        serde_json::to_value(schemars::schema_for!(ProjectConfig)).unwrap_or_else(|_| json!({}));
+    if let Value::Object(m) = &mut schema {
+        m.insert("title".into(), json!("memlog.json"));
+        m.insert(
+            "description".into(),
+            json!("A memlog project's configuration: ai-memory/<project>/memlog.json"),
+        );
+    }
+    schema
+}
+
+pub use super::json_schema::Problem;
+
+/// Every problem of a configuration's text: JSON syntax, then every key against the schema,
+/// then what the schema cannot say (ticket patterns must be regular expressions).
+pub fn problems(text: &str) -> Vec<Problem> {
+    let value: Value = match serde_json::from_str(text) {
+        Ok(v) => v,
+        Err(e) => {
+            return vec![Problem {
+                key: String::new(),
+                message: format!("not JSON: {e}"),
+            }];
+        }
+    };
+    let mut out = super::json_schema::problems(&schema(), &value);
+    if let Some(patterns) = value
+        .pointer("/policies/write/ticket_patterns")
+        .and_then(Value::as_array)
+    {
+        for (i, p) in patterns.iter().enumerate() {
+            if let Some(p) = p.as_str()
+                && let Err(e) = regex::Regex::new(p)
+            {
+                out.push(Problem {
+                    key: format!("policies.write.ticket_patterns[{i}]"),
+                    message: format!(
+                        "not a regular expression: {}",
+                        e.to_string().lines().last().unwrap_or_default()
+                    ),
+                });
+            }
+        }
+    }
+    if out.is_empty()
+        && let Err(e) = serde_json::from_value::<ProjectConfig>(value)
+    {
+        out.push(Problem {
+            key: String::new(),
+            message: e.to_string(),
+        });
+    }
+    out
+}
+
+thread_local! {
+    static LOGGED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Refuses a project whose `memlog.json` is invalid, with the one message every command gives;
+/// under `--debug`, logs the active configuration and the store's state the first time.
+///
+/// # Errors
+/// [`Error::InvalidConfig`] naming every invalid key.
+pub fn refuse_invalid(ctx: &Ctx, project: &Project) -> Result<()> {
+    let path = project.config_path();
+    let text = fs_err::read_to_string(&path)?;
+    let found = problems(&text);
+    if ctx.global.debug && !LOGGED.replace(true) {
+        let store = project.store_dir();
+        super::output::debug(&format!(
+            "project `{}`: configuration {} ({}): {}",
+            project.name,
+            path.display(),
+            if found.is_empty() { "valid" } else { "INVALID" },
+            serde_json::from_str::<Value>(&text)
+                .map(|v| v.to_string())
+                .unwrap_or_else(|_| "(not JSON)".into())
+        ));
+        super::output::debug(&format!(
+            "project `{}`: store {} ({})",
+            project.name,
+            store.display(),
+            if store.is_dir() {
+                format!("{} bytes on disk", dir_size(&store))
+            } else {
+                "absent: it is built from the log on first use".into()
+            }
+        ));
+    }
+    if found.is_empty() {
+        return Ok(());
+    }
+    Err(Error::InvalidConfig {
+        path,
+        project: project.name.to_string(),
+        problems: found.iter().map(ToString::to_string).collect(),
+    })
+}
+
+/// Bytes of the files under `dir`, recursively (0 for what cannot be read).
+pub fn dir_size(dir: &std::path::Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .filter_map(std::result::Result::ok)
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => dir_size(&e.path()),
+            Ok(_) => e.metadata().map(|m| m.len()).unwrap_or(0),
+            Err(_) => 0,
+        })
+        .sum()
+}
+
+/// The projects a `[PROJECT] [--all]` command works on, none of them refused for its config.
+pub fn chosen_projects(ctx: &Ctx, name: Option<&str>, all: bool) -> Result<Vec<Project>> {
+    if all {
+        let ws = ctx.workspace()?;
+        let names = ws.projects()?;
+        if names.is_empty() {
+            return Err(Error::NoWorkspace {
+                start: ws.root().to_path_buf(),
+            });
+        }
+        names.into_iter().map(|n| Project::open(&ws, n)).collect()
+    } else {
+        Ok(vec![ctx.project_unchecked(name)?])
+    }
+}
+
+pub fn run(ctx: &Ctx, command: ConfigCommand, out: &mut Out) -> Result<ExitCode> {
+    match command {
+        ConfigCommand::Schema => {
+            if out.json {
+                out.json(&schema());
+            } else {
+                out.line(serde_json::to_string_pretty(&schema()).unwrap_or_default());
+            }
+            Ok(ExitCode::Ok)
+        }
+        ConfigCommand::Validate(args) => {
+            let projects = chosen_projects(ctx, args.project.as_deref(), args.all)?;
+            let mut reports = Vec::new();
+            for p in &projects {
+                let text = fs_err::read_to_string(p.config_path())?;
+                let found = problems(&text);
+                reports.push(json!({
+                    "project": p.name.as_str(),
+                    "file": p.config_path(),
+                    "valid": found.is_empty(),
+                    "problems": found,
+                }));
+            }
+            let all_valid = reports.iter().all(|r| r["valid"] == true);
+            if out.json {
+                out.json(&reports);
+            } else {
+                for (p, r) in projects.iter().zip(&reports) {
+                    let found: Vec<Problem> =
+                        serde_json::from_value(r["problems"].clone()).unwrap_or_default();
+                    if found.is_empty() {
+                        out.line(format!("{}: valid", p.config_path().display()));
+                    } else {
+                        out.line(format!(
+                            "{}: invalid ({} problem{})",
+                            p.config_path().display(),
+                            found.len(),
+                            if found.len() == 1 { "" } else { "s" }
+                        ));
+                        for f in &found {
+                            out.line(format!("  {f}"));
+                        }
+                    }
+                }
+            }
+            Ok(if all_valid {
+                ExitCode::Ok
+            } else {
+                ExitCode::Problems
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn default_config() -> Value {
+        serde_json::to_value(ProjectConfig {
+            name: "demo".into(),
+            created_at: "2026-11-22T10:31:12.123Z".into(),
+            format: 1,
+            policies: crate::project::Policies::default(),
+        })
+        .unwrap_or_default()
+    }
+
+    #[test]
+    fn the_default_configuration_is_valid() {
+        assert_eq!(problems(&default_config().to_string()), Vec::new());
+    }
+
+    #[test]
+    fn every_invalid_key_is_named() {
+        let mut c = default_config();
+        c["policies"]["write"]["low_confidence_warning"] = json!(1.5);
+        c["policies"]["retrieval"]["max_results"] = json!("fifty");
+        c["policies"]["lifecycle"]["decay"] = json!(true);
+        c["policies"]["write"]["ticket_patterns"] = json!(["(unclosed"]);
+        let found = problems(&c.to_string());
+        let keys: Vec<&str> = found.iter().map(|p| p.key.as_str()).collect();
+        assert!(
+            keys.contains(&"policies.write.low_confidence_warning"),
+            "{found:?}"
+        );
+        assert!(
+            keys.contains(&"policies.retrieval.max_results"),
+            "{found:?}"
+        );
+        assert!(keys.contains(&"policies.lifecycle.decay"), "{found:?}");
+        assert!(
+            keys.contains(&"policies.write.ticket_patterns[0]"),
+            "{found:?}"
+        );
+        assert_eq!(found.len(), 4, "{found:?}");
+    }
+
+    #[test]
+    fn a_missing_key_and_bad_json_are_named() {
+        let mut c = default_config();
+        if let Some(m) = c.as_object_mut() {
+            m.remove("policies");
+        }
+        let found = problems(&c.to_string());
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].key, "policies");
+        let found = problems("{ not json");
+        assert!(found[0].message.starts_with("not JSON"), "{found:?}");
+    }
+}
+
+#[cfg(test)]
+mod laws {
+    use super::problems;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    fn config(low: f64, min: f64, decaying: f64, max_results: u32) -> serde_json::Value {
+        let mut c = serde_json::to_value(crate::project::ProjectConfig {
+            name: "demo".into(),
+            created_at: "2026-11-22T10:31:12.123Z".into(),
+            format: 1,
+            policies: crate::project::Policies::default(),
+        })
+        .unwrap_or_default();
+        c["policies"]["write"]["low_confidence_warning"] = json!(low);
+        c["policies"]["retrieval"]["min_confidence"] = json!(min);
+        c["policies"]["lifecycle"]["decaying_threshold"] = json!(decaying);
+        c["policies"]["retrieval"]["max_results"] = json!(max_results);
+        c
+    }
+
+    proptest! {
+        /// Any configuration within the documented ranges is valid; a key that the schema
+        /// does not have is always named, wherever it is put.
+        #[test]
+        fn valid_ranges_pass_and_unknown_keys_are_named(
+            low in 0.0f64..=1.0, min in 0.0f64..=1.0, decaying in 0.0f64..=1.0,
+            max_results in 0u32..1000, key in "[a-z]{3,10}_x", at in 0usize..4,
+        ) {
+            let mut c = config(low, min, decaying, max_results);
+            prop_assert_eq!(problems(&c.to_string()), Vec::new());
+            let (object, path) = match at {
+                0 => (&mut c, key.clone()),
+                1 => (&mut c["policies"], format!("policies.{key}")),
+                2 => (&mut c["policies"]["write"], format!("policies.write.{key}")),
+                _ => (&mut c["policies"]["lifecycle"], format!("policies.lifecycle.{key}")),
+            };
+            object[key.as_str()] = json!(1);
+            let found = problems(&c.to_string());
+            prop_assert_eq!(found.len(), 1);
+            prop_assert_eq!(&found[0].key, &path);
+        }
+
+        /// A confidence threshold outside 0..1 is named with its range.
+        #[test]
+        fn out_of_range_thresholds_are_named(low in prop_oneof![-10.0f64..-0.001, 1.001f64..10.0]) {
+            let c = config(low, 0.5, 0.5, 50);
+            let found = problems(&c.to_string());
+            prop_assert_eq!(found.len(), 1);
+            prop_assert_eq!(found[0].key.as_str(), "policies.write.low_confidence_warning");
+            prop_assert!(found[0].message.contains("between 0 and 1"));
+        }
+    }
+}

@@ -1,0 +1,177 @@
+//! `health`: whether a project's memory is usable, and the numbers an operator checks first.
+
+use super::config::{chosen_projects, dir_size, problems};
+use super::{Ctx, ExitCode, Out};
+use crate::error::{Error, Result};
+use crate::project::Project;
+use serde_json::{Value, json};
+
+#[derive(Debug, clap::Args)]
+pub struct HealthArgs {
+    /// Project (default: --project, or the workspace's only project)
+    #[arg(id = "project_name", value_name = "PROJECT")]
+    pub project: Option<String>,
+    /// Every project of the workspace
+    #[arg(long, conflicts_with = "project_name")]
+    pub all: bool,
+}
+
+/// What this version cannot report yet, said as such rather than as a made-up value.
+const NO_LIFECYCLE_RUNS: &str =
+    "unknown: this version of memlog records no lifecycle runs (no lifecycle engine yet)";
+const NO_CONSOLIDATION: &str =
+    "unknown: this version of memlog records no consolidation runs (no consolidation yet)";
+
+/// One project's health: the report, and the reasons it is unhealthy (none when healthy).
+fn check(ctx: &Ctx, project: &Project) -> (Value, Vec<String>) {
+    let mut unhealthy = Vec::new();
+    let config = match fs_err::read_to_string(project.config_path()) {
+        Ok(text) => {
+            let found = problems(&text);
+            if !found.is_empty() {
+                unhealthy.push(format!(
+                    "memlog.json is invalid ({} problem{}): run `memlog config validate {}`",
+                    found.len(),
+                    if found.len() == 1 { "" } else { "s" },
+                    project.name
+                ));
+            }
+            json!({"file": project.config_path(), "valid": found.is_empty(), "problems": found})
+        }
+        Err(e) => {
+            unhealthy.push(format!("memlog.json cannot be read: {e}"));
+            json!({"file": project.config_path(), "valid": false, "problems": [e.to_string()]})
+        }
+    };
+    let log_bytes = std::fs::metadata(project.log_path()).map(|m| m.len()).ok();
+    let mut log = json!({"file": project.log_path(), "bytes": log_bytes});
+    let mut projections = json!({});
+    let mut entries = Value::Null;
+    let mut events = Value::Null;
+    let mut warnings = Vec::new();
+    match crate::store::session::Session::open(project, ctx.lock_timeout()) {
+        Ok(session) => {
+            log["readable"] = json!(true);
+            let report = &session.report;
+            let current = report.mode == "none" || (report.mode.is_empty() && report.applied == 0);
+            projections = json!({
+                "current": current,
+                "caught_up": if current { Value::Null } else { json!({"mode": report.mode, "events_applied": report.applied, "rebuilt_because": report.rebuilt_because}) },
+            });
+            warnings.extend(report.warnings().into_iter().map(|w| w.message));
+            match (session.store().stats(), session.store().event_count()) {
+                (Ok(s), Ok(n)) => {
+                    entries = json!({"total": s.total_entries, "in_active_index": s.hot_entries, "by_status": s.entries_by_status});
+                    events = json!(n);
+                }
+                (Err(e), _) | (_, Err(e)) => {
+                    unhealthy.push(format!("the store cannot be read: {e}"));
+                }
+            }
+        }
+        Err(e) => {
+            let readable = !matches!(e, Error::CorruptLog { .. } | Error::Io(_));
+            log["readable"] = json!(readable);
+            unhealthy.push(crate::policy::validate::redact_secrets(&e.to_string()));
+        }
+    }
+    let store = project.store_dir();
+    projections["store"] = json!(store);
+    projections["bytes_on_disk"] = json!(dir_size(&store));
+    projections["state_dir_bytes_on_disk"] = json!(dir_size(&project.state_dir()));
+    let report = json!({
+        "project": project.name.as_str(),
+        "healthy": unhealthy.is_empty(),
+        "problems": unhealthy,
+        "warnings": warnings,
+        "log": log,
+        "projections": projections,
+        "entries": entries,
+        "events": events,
+        "last_lifecycle_run": Value::Null,
+        "last_lifecycle_run_note": NO_LIFECYCLE_RUNS,
+        "last_consolidation": Value::Null,
+        "last_consolidation_note": NO_CONSOLIDATION,
+        "config": config,
+    });
+    (report, unhealthy)
+}
+
+pub fn run(ctx: &Ctx, args: HealthArgs, out: &mut Out) -> Result<ExitCode> {
+    let projects = chosen_projects(ctx, args.project.as_deref(), args.all)?;
+    let mut reports = Vec::new();
+    let mut all_healthy = true;
+    for p in &projects {
+        let (report, unhealthy) = check(ctx, p);
+        all_healthy &= unhealthy.is_empty();
+        reports.push(report);
+    }
+    if out.json {
+        out.json(&reports);
+    } else {
+        for r in &reports {
+            print_text(out, r);
+        }
+    }
+    Ok(if all_healthy {
+        ExitCode::Ok
+    } else {
+        ExitCode::Problems
+    })
+}
+
+fn print_text(out: &mut Out, r: &Value) {
+    let yes_no = |v: &Value| if v == &json!(true) { "yes" } else { "no" };
+    let healthy = r["healthy"] == true;
+    out.line(format!(
+        "project {}: {}",
+        r["project"].as_str().unwrap_or_default(),
+        if healthy { "healthy" } else { "UNHEALTHY" }
+    ));
+    for p in r["problems"].as_array().into_iter().flatten() {
+        out.line(format!("  problem: {}", p.as_str().unwrap_or_default()));
+    }
+    for w in r["warnings"].as_array().into_iter().flatten() {
+        out.line(format!("  warning: {}", w.as_str().unwrap_or_default()));
+    }
+    out.line(format!(
+        "  log readable          {} ({} bytes)",
+        yes_no(&r["log"]["readable"]),
+        r["log"]["bytes"]
+    ));
+    let p = &r["projections"];
+    out.line(format!(
+        "  projections current   {}{}",
+        yes_no(&p["current"]),
+        if p["current"] == true || p["caught_up"].is_null() {
+            String::new()
+        } else {
+            format!(
+                " (caught up now: {}, {} events applied)",
+                p["caught_up"]["mode"].as_str().unwrap_or_default(),
+                p["caught_up"]["events_applied"]
+            )
+        }
+    ));
+    out.line(format!(
+        "  index size on disk    {} bytes (store), {} bytes (.memlog/ in all)",
+        p["bytes_on_disk"], p["state_dir_bytes_on_disk"]
+    ));
+    out.line(format!(
+        "  entries               {} ({} in the active index)",
+        r["entries"]["total"], r["entries"]["in_active_index"]
+    ));
+    out.line(format!("  events                {}", r["events"]));
+    out.line(format!(
+        "  last lifecycle run    {}",
+        r["last_lifecycle_run_note"].as_str().unwrap_or_default()
+    ));
+    out.line(format!(
+        "  last consolidation    {}",
+        r["last_consolidation_note"].as_str().unwrap_or_default()
+    ));
+    out.line(format!(
+        "  configuration valid   {}",
+        yes_no(&r["config"]["valid"])
+    ));
+}

@@ -1,0 +1,237 @@
+//! `memlog mcp`: memory as Model Context Protocol tools over standard input and output.
+//!
+//! Each tool call runs the command it stands for inside this process ([`crate::cli::invoke`]),
+//! so a tool checks, writes and answers exactly as the command line does. Nothing is held
+//! between calls: every call opens the project, takes the store lock for its own length and
+//! releases it, so `memlog` processes can write beside a running server.
+
+pub mod tools;
+
+use crate::cli::envelope;
+use crate::cli::invoke::{Invocation, invoke};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use serde_json::{Map, Value, json};
+use std::sync::Arc;
+
+/// What the server tells a client about itself when it connects.
+const INSTRUCTIONS: &str = "memlog is this repository's durable memory: decisions, state, \
+observations and learnings recorded by agents, with evidence. Query it before deciding \
+anything (`query`, or `context` at the start of a task). Record what you learned with \
+`create`; when an entry is no longer right, `supersede` it (replacement) or `deprecate` it (no \
+replacement) rather than creating a contradicting one. Results are {success, results, \
+warnings}; failures are {success: false, error: {code, message, details}}.";
+
+/// The server: the global options every call runs with (workspace, project, actor, clock).
+#[derive(Clone)]
+pub struct Server {
+    base: Arc<Vec<String>>,
+    default_project: Option<String>,
+    tools: Arc<Vec<tools::ToolDef>>,
+}
+
+impl Server {
+    /// A server whose calls run with `global_args` (e.g. `--workspace DIR`), and on
+    /// `default_project` when a call names none.
+    pub fn new(global_args: Vec<String>, default_project: Option<String>) -> Self {
+        Self {
+            base: Arc::new(global_args),
+            default_project,
+            tools: Arc::new(tools::all()),
+        }
+    }
+
+    /// The tools as MCP describes them.
+    pub fn tool_list(&self) -> Vec<Tool> {
+        self.tools
+            .iter()
+            .map(|t| {
+                let schema = serde_json::to_value((t.schema)()).unwrap_or_else(|_| json!({}));
+                let object = match schema {
+                    Value::Object(m) => m,
+                    _ => Map::new(),
+                };
+                Tool::new(t.name, t.description, object).with_annotations(
+                    ToolAnnotations::new()
+                        .read_only(t.read_only)
+                        .destructive(false)
+                        .open_world(false),
+                )
+            })
+            .collect()
+    }
+
+    /// Runs one tool call: the JSON result format, or the JSON error format as a tool error.
+    pub fn call(&self, name: &str, arguments: Option<Map<String, Value>>) -> (bool, Value) {
+        let Some(tool) = self.tools.iter().find(|t| t.name == name) else {
+            let names: Vec<&str> = self.tools.iter().map(|t| t.name).collect();
+            return (
+                false,
+                usage(
+                    format!(
+                        "there is no tool `{name}`; the tools are {}",
+                        names.join(", ")
+                    ),
+                    json!({"tool": name}),
+                ),
+            );
+        };
+        let arguments = arguments.unwrap_or_default();
+        if let Some(body) = unknown_arguments(tool, &arguments) {
+            return (false, body);
+        }
+        let args_value = Value::Object(arguments);
+        let (project, argv) = match (tool.argv)(args_value.clone()) {
+            Ok(x) => x,
+            Err(e) => {
+                return (
+                    false,
+                    usage(
+                        format!("tool `{name}`: bad arguments: {e}; see the tool's input schema"),
+                        json!({"tool": name}),
+                    ),
+                );
+            }
+        };
+        let mut args = vec!["memlog".to_owned(), "--json".to_owned()];
+        args.extend(self.base.iter().cloned());
+        if let Some(p) = project.or_else(|| self.default_project.clone()) {
+            args.push(format!("--project={p}"));
+        }
+        let input = argv.input.clone();
+        args.extend(argv.into_args());
+        let inv = invoke(args, input);
+        respond(tool, &args_value, inv)
+    }
+}
+
+fn usage(message: String, details: Value) -> Value {
+    json!({"success": false, "error": {"code": "USAGE_ERROR", "message": message, "details": details}})
+}
+
+/// Names every argument the tool's schema does not have, so that a misspelt filter is an error
+/// instead of being ignored.
+fn unknown_arguments(tool: &tools::ToolDef, arguments: &Map<String, Value>) -> Option<Value> {
+    let schema = serde_json::to_value((tool.schema)()).ok()?;
+    let known = schema.get("properties")?.as_object()?;
+    let unknown: Vec<&String> = arguments
+        .keys()
+        .filter(|k| !known.contains_key(*k))
+        .collect();
+    if unknown.is_empty() {
+        return None;
+    }
+    let mut allowed: Vec<&String> = known.keys().collect();
+    allowed.sort();
+    Some(usage(
+        format!(
+            "tool `{}`: unknown argument{} {}; the arguments are {}",
+            tool.name,
+            if unknown.len() == 1 { "" } else { "s" },
+            unknown
+                .iter()
+                .map(|k| format!("`{k}`"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            allowed
+                .iter()
+                .map(|k| k.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        json!({"tool": tool.name, "field": unknown.first(), "constraint": "unknown_argument"}),
+    ))
+}
+
+/// The result of a call in the one JSON contract: `{success, results, warnings}`, or the error.
+fn respond(tool: &tools::ToolDef, args: &Value, inv: Invocation) -> (bool, Value) {
+    if let Some(error) = inv.error {
+        return (false, error);
+    }
+    let text = inv.stdout.trim_end();
+    let mut body = match serde_json::from_str::<Value>(text) {
+        Ok(v @ Value::Object(_)) if v.get("success").is_some() && v.get("results").is_some() => v,
+        Ok(v) => envelope(v, Vec::new()),
+        Err(_) => envelope(Value::String(text.to_owned()), Vec::new()),
+    };
+    let mut more = inv.warnings;
+    if let Some(post) = tool.post {
+        post(args, &mut body["results"], &mut more);
+    }
+    if !more.is_empty() {
+        // Merged by the contract's own rule (each message once).
+        let mut with = envelope(Value::Null, more);
+        let mut all = body["warnings"].as_array().cloned().unwrap_or_default();
+        for w in with["warnings"]
+            .as_array_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+        {
+            if !all.iter().any(|x| x.get("message") == w.get("message")) {
+                all.push(w);
+            }
+        }
+        body["warnings"] = Value::Array(all);
+    }
+    (true, body)
+}
+
+impl ServerHandler for Server {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("memlog", env!("CARGO_PKG_VERSION")))
+            .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.tool_list()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let server = self.clone();
+        let name = request.name.to_string();
+        // Commands block (file locks, fsync): run them off the protocol's thread.
+        let (ok, body) = tokio::task::spawn_blocking(move || server.call(&name, request.arguments))
+            .await
+            .map_err(|e| ErrorData::internal_error(format!("tool call failed: {e}"), None))?;
+        let text = serde_json::to_string_pretty(&body).unwrap_or_default();
+        let mut result = if ok {
+            CallToolResult::success(vec![ContentBlock::text(text)])
+        } else {
+            CallToolResult::error(vec![ContentBlock::text(text)])
+        };
+        result.structured_content = Some(body);
+        Ok(result.into())
+    }
+}
+
+/// Serves MCP on standard input and output until the client disconnects.
+///
+/// # Errors
+/// When the runtime cannot start or the connection fails.
+pub fn serve(server: Server) -> std::io::Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async move {
+        let running = server
+            .serve(rmcp::transport::stdio())
+            .await
+            .map_err(std::io::Error::other)?;
+        running.waiting().await.map_err(std::io::Error::other)?;
+        Ok(())
+    })
+}

@@ -1,0 +1,167 @@
+//! `memlog mcp`: driven by the official MCP Python SDK (tests/mcp_client.py, in the virtual
+//! environment `.ci/run` makes at target/mcp-venv), and by raw JSON-RPC lines for a clean
+//! shutdown.
+
+use crate::common::{Env, bin};
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The Python of the test virtual environment: $MEMLOG_MCP_PYTHON, else target/mcp-venv.
+fn venv_python() -> PathBuf {
+    if let Some(p) = std::env::var_os("MEMLOG_MCP_PYTHON") {
+        return PathBuf::from(p);
+    }
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/mcp-venv/bin/python")
+}
+
+#[test]
+#[expect(
+    clippy::print_stderr,
+    reason = "a skipped test says why, in the test output"
+)]
+fn the_official_python_client_creates_queries_and_is_refused_a_credential() {
+    let python = venv_python();
+    if !python.is_file() {
+        let has_python3 = Command::new("python3").arg("--version").output().is_ok();
+        eprintln!(
+            "SKIPPED mcp client test: {} (python3 {}); `.ci/run` creates it with \
+             `python3 -m venv target/mcp-venv && target/mcp-venv/bin/pip install mcp jsonschema`",
+            if has_python3 {
+                format!("no virtual environment at {}", python.display())
+            } else {
+                "python3 is not installed".to_owned()
+            },
+            if has_python3 { "found" } else { "missing" },
+        );
+        return;
+    }
+    let env = Env::with_project();
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_client.py");
+    let out = Command::new(&python)
+        .arg(&script)
+        .arg(bin())
+        .arg(env.root())
+        .current_dir(env.root())
+        .env_remove("MEMLOG_PROJECT")
+        .env_remove("MEMLOG_WORKSPACE")
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", python.display()));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && stdout.trim_end().ends_with("ok"),
+        "tests/mcp_client.py failed\nstdout: {stdout}\nstderr: {stderr}"
+    );
+}
+
+/// Reads JSON-RPC lines until the response with `id`.
+fn response(
+    lines: &mut impl Iterator<Item = std::io::Result<String>>,
+    id: u64,
+) -> serde_json::Value {
+    for line in lines {
+        let line = line.unwrap_or_else(|e| panic!("{e}"));
+        let v: serde_json::Value =
+            serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON-RPC ({e}): {line}"));
+        if v["id"] == id {
+            return v;
+        }
+    }
+    panic!("the server closed its output before answering request {id}");
+}
+
+#[test]
+fn the_server_answers_json_rpc_and_exits_when_its_input_closes() {
+    let env = Env::with_project();
+    let mut child = env
+        .command(&["mcp"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut stdin = child.stdin.take().unwrap_or_else(|| panic!("stdin"));
+    let stdout = child.stdout.take().unwrap_or_else(|| panic!("stdout"));
+    let mut lines = BufReader::new(stdout).lines();
+    let mut send = |v: serde_json::Value| {
+        writeln!(stdin, "{v}").unwrap_or_else(|e| panic!("{e}"));
+        stdin.flush().unwrap_or_else(|e| panic!("{e}"));
+    };
+    send(
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"}}}),
+    );
+    let init = response(&mut lines, 1);
+    assert_eq!(init["result"]["serverInfo"]["name"], "memlog", "{init}");
+    send(serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    send(serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
+    let tools = response(&mut lines, 2);
+    let names: Vec<&str> = tools["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{tools}"))
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    for expected in [
+        "query",
+        "create",
+        "supersede",
+        "deprecate",
+        "context",
+        "validate",
+    ] {
+        assert!(
+            names.contains(&expected),
+            "{expected} missing from {names:?}"
+        );
+    }
+    // Arguments of the wrong type are a tool error, and the server goes on.
+    send(
+        serde_json::json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "query", "arguments": {"limit": "many"}}}),
+    );
+    let bad = response(&mut lines, 3);
+    assert_eq!(bad["result"]["isError"], true, "{bad}");
+    assert_eq!(
+        bad["result"]["structuredContent"]["error"]["code"], "USAGE_ERROR",
+        "{bad}"
+    );
+    send(
+        serde_json::json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+        "params": {"name": "stats", "arguments": {}}}),
+    );
+    let stats = response(&mut lines, 4);
+    assert_eq!(
+        stats["result"]["structuredContent"]["success"], true,
+        "{stats}"
+    );
+
+    drop(stdin);
+    let started = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap_or_else(|e| panic!("{e}")) {
+            assert!(status.success(), "the server exited with {status}");
+            break;
+        }
+        if started.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            panic!("the server did not exit after its input closed");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_missing_workspace_is_refused_before_serving() {
+    let env = Env::new();
+    let r = env.run(&["mcp", "--workspace", "/nonexistent/memlog-ws"]);
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("mcp --workspace /nonexistent/memlog-ws"),
+        "{}",
+        r.stderr
+    );
+}
