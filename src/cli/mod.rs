@@ -5,6 +5,7 @@ mod apply;
 mod bench;
 mod check;
 mod context;
+mod dashboard;
 mod entry_args;
 mod init;
 mod lifecycle_ops;
@@ -106,6 +107,8 @@ pub enum Command {
     Audit(read::AuditArgs),
     /// Statistics of a project
     Stats(stats::StatsArgs),
+    /// Terminal dashboard of the statistics (or one frame of it with --once)
+    Dashboard(dashboard::DashboardArgs),
     /// Check every event of the log: canonical form, hash, version, parents
     Verify(verify::VerifyArgs),
     /// Throw the projections away and replay the log
@@ -279,6 +282,7 @@ fn run(ctx: &Ctx, command: Command, out: &mut Out) -> Result<ExitCode> {
         Command::History(a) => read::history(ctx, a, out),
         Command::Audit(a) => read::audit(ctx, a, out),
         Command::Stats(a) => stats::run(ctx, a, out),
+        Command::Dashboard(a) => dashboard::run(ctx, a, out),
         Command::Verify(a) => verify::run(ctx, a, out),
         Command::Rebuild(a) => rebuild::rebuild(ctx, a, out),
         Command::Dump(a) => rebuild::dump(ctx, a, out),

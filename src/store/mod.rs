@@ -13,7 +13,7 @@
 //! | audit          | `~a\0` entry id `/` sequence (8 digits)    | audit record                |
 //! | index          | `~i\0` dimension `\0` value `\0` entry id  | empty (hot entries only)    |
 //! | text index     | `~i\0doc\0…`, `~i\0text\0…`               | see `crate::retrieval::text_index` |
-//! | meta           | `~m\0format`, `~m\0log`, `~m\0stats`       | store format, log fingerprint, statistics |
+//! | meta           | `~m\0format`, `~m\0log`, `~m\0stats`, `~m\0recent_operations` | store format, log fingerprint, statistics, latest operations |
 //!
 //! A version record says which event made the version and when; the entry's state at that
 //! version is its events folded up to it (the event is the difference between two versions),
@@ -33,7 +33,7 @@ use std::path::{Path, PathBuf};
 
 /// Bumped whenever the layout or the meaning of a projection changes: a store of another format
 /// is rebuilt from the log, never misread.
-pub const STORE_FORMAT: &str = "memlog-store-9";
+pub const STORE_FORMAT: &str = "memlog-store-10";
 
 /// Journal size above which opening the store first flushes its memtables and starts a new
 /// journal, so that a process replays little whatever the history of writes. Replaying 512 KiB
@@ -154,6 +154,9 @@ fn index_terms(s: &EntryState) -> Vec<(&'static str, std::borrow::Cow<'_, str>)>
     if s.in_conflict() {
         terms.push(("conflict", Borrowed("true")));
     }
+    if let Some(valid_to) = projections::stats::expiry_of(s) {
+        terms.push(("valid_to", Borrowed(valid_to)));
+    }
     terms
 }
 
@@ -211,6 +214,8 @@ struct EntryRecords {
     own: Vec<(Vec<u8>, Vec<u8>)>,
     /// Audit records, in key order.
     audit: Vec<(Vec<u8>, Vec<u8>)>,
+    /// The entry's create, supersede and deprecate operations (for the recent operations).
+    ops: Vec<projections::stats::Operation>,
 }
 
 fn derive(entry: &str, folded: LeanFold<'_>) -> EntryRecords {
@@ -243,6 +248,7 @@ fn derive(entry: &str, folded: LeanFold<'_>) -> EntryRecords {
         state: folded.state,
         own,
         audit,
+        ops: Vec::new(),
     }
 }
 
@@ -255,7 +261,12 @@ fn fold_group(entry: &str, events: &[&Event]) -> Derived {
         .map(|e| entry_key(entry, T_EVENT, e.id.as_bytes()))
         .collect();
     event_keys.sort_unstable();
-    (event_keys, derive(entry, fold_entry_lean(entry, events)))
+    let mut records = derive(entry, fold_entry_lean(entry, events));
+    records.ops = events
+        .iter()
+        .filter_map(|e| projections::stats::Operation::of(e))
+        .collect();
+    (event_keys, records)
 }
 
 /// What the folding side of a rebuild hands the writing side.
@@ -606,6 +617,10 @@ impl Store {
         }
         let mut stats = self.stats()?;
         let mut text_stats = self.text_stats()?;
+        let mut recent = self.recent_operations()?;
+        for event in by_entry.values().flatten() {
+            recent.note_event(event);
+        }
         for (entry, new) in by_entry {
             let mut all = self.entry_events(&entry)?;
             for event in new {
@@ -647,6 +662,7 @@ impl Store {
         }
         batch.insert(proj, meta_key("stats"), to_json(&stats));
         batch.insert(proj, meta_key("text_stats"), to_json(&text_stats));
+        batch.insert(proj, meta_key("recent_operations"), to_json(&recent));
         batch.insert(proj, meta_key("log"), to_json(fingerprint));
         batch.insert(proj, meta_key("format"), STORE_FORMAT);
         batch.commit().map_err(|e| self.err(e))?;
@@ -915,6 +931,7 @@ impl Store {
         let gone = |_| self.err("the store writer stopped");
         let mut stats = Stats::default();
         let mut text_stats = TextStats::default();
+        let mut recent = projections::RecentOperations::default();
         let mut index = IndexBuckets::default();
         let mut text = TextBuckets::default();
         for (chunk_no, chunk) in groups.chunks(STREAM_CHUNK).enumerate() {
@@ -927,6 +944,9 @@ impl Store {
             }
             let first = chunk_no * STREAM_CHUNK;
             for (i, (_, records)) in batch.iter().enumerate() {
+                for op in &records.ops {
+                    recent.note(op.clone());
+                }
                 if let Some(s) = &records.state {
                     stats.apply(s, 1);
                     text_stats.apply(s, 1);
@@ -943,6 +963,7 @@ impl Store {
             (meta_key("log"), to_json(fingerprint)),
             (meta_key("stats"), to_json(&stats)),
             (meta_key("text_stats"), to_json(&text_stats)),
+            (meta_key("recent_operations"), to_json(&recent)),
         ];
         meta.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         let index = index.into_sorted_keys(entries);
@@ -1199,6 +1220,14 @@ impl Store {
     /// When the store cannot be read.
     pub fn stats(&self) -> Result<Stats> {
         Ok(self.get_json(&meta_key("stats"))?.unwrap_or_default())
+    }
+
+    /// The latest create, supersede and deprecate operations.
+    ///
+    /// # Errors
+    /// When the store cannot be read.
+    pub fn recent_operations(&self) -> Result<projections::RecentOperations> {
+        Ok(self.get_json(&meta_key("recent_operations"))?.unwrap_or_default())
     }
 
     /// Writes every projection record canonically, one per line: the kind of record, its key
