@@ -353,3 +353,188 @@ impl RecentOperations {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! Properties 47 and 48 of the requirements, and the delta laws, over arbitrary entry
+    //! states: counters kept by delta (with lifecycle transitions, status changes and merges)
+    //! equal counters computed from scratch, and a date range sums exactly its days.
+
+    use super::*;
+    use crate::model::{EntryFields, Evidence, EvidenceType, Kind, Section};
+    use proptest::prelude::*;
+
+    fn state(
+        n: usize,
+        day: u8,
+        conf: u32,
+        section: usize,
+        lifecycle: usize,
+        status: usize,
+    ) -> EntryState {
+        let created_at = format!("2026-11-{:02}T10:00:00.000Z", 1 + day % 28);
+        EntryState {
+            id: format!("m-{n:04}"),
+            fields: EntryFields {
+                section: Section::ALL[section % Section::ALL.len()],
+                kind: Kind::ALL[n % Kind::ALL.len()],
+                subject: format!("s{}", n % 3),
+                scope: "repo".into(),
+                summary: format!("summary {n}"),
+                content: "c".repeat(n % 7),
+                tags: vec![],
+                confidence: f64::from(conf % 1001) / 1000.0,
+                evidence: vec![Evidence {
+                    kind: EvidenceType::ALL[n % EvidenceType::ALL.len()],
+                    uri: "src/lib.rs".into(),
+                    note: String::new(),
+                }],
+                related_entries: vec![],
+                valid_from: None,
+                valid_to: (n % 2 == 0).then(|| format!("2026-12-{:02}T00:00:00.000Z", 1 + n % 28)),
+                review_interval: None,
+            },
+            status: Status::ALL[status % Status::ALL.len()],
+            superseded_by: None,
+            superseded_at: (status % Status::ALL.len() == 1).then(|| created_at.clone()),
+            created_by: format!("agent-{}", n % 4),
+            created_at: created_at.clone(),
+            updated_at: created_at,
+            updated_by: "agent-0".into(),
+            lifecycle: Lifecycle::ALL[lifecycle % Lifecycle::ALL.len()],
+            pinned: n % 5 == 0,
+            pinned_by: None,
+            pinned_at: None,
+            status_reason: None,
+            evidence_stale: n % 6 == 0,
+            purged: false,
+            version: 1,
+            heads: vec![],
+        }
+    }
+
+    fn states() -> impl Strategy<Value = Vec<EntryState>> {
+        prop::collection::vec((0u8..28, 0u32..=1000, 0usize..4, 0usize..4, 0usize..4), 0..40)
+            .prop_map(|v| {
+                v.into_iter()
+                    .enumerate()
+                    .map(|(n, (d, c, s, l, st))| state(n, d, c, s, l, st))
+                    .collect()
+            })
+    }
+
+    fn scratch(entries: &[EntryState]) -> Stats {
+        let mut s = Stats::default();
+        for e in entries {
+            s.apply(e, 1);
+        }
+        s
+    }
+
+    fn day(d: u8) -> String {
+        format!("2026-11-{:02}", 1 + d % 28)
+    }
+
+    proptest! {
+        /// Property 47: total equals the number of entries, sections sum to it, the average
+        /// confidence is the mean.
+        #[test]
+        fn totals_sections_and_mean(entries in states()) {
+            let s = scratch(&entries);
+            prop_assert_eq!(s.total_entries, i64::try_from(entries.len()).unwrap_or(-1));
+            prop_assert_eq!(s.entries_by_section.values().sum::<i64>(), s.total_entries);
+            prop_assert_eq!(s.entries_by_lifecycle.values().sum::<i64>(), s.total_entries);
+            prop_assert_eq!(s.confidence_distribution.values().sum::<i64>(), s.total_entries);
+            if !entries.is_empty() {
+                #[expect(clippy::cast_precision_loss, reason = "small counts")]
+                let mean = entries.iter().map(|e| confidence_micros(e.fields.confidence)).sum::<i64>() as f64
+                    / entries.len() as f64 / 1e6;
+                prop_assert!((s.avg_confidence() - mean).abs() < 1e-4, "{} vs {}", s.avg_confidence(), mean);
+            }
+        }
+
+        /// Property 48: the counters of a date range are those of exactly the entries created in
+        /// it; entries outside are excluded.
+        #[test]
+        fn a_range_counts_exactly_its_entries(entries in states(), a in 0u8..28, b in 0u8..28) {
+            let (from, to) = (day(a.min(b)), day(a.max(b)));
+            let s = scratch(&entries);
+            let inside: Vec<EntryState> = entries
+                .iter()
+                .filter(|e| { let d = day_of(&e.created_at); d >= from.as_str() && d <= to.as_str() })
+                .cloned()
+                .collect();
+            prop_assert_eq!(s.created_between(Some(&from), Some(&to)), scratch(&inside).totals);
+            prop_assert_eq!(s.created_between(None, None), s.totals.clone());
+            // Two adjacent ranges add up to their union.
+            let mut left = s.created_between(None, Some(&from));
+            let right = s.created_between(Some(&day(a.min(b) + 1)), None);
+            if a.min(b) + 1 < 28 {
+                left.merge(&right);
+                prop_assert_eq!(left, s.totals.clone());
+            }
+        }
+
+        /// Counters kept by delta through lifecycle transitions and status changes equal the
+        /// counters of the final states; removing every entry leaves nothing behind.
+        #[test]
+        fn delta_through_transitions_equals_scratch(entries in states(), moves in prop::collection::vec((0usize..40, 0usize..4, 0usize..4), 0..30)) {
+            let mut current = entries.clone();
+            let mut s = scratch(&entries);
+            for (i, lifecycle, status) in moves {
+                let Some(e) = current.get_mut(i) else { continue };
+                s.apply(e, -1);
+                e.lifecycle = Lifecycle::ALL[lifecycle];
+                e.status = Status::ALL[status];
+                e.superseded_at = (e.status == Status::Superseded).then(|| "2026-11-29T00:00:00.000Z".to_owned());
+                s.apply(e, 1);
+            }
+            prop_assert_eq!(&s, &scratch(&current));
+            for e in &current {
+                s.apply(e, -1);
+            }
+            prop_assert_eq!(s, Stats::default());
+        }
+
+        /// Statistics of disjoint sets merge into the statistics of their union, per day too.
+        #[test]
+        fn merge_is_the_union(entries in states(), cut in 0usize..40) {
+            let cut = cut.min(entries.len());
+            let mut left = scratch(&entries[..cut]);
+            left.merge(&scratch(&entries[cut..]));
+            prop_assert_eq!(left, scratch(&entries));
+        }
+
+        /// The latest operations are a function of the set: any order, any duplication.
+        #[test]
+        fn latest_operations_are_a_function_of_the_set(ops in prop::collection::vec((0u8..28, 0u32..50), 0..60), seed in any::<u64>()) {
+            let all: Vec<Operation> = ops
+                .iter()
+                .map(|(d, n)| Operation {
+                    at: format!("{}T10:00:00.000Z", day(*d)),
+                    event: format!("{n:064}"),
+                    operation: "create".into(),
+                    entry: format!("m-{n}"),
+                    agent: "a".into(),
+                })
+                .collect();
+            let mut forward = RecentOperations::default();
+            for op in &all { forward.note(op.clone()); }
+            let mut shuffled = all.clone();
+            shuffled.extend(all.iter().take(seed as usize % (all.len() + 1)).cloned());
+            let len = shuffled.len();
+            for i in 0..len {
+                let j = usize::try_from((seed.wrapping_mul(i as u64 + 7)) % len as u64).unwrap_or(0);
+                shuffled.swap(i, j);
+            }
+            let mut other = RecentOperations::default();
+            for op in shuffled { other.note(op); }
+            prop_assert_eq!(&forward, &other);
+            let mut expected: Vec<Operation> = all.clone();
+            expected.sort_by(|a, b| (&b.at, &b.event).cmp(&(&a.at, &a.event)));
+            expected.dedup_by(|a, b| a.event == b.event && a.at == b.at);
+            expected.truncate(RECENT_OPERATIONS);
+            prop_assert_eq!(forward.0, expected);
+        }
+    }
+}

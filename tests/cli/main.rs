@@ -1,5 +1,6 @@
 //! Integration tests: the real binary on temporary workspaces, with a fixed clock and actor.
 
+mod analytics;
 mod common;
 mod end_to_end;
 mod failures;
