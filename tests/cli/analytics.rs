@@ -54,7 +54,7 @@ fn stats(env: &Env, now: &str, args: &[&str]) -> Value {
 }
 
 /// Three days of entries by two agents, one superseded, one deprecated, one expiring soon.
-fn scenario() -> (Env, Vec<String>) {
+pub fn scenario() -> (Env, Vec<String>) {
     let env = Env::with_project();
     let ids = vec![
         add_at(&env, "2026-11-01T09:00:00Z", "agent-1", "decisions", "auth", "Use JWTs", "0.9", "code:src/auth.rs#L1:token code", &[]),

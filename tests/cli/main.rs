@@ -2,6 +2,7 @@
 
 mod analytics;
 mod common;
+mod dashboard;
 mod end_to_end;
 mod failures;
 mod foundation;

@@ -283,7 +283,12 @@ fn draw_summary(frame: &mut Frame<'_>, area: Rect, s: &Screen<'_>, st: &MemorySt
 fn draw_growth(frame: &mut Frame<'_>, area: Rect, s: &Screen<'_>, st: &MemoryStatistics) {
     let series = &st.entries_created_over_time;
     let total: i64 = series.iter().map(|d| d.count).sum();
-    let block = s.block(format!("Memory Growth ({total} created, per day)"), None);
+    let title = if area.width < 50 {
+        format!("Growth: {total} created")
+    } else {
+        format!("Memory Growth ({total} created, per day)")
+    };
+    let block = s.block(title, None);
     if series.is_empty() {
         frame.render_widget(Paragraph::new("no entries in this range").block(block), area);
         return;
@@ -440,7 +445,7 @@ fn draw_evidence(frame: &mut Frame<'_>, area: Rect, s: &Screen<'_>, st: &MemoryS
         .collect();
     rows.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     let body = if rows.is_empty() {
-        vec![Line::raw("no evidence in this range")]
+        vec![Line::raw("none in this range")]
     } else {
         bar_lines(&rows, area.width.saturating_sub(2), 10, false)
     };
@@ -505,7 +510,7 @@ fn draw_agents(frame: &mut Frame<'_>, area: Rect, s: &Screen<'_>, st: &MemorySta
         rows,
         vec![Constraint::Fill(1), Constraint::Length(7)],
         offset,
-        "no entries in this range",
+        "none in this range",
     );
 }
 
@@ -567,11 +572,15 @@ fn draw_operations(frame: &mut Frame<'_>, area: Rect, s: &Screen<'_>, st: &Memor
     }
     header.push("summary");
     widths.push(Constraint::Fill(1));
-    let title = format!(
-        "Recent Operations (last {}){}",
-        projections::stats::RECENT_OPERATIONS,
-        position(offset, st.recent_operations.len(), visible_rows(area))
-    );
+    let position = position(offset, st.recent_operations.len(), visible_rows(area));
+    let title = if area.width < 60 {
+        format!("Recent Operations{position}")
+    } else {
+        format!(
+            "Recent Operations (last {}){position}",
+            projections::stats::RECENT_OPERATIONS
+        )
+    };
     scrolled_table(
         frame,
         area,
@@ -580,7 +589,7 @@ fn draw_operations(frame: &mut Frame<'_>, area: Rect, s: &Screen<'_>, st: &Memor
         rows,
         widths,
         offset,
-        "no create, supersede or deprecate in this range",
+        "no operations in this range",
     );
 }
 
@@ -626,7 +635,7 @@ fn draw_expiry(frame: &mut Frame<'_>, area: Rect, s: &Screen<'_>, st: &MemorySta
             Constraint::Fill(1),
         ],
         offset,
-        "nothing expires within 7 days",
+        "none within 7 days",
     );
 }
 
@@ -671,7 +680,7 @@ fn draw_queries(frame: &mut Frame<'_>, area: Rect, s: &Screen<'_>, st: &MemorySt
             Constraint::Length(4),
         ],
         offset,
-        "no queries logged in this range",
+        "no queries logged",
     );
 }
 
