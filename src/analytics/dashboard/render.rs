@@ -463,16 +463,30 @@ fn scrolled_table<'b>(
     header: Vec<&'b str>,
     rows: Vec<Vec<Cell<'b>>>,
     widths: Vec<Constraint>,
-    offset: usize,
+    (selected, focused): (usize, bool),
     empty: &'b str,
 ) {
     if rows.is_empty() {
         frame.render_widget(Paragraph::new(empty).block(block), area);
         return;
     }
-    let visible = usize::from(area.height.saturating_sub(3)).max(1);
-    let offset = offset.min(rows.len().saturating_sub(visible));
-    let shown: Vec<Row<'b>> = rows.into_iter().skip(offset).map(Row::new).collect();
+    let visible = visible_rows(area);
+    let selected = selected.min(rows.len() - 1);
+    // The selected row is kept in view: the first page until it moves past it.
+    let offset = selected.saturating_sub(visible - 1);
+    let shown: Vec<Row<'b>> = rows
+        .into_iter()
+        .enumerate()
+        .skip(offset)
+        .map(|(i, cells)| {
+            let row = Row::new(cells);
+            if focused && i == selected {
+                row.style(Style::default().add_modifier(Modifier::REVERSED))
+            } else {
+                row
+            }
+        })
+        .collect();
     let table = Table::new(shown, widths)
         .header(Row::new(header).style(Style::default().add_modifier(Modifier::BOLD)))
         .column_spacing(1)
@@ -480,12 +494,12 @@ fn scrolled_table<'b>(
     frame.render_widget(table, area);
 }
 
-fn position(offset: usize, len: usize, visible: usize) -> String {
+/// ` row/rows` when the table has more rows than it shows.
+fn position(selected: usize, len: usize, visible: usize) -> String {
     if len <= visible {
         String::new()
     } else {
-        let offset = offset.min(len - visible);
-        format!(" {}-{}/{len}", offset + 1, (offset + visible).min(len))
+        format!(" {}/{len}", selected.min(len - 1) + 1)
     }
 }
 
@@ -509,7 +523,7 @@ fn draw_agents(frame: &mut Frame<'_>, area: Rect, s: &Screen<'_>, st: &MemorySta
         vec!["agent", "entries"],
         rows,
         vec![Constraint::Fill(1), Constraint::Length(7)],
-        offset,
+        (offset, s.focus == Panel::Agents),
         "none in this range",
     );
 }
@@ -588,7 +602,7 @@ fn draw_operations(frame: &mut Frame<'_>, area: Rect, s: &Screen<'_>, st: &Memor
         header,
         rows,
         widths,
-        offset,
+        (offset, s.focus == Panel::Operations),
         "no operations in this range",
     );
 }
@@ -634,7 +648,7 @@ fn draw_expiry(frame: &mut Frame<'_>, area: Rect, s: &Screen<'_>, st: &MemorySta
             Constraint::Length(10),
             Constraint::Fill(1),
         ],
-        offset,
+        (offset, s.focus == Panel::Expiry),
         "none within 7 days",
     );
 }
@@ -679,7 +693,7 @@ fn draw_queries(frame: &mut Frame<'_>, area: Rect, s: &Screen<'_>, st: &MemorySt
             Constraint::Fill(1),
             Constraint::Length(4),
         ],
-        offset,
+        (offset, s.focus == Panel::Queries),
         "no queries logged",
     );
 }
