@@ -271,3 +271,101 @@ fn an_empty_project_has_zero_statistics() {
     assert_eq!(s["recent_operations"], serde_json::json!([]));
     assert_eq!(s["entries_created_over_time"].as_array().map(Vec::len), Some(7));
 }
+
+/// The JSON Schema of docs/ANALYTICS.md, between its markers.
+fn documented_schema() -> Value {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/ANALYTICS.md"))
+        .unwrap_or_else(|e| panic!("docs/ANALYTICS.md: {e}"));
+    let start = doc.find("<!-- schema:start -->\n```json\n").map(|i| i + 30);
+    let end = doc.find("```\n<!-- schema:end -->");
+    let (Some(start), Some(end)) = (start, end) else {
+        panic!("schema markers missing in docs/ANALYTICS.md")
+    };
+    serde_json::from_str(&doc[start..end]).unwrap_or_else(|e| panic!("schema: {e}"))
+}
+
+/// The parts of JSON Schema the documented schema uses: type, enum, required, properties,
+/// additionalProperties, items and local `$ref`s.
+fn check(schema: &Value, root: &Value, v: &Value, at: &str) -> Vec<String> {
+    if let Some(r) = schema.get("$ref").and_then(Value::as_str) {
+        let name = r.trim_start_matches("#/$defs/");
+        return check(&root["$defs"][name], root, v, at);
+    }
+    let mut errors = Vec::new();
+    let type_name = match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    };
+    if let Some(t) = schema.get("type") {
+        let allowed: Vec<&str> = match t {
+            Value::String(s) => vec![s.as_str()],
+            Value::Array(a) => a.iter().filter_map(Value::as_str).collect(),
+            _ => vec![],
+        };
+        let ok = allowed.contains(&type_name) || (type_name == "integer" && allowed.contains(&"number"));
+        if !ok {
+            errors.push(format!("{at}: {type_name} is not {allowed:?}"));
+            return errors;
+        }
+    }
+    if let Some(values) = schema.get("enum").and_then(Value::as_array)
+        && !values.contains(v)
+    {
+        errors.push(format!("{at}: {v} not in {values:?}"));
+    }
+    if let Value::Object(map) = v {
+        for name in schema.get("required").and_then(Value::as_array).into_iter().flatten() {
+            if let Some(n) = name.as_str().filter(|n| !map.contains_key(*n)) {
+                errors.push(format!("{at}: missing {n}"));
+            }
+        }
+        let props = schema.get("properties").and_then(Value::as_object);
+        for (k, child) in map {
+            match (props.and_then(|p| p.get(k)), schema.get("additionalProperties")) {
+                (Some(s), _) => errors.extend(check(s, root, child, &format!("{at}.{k}"))),
+                (None, Some(Value::Bool(false))) => errors.push(format!("{at}: undocumented {k}")),
+                (None, Some(s)) if s.is_object() => errors.extend(check(s, root, child, &format!("{at}.{k}"))),
+                _ => {}
+            }
+        }
+    }
+    if let (Value::Array(items), Some(s)) = (v, schema.get("items")) {
+        for (i, item) in items.iter().enumerate() {
+            errors.extend(check(s, root, item, &format!("{at}[{i}]")));
+        }
+    }
+    errors
+}
+
+/// The output keeps to the documented schema: nothing missing, nothing undocumented.
+#[test]
+fn the_output_follows_the_documented_json_schema() {
+    let schema = documented_schema();
+    let (env, _) = scenario();
+    env.run_at("2026-11-22T08:00:00Z", &["query", "--subject", "auth", "--scope", "repo"]).ok();
+    env.run(&["init", "other"]).ok();
+    let empty = Env::with_project();
+    for (env, args) in [
+        (&env, vec!["demo"]),
+        (&env, vec!["demo", "--range", "7d"]),
+        (&env, vec!["--all"]),
+        (&empty, vec![]),
+    ] {
+        let doc = stats(env, NOW, &args);
+        let errors = check(&schema, &schema, &doc, "$");
+        assert!(errors.is_empty(), "{args:?}: {errors:#?}");
+    }
+    // The checker itself catches a missing and an undocumented field.
+    let mut bad = stats(&env, NOW, &["demo"]);
+    bad["statistics"]["surprise"] = Value::from(1);
+    if let Some(m) = bad["statistics"].as_object_mut() {
+        m.remove("total_entries");
+    }
+    let errors = check(&schema, &schema, &bad, "$");
+    assert_eq!(errors.len(), 2, "{errors:?}");
+}
