@@ -391,7 +391,7 @@ mod tests {
                 }],
                 related_entries: vec![],
                 valid_from: None,
-                valid_to: (n % 2 == 0).then(|| format!("2026-12-{:02}T00:00:00.000Z", 1 + n % 28)),
+                valid_to: n.is_multiple_of(2).then(|| format!("2026-12-{:02}T00:00:00.000Z", 1 + n % 28)),
                 review_interval: None,
             },
             status: Status::ALL[status % Status::ALL.len()],
@@ -402,11 +402,11 @@ mod tests {
             updated_at: created_at,
             updated_by: "agent-0".into(),
             lifecycle: Lifecycle::ALL[lifecycle % Lifecycle::ALL.len()],
-            pinned: n % 5 == 0,
+            pinned: n.is_multiple_of(5),
             pinned_by: None,
             pinned_at: None,
             status_reason: None,
-            evidence_stale: n % 6 == 0,
+            evidence_stale: n.is_multiple_of(6),
             purged: false,
             version: 1,
             heads: vec![],
@@ -414,13 +414,16 @@ mod tests {
     }
 
     fn states() -> impl Strategy<Value = Vec<EntryState>> {
-        prop::collection::vec((0u8..28, 0u32..=1000, 0usize..4, 0usize..4, 0usize..4), 0..40)
-            .prop_map(|v| {
-                v.into_iter()
-                    .enumerate()
-                    .map(|(n, (d, c, s, l, st))| state(n, d, c, s, l, st))
-                    .collect()
-            })
+        prop::collection::vec(
+            (0u8..28, 0u32..=1000, 0usize..4, 0usize..4, 0usize..4),
+            0..40,
+        )
+        .prop_map(|v| {
+            v.into_iter()
+                .enumerate()
+                .map(|(n, (d, c, s, l, st))| state(n, d, c, s, l, st))
+                .collect()
+        })
     }
 
     fn scratch(entries: &[EntryState]) -> Stats {

@@ -28,15 +28,14 @@ impl Health {
 
 /// Average confidence: above 0.7 ok, 0.5 to 0.7 warn, below 0.5 bad; `None` without entries.
 pub fn confidence(avg: f64, total: i64) -> Option<Health> {
-    (total > 0).then(|| {
-        if avg > 0.7 {
-            Health::Ok
-        } else if avg >= 0.5 {
-            Health::Warn
-        } else {
-            Health::Bad
-        }
-    })
+    let h = if avg > 0.7 {
+        Health::Ok
+    } else if avg >= 0.5 {
+        Health::Warn
+    } else {
+        Health::Bad
+    };
+    (total > 0).then_some(h)
 }
 
 /// Entries with stale evidence: none ok, 1 to 5 warn, more bad.

@@ -94,11 +94,9 @@ impl RangeSpec {
             },
             Self::Last(n) => DateRange {
                 label: format!("{n}d"),
-                from: Some(fmt(
-                    today
-                        .checked_sub_days(Days::new(u64::from(n.saturating_sub(1))))
-                        .unwrap_or(NaiveDate::MIN),
-                )),
+                from: Some(fmt(today
+                    .checked_sub_days(Days::new(u64::from(n.saturating_sub(1))))
+                    .unwrap_or(NaiveDate::MIN))),
                 to: Some(fmt(today)),
             },
             Self::Between { from, to } => DateRange {
@@ -144,7 +142,10 @@ mod tests {
     fn bad_ranges_are_refused_with_the_accepted_forms() {
         for bad in ["", "7", "d", "0d", "-3d", "7days", "9999999d", "ALL"] {
             let e = RangeSpec::parse(bad).err().map(|e| e.to_string());
-            assert!(e.as_deref().is_some_and(|m| m.contains("use 7d, 30d, all")), "{bad}: {e:?}");
+            assert!(
+                e.as_deref().is_some_and(|m| m.contains("use 7d, 30d, all")),
+                "{bad}: {e:?}"
+            );
         }
         assert!(RangeSpec::between(Some("2026-11-22"), Some("2026-11-01")).is_err());
         assert!(RangeSpec::between(Some("yesterday"), None).is_err());

@@ -273,9 +273,8 @@ fn expiry(
             true
         })?;
     }
-    let in_range = |s: &projections::EntryState| {
-        range.contains_day(projections::time::day_of(&s.created_at))
-    };
+    let in_range =
+        |s: &projections::EntryState| range.contains_day(projections::time::day_of(&s.created_at));
     let past = store
         .hot_entries(&today_past.iter().map(String::as_str).collect::<Vec<_>>())?
         .iter()
@@ -392,7 +391,9 @@ impl MemoryStatistics {
             (&b.timestamp, &b.project, &b.entry_id).cmp(&(&a.timestamp, &a.project, &a.entry_id))
         });
         operations.truncate(projections::stats::RECENT_OPERATIONS);
-        expiring.sort_by(|a, b| (&a.valid_to, &a.project, &a.entry_id).cmp(&(&b.valid_to, &b.project, &b.entry_id)));
+        expiring.sort_by(|a, b| {
+            (&a.valid_to, &a.project, &a.entry_id).cmp(&(&b.valid_to, &b.project, &b.entry_id))
+        });
         let superseded = c.entries_by_status.get("superseded").copied().unwrap_or(0);
         let mut archival_rate_by_kind = BTreeMap::new();
         for (kind, total) in &c.entries_by_kind {
@@ -421,7 +422,12 @@ impl MemoryStatistics {
             active_entries: c.hot_entries,
             entries_by_section: projections::Section::ALL
                 .iter()
-                .map(|s| (s.as_str().to_owned(), c.entries_by_section.get(s.as_str()).copied().unwrap_or(0)))
+                .map(|s| {
+                    (
+                        s.as_str().to_owned(),
+                        c.entries_by_section.get(s.as_str()).copied().unwrap_or(0),
+                    )
+                })
                 .collect(),
             entries_by_status: c.entries_by_status.clone(),
             entries_by_kind: c.entries_by_kind.clone(),
@@ -430,7 +436,12 @@ impl MemoryStatistics {
             avg_confidence: avg,
             confidence_distribution: CONFIDENCE_BUCKETS
                 .iter()
-                .map(|b| ((*b).to_owned(), c.confidence_distribution.get(*b).copied().unwrap_or(0)))
+                .map(|b| {
+                    (
+                        (*b).to_owned(),
+                        c.confidence_distribution.get(*b).copied().unwrap_or(0),
+                    )
+                })
                 .collect(),
             evidence_type_distribution: c.evidence_type_distribution.clone(),
             low_confidence_count: c.low_confidence_count,

@@ -25,9 +25,9 @@ pub struct DashboardArgs {
 }
 
 fn parse_size(s: &str) -> Result<(u16, u16)> {
-    let parsed = s.split_once('x').and_then(|(w, h)| {
-        Some((w.parse::<u16>().ok()?, h.parse::<u16>().ok()?))
-    });
+    let parsed = s
+        .split_once('x')
+        .and_then(|(w, h)| Some((w.parse::<u16>().ok()?, h.parse::<u16>().ok()?)));
     match parsed {
         Some((w, h)) if (1..=1000).contains(&w) && (1..=1000).contains(&h) => Ok((w, h)),
         _ => Err(Error::Usage(format!(
@@ -62,11 +62,7 @@ pub fn run(ctx: &Ctx, args: DashboardArgs, out: &mut Out) -> Result<ExitCode> {
     let all = args.target.all;
     let load = |app: &App| -> Result<Loaded> {
         let chosen: Vec<Project> = if all && app.target > 0 {
-            projects
-                .get(app.target - 1)
-                .cloned()
-                .into_iter()
-                .collect()
+            projects.get(app.target - 1).cloned().into_iter().collect()
         } else {
             projects.clone()
         };

@@ -51,10 +51,7 @@ impl TargetArgs {
                 start: ws.root().to_path_buf(),
             });
         }
-        names
-            .into_iter()
-            .map(|n| Project::open(&ws, n))
-            .collect()
+        names.into_iter().map(|n| Project::open(&ws, n)).collect()
     }
 }
 
@@ -154,10 +151,16 @@ fn print_summary(out: &mut Out, project: &str, dates: &DateRange, s: &MemoryStat
         s.stale_evidence_count,
         s.health.stale_evidence.label()
     ));
-    out.line(format!("by section         {}", list(&s.entries_by_section)));
+    out.line(format!(
+        "by section         {}",
+        list(&s.entries_by_section)
+    ));
     out.line(format!("by status          {}", list(&s.entries_by_status)));
     out.line(format!("by kind            {}", list(&s.entries_by_kind)));
-    out.line(format!("confidence         {}", list(&s.confidence_distribution)));
+    out.line(format!(
+        "confidence         {}",
+        list(&s.confidence_distribution)
+    ));
     out.line(format!(
         "evidence types     {}",
         list(&s.evidence_type_distribution)
@@ -214,12 +217,20 @@ fn print_summary(out: &mut Out, project: &str, dates: &DateRange, s: &MemoryStat
     out.line(format!(
         "queries            {}  subjects: {}  scopes: {}",
         s.query_count,
-        top(s.most_queried_subjects.iter().map(|r| (r.subject.as_str(), r.count)).collect()),
-        top(s.most_queried_scopes.iter().map(|r| (r.scope.as_str(), r.count)).collect())
+        top(s
+            .most_queried_subjects
+            .iter()
+            .map(|r| (r.subject.as_str(), r.count))
+            .collect()),
+        top(s
+            .most_queried_scopes
+            .iter()
+            .map(|r| (r.scope.as_str(), r.count))
+            .collect())
     ));
-    out.line("recent operations".to_owned());
+    out.line("recent operations");
     if s.recent_operations.is_empty() {
-        out.line("  -".to_owned());
+        out.line("  -");
     }
     for o in &s.recent_operations {
         out.line(format!(

@@ -1227,7 +1227,9 @@ impl Store {
     /// # Errors
     /// When the store cannot be read.
     pub fn recent_operations(&self) -> Result<projections::RecentOperations> {
-        Ok(self.get_json(&meta_key("recent_operations"))?.unwrap_or_default())
+        Ok(self
+            .get_json(&meta_key("recent_operations"))?
+            .unwrap_or_default())
     }
 
     /// Writes every projection record canonically, one per line: the kind of record, its key

@@ -5,7 +5,10 @@ use crate::common::Env;
 use serde_json::Value;
 
 /// Adds an entry at `now` and returns its id.
-#[expect(clippy::too_many_arguments, reason = "one test helper, every field named at the call")]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one test helper, every field named at the call"
+)]
 fn add_at(
     env: &Env,
     now: &str,
@@ -57,19 +60,80 @@ fn stats(env: &Env, now: &str, args: &[&str]) -> Value {
 pub fn scenario() -> (Env, Vec<String>) {
     let env = Env::with_project();
     let ids = vec![
-        add_at(&env, "2026-11-01T09:00:00Z", "agent-1", "decisions", "auth", "Use JWTs", "0.9", "code:src/auth.rs#L1:token code", &[]),
-        add_at(&env, "2026-11-10T09:00:00Z", "agent-1", "learnings", "ci", "CI is slow on Mondays", "0.3", "log:logs/ci.log:timings", &[]),
-        add_at(&env, "2026-11-20T09:00:00Z", "agent-2", "state", "db", "Pool size is 20", "0.7", "artifact:deploy/db.yaml:config", &["--valid-from", "2026-11-20T00:00:00Z", "--valid-to", "2026-11-25T12:00:00Z"]),
-        add_at(&env, "2026-11-21T09:00:00Z", "agent-2", "observations", "cache", "Cache hit rate is 80%", "0.6", "doc:docs/cache.md:measure", &[]),
+        add_at(
+            &env,
+            "2026-11-01T09:00:00Z",
+            "agent-1",
+            "decisions",
+            "auth",
+            "Use JWTs",
+            "0.9",
+            "code:src/auth.rs#L1:token code",
+            &[],
+        ),
+        add_at(
+            &env,
+            "2026-11-10T09:00:00Z",
+            "agent-1",
+            "learnings",
+            "ci",
+            "CI is slow on Mondays",
+            "0.3",
+            "log:logs/ci.log:timings",
+            &[],
+        ),
+        add_at(
+            &env,
+            "2026-11-20T09:00:00Z",
+            "agent-2",
+            "state",
+            "db",
+            "Pool size is 20",
+            "0.7",
+            "artifact:deploy/db.yaml:config",
+            &[
+                "--valid-from",
+                "2026-11-20T00:00:00Z",
+                "--valid-to",
+                "2026-11-25T12:00:00Z",
+            ],
+        ),
+        add_at(
+            &env,
+            "2026-11-21T09:00:00Z",
+            "agent-2",
+            "observations",
+            "cache",
+            "Cache hit rate is 80%",
+            "0.6",
+            "doc:docs/cache.md:measure",
+            &[],
+        ),
     ];
     env.run_at(
         "2026-11-21T10:00:00Z",
-        &["supersede", &ids[0], "--summary", "Use 10-minute JWTs", "--reason", "review", "--actor", "agent-2"],
+        &[
+            "supersede",
+            &ids[0],
+            "--summary",
+            "Use 10-minute JWTs",
+            "--reason",
+            "review",
+            "--actor",
+            "agent-2",
+        ],
     )
     .ok();
     env.run_at(
         "2026-11-21T11:00:00Z",
-        &["deprecate", &ids[1], "--reason", "fixed", "--actor", "agent-1"],
+        &[
+            "deprecate",
+            &ids[1],
+            "--reason",
+            "fixed",
+            "--actor",
+            "agent-1",
+        ],
     )
     .ok();
     (env, ids)
@@ -85,13 +149,28 @@ fn every_field_of_the_memory_statistics_is_there() {
     assert_eq!(doc["computed_at"], "2026-11-22T12:00:00.000Z");
     let s = &doc["statistics"];
     for field in [
-        "total_entries", "entries_by_section", "entries_by_status", "entries_by_kind",
-        "avg_confidence", "confidence_distribution", "evidence_type_distribution",
-        "low_confidence_count", "stale_evidence_count", "entries_created_over_time",
-        "entries_superseded_over_time", "entries_by_agent", "most_active_agents",
-        "recent_operations", "most_queried_subjects", "most_queried_scopes",
-        "query_frequency_over_time", "superseded_percentage", "entries_approaching_expiry",
-        "compaction_candidates", "lifecycle", "entries_by_lifecycle",
+        "total_entries",
+        "entries_by_section",
+        "entries_by_status",
+        "entries_by_kind",
+        "avg_confidence",
+        "confidence_distribution",
+        "evidence_type_distribution",
+        "low_confidence_count",
+        "stale_evidence_count",
+        "entries_created_over_time",
+        "entries_superseded_over_time",
+        "entries_by_agent",
+        "most_active_agents",
+        "recent_operations",
+        "most_queried_subjects",
+        "most_queried_scopes",
+        "query_frequency_over_time",
+        "superseded_percentage",
+        "entries_approaching_expiry",
+        "compaction_candidates",
+        "lifecycle",
+        "entries_by_lifecycle",
     ] {
         assert!(s.get(field).is_some(), "missing {field}: {s}");
     }
@@ -108,10 +187,24 @@ fn every_field_of_the_memory_statistics_is_there() {
         .as_array()
         .map(|a| a.iter().filter_map(|o| o["operation"].as_str()).collect())
         .unwrap_or_default();
-    assert_eq!(ops, ["deprecate", "supersede", "create", "create", "create", "create"]);
+    assert_eq!(
+        ops,
+        [
+            "deprecate",
+            "supersede",
+            "create",
+            "create",
+            "create",
+            "create"
+        ]
+    );
     assert_eq!(s["recent_operations"][1]["summary"], "Use JWTs", "{s}");
     assert_eq!(s["lifecycle"]["entries_by_lifecycle"]["active"], 5);
-    assert_eq!(s["lifecycle"]["last_run"], Value::Null, "never a made-up value");
+    assert_eq!(
+        s["lifecycle"]["last_run"],
+        Value::Null,
+        "never a made-up value"
+    );
 }
 
 /// Property 47 on the real binary: total = entries listed, sections sum to it, the average
@@ -120,7 +213,10 @@ fn every_field_of_the_memory_statistics_is_there() {
 fn totals_sections_and_average_match_the_entries() {
     let (env, _) = scenario();
     let s = stats(&env, NOW, &[])["statistics"].clone();
-    let listed = env.run_at(NOW, &["list", "--status", "all", "--json"]).ok().json();
+    let listed = env
+        .run_at(NOW, &["list", "--status", "all", "--json"])
+        .ok()
+        .json();
     let entries = listed.as_array().cloned().unwrap_or_default();
     assert_eq!(s["total_entries"], entries.len());
     let sections: i64 = s["entries_by_section"]
@@ -129,7 +225,10 @@ fn totals_sections_and_average_match_the_entries() {
         .unwrap_or(-1);
     assert_eq!(sections, i64::try_from(entries.len()).unwrap_or(0));
     #[expect(clippy::cast_precision_loss, reason = "a handful of entries")]
-    let mean = entries.iter().filter_map(|e| e["confidence"].as_f64()).sum::<f64>()
+    let mean = entries
+        .iter()
+        .filter_map(|e| e["confidence"].as_f64())
+        .sum::<f64>()
         / entries.len() as f64;
     let avg = s["avg_confidence"].as_f64().unwrap_or(-1.0);
     assert!((avg - mean).abs() < 1e-4, "{avg} vs {mean}");
@@ -146,14 +245,30 @@ fn date_ranges_exclude_what_is_outside() {
     let s = &week["statistics"];
     // Created 11-20, 11-21 and the replacement on 11-21.
     assert_eq!(s["total_entries"], 3, "{s}");
-    let series = s["entries_created_over_time"].as_array().cloned().unwrap_or_default();
+    let series = s["entries_created_over_time"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     assert_eq!(series.len(), 7);
-    assert!(series.iter().all(|d| d["date"].as_str().is_some_and(|d| ("2026-11-16"..="2026-11-22").contains(&d))));
-    assert_eq!(series.iter().filter_map(|d| d["count"].as_i64()).sum::<i64>(), 3);
+    assert!(series.iter().all(|d| {
+        d["date"]
+            .as_str()
+            .is_some_and(|d| ("2026-11-16"..="2026-11-22").contains(&d))
+    }));
+    assert_eq!(
+        series
+            .iter()
+            .filter_map(|d| d["count"].as_i64())
+            .sum::<i64>(),
+        3
+    );
     let between = stats(&env, NOW, &["--from", "2026-11-01", "--to", "2026-11-10"]);
     assert_eq!(between["statistics"]["total_entries"], 2);
     assert_eq!(between["statistics"]["entries_by_agent"]["agent-1"], 2);
-    assert_eq!(between["statistics"]["entries_by_agent"].get("agent-2"), None);
+    assert_eq!(
+        between["statistics"]["entries_by_agent"].get("agent-2"),
+        None
+    );
     let nothing = stats(&env, NOW, &["--from", "2025-01-01", "--to", "2025-01-31"]);
     assert_eq!(nothing["statistics"]["total_entries"], 0);
     assert_eq!(nothing["statistics"]["avg_confidence"], 0.0);
@@ -165,7 +280,10 @@ fn date_ranges_exclude_what_is_outside() {
 fn entries_approaching_expiry_and_past_valid_to() {
     let (env, ids) = scenario();
     let s = stats(&env, NOW, &[])["statistics"].clone();
-    let expiring = s["entries_approaching_expiry"].as_array().cloned().unwrap_or_default();
+    let expiring = s["entries_approaching_expiry"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     assert_eq!(expiring.len(), 1, "{s}");
     assert_eq!(expiring[0]["entry_id"], ids[2].as_str());
     assert_eq!(expiring[0]["valid_to"], "2026-11-25T12:00:00.000Z");
@@ -178,15 +296,27 @@ fn entries_approaching_expiry_and_past_valid_to() {
     assert_eq!(later["health"]["expiry"], "bad");
     // Same day, a moment after valid_to.
     let same_day = stats(&env, "2026-11-25T12:00:01Z", &[])["statistics"].clone();
-    assert_eq!(same_day["lifecycle"]["entries_past_valid_to"], 1, "{same_day}");
+    assert_eq!(
+        same_day["lifecycle"]["entries_past_valid_to"], 1,
+        "{same_day}"
+    );
 }
 
 #[test]
 fn query_patterns_come_from_the_query_log() {
     let (env, _) = scenario();
-    env.run_at("2026-11-21T12:00:00Z", &["query", "jwt", "--subject", "auth"]).ok();
-    env.run_at("2026-11-22T08:00:00Z", &["query", "--subject", "auth", "--scope", "service:api"]).ok();
-    env.run_at("2026-11-22T09:00:00Z", &["query", "--subject", "db"]).ok();
+    env.run_at(
+        "2026-11-21T12:00:00Z",
+        &["query", "jwt", "--subject", "auth"],
+    )
+    .ok();
+    env.run_at(
+        "2026-11-22T08:00:00Z",
+        &["query", "--subject", "auth", "--scope", "service:api"],
+    )
+    .ok();
+    env.run_at("2026-11-22T09:00:00Z", &["query", "--subject", "db"])
+        .ok();
     let s = stats(&env, NOW, &[])["statistics"].clone();
     assert_eq!(s["query_count"], 3, "{s}");
     assert_eq!(s["most_queried_subjects"][0]["subject"], "auth");
@@ -194,9 +324,21 @@ fn query_patterns_come_from_the_query_log() {
     assert_eq!(s["most_queried_scopes"][0]["scope"], "service:api");
     let per_day: Vec<(String, i64)> = s["query_frequency_over_time"]
         .as_array()
-        .map(|a| a.iter().map(|d| (d["date"].as_str().unwrap_or("").to_owned(), d["count"].as_i64().unwrap_or(0))).collect())
+        .map(|a| {
+            a.iter()
+                .map(|d| {
+                    (
+                        d["date"].as_str().unwrap_or("").to_owned(),
+                        d["count"].as_i64().unwrap_or(0),
+                    )
+                })
+                .collect()
+        })
         .unwrap_or_default();
-    assert_eq!(per_day, [("2026-11-21".to_owned(), 1), ("2026-11-22".to_owned(), 2)]);
+    assert_eq!(
+        per_day,
+        [("2026-11-21".to_owned(), 1), ("2026-11-22".to_owned(), 2)]
+    );
     let today = stats(&env, NOW, &["--range", "1d"])["statistics"].clone();
     assert_eq!(today["query_count"], 2);
 }
@@ -206,16 +348,35 @@ fn query_patterns_come_from_the_query_log() {
 fn projects_are_kept_apart_and_all_adds_them_up() {
     let (env, _) = scenario();
     env.run(&["init", "other"]).ok();
-    add_at(&env, NOW, "agent-9", "decisions", "x", "Other project decision", "0.8", "code:src/x.rs#L1:x", &["--project", "other"]);
-    assert_eq!(stats(&env, NOW, &["demo"])["statistics"]["total_entries"], 5);
+    add_at(
+        &env,
+        NOW,
+        "agent-9",
+        "decisions",
+        "x",
+        "Other project decision",
+        "0.8",
+        "code:src/x.rs#L1:x",
+        &["--project", "other"],
+    );
+    assert_eq!(
+        stats(&env, NOW, &["demo"])["statistics"]["total_entries"],
+        5
+    );
     let other = stats(&env, NOW, &["other"]);
     assert_eq!(other["statistics"]["total_entries"], 1);
     assert_eq!(other["statistics"]["entries_by_agent"].get("agent-1"), None);
     let all = stats(&env, NOW, &["--all"]);
     assert_eq!(all["project"], "all");
     assert_eq!(all["statistics"]["total_entries"], 6);
-    assert_eq!(all["projects"], serde_json::json!(["demo", "global", "other"]));
-    assert_eq!(all["statistics"]["recent_operations"][0]["project"], "other");
+    assert_eq!(
+        all["projects"],
+        serde_json::json!(["demo", "global", "other"])
+    );
+    assert_eq!(
+        all["statistics"]["recent_operations"][0]["project"],
+        "other"
+    );
 }
 
 #[test]
@@ -248,9 +409,15 @@ fn bad_ranges_are_refused_and_change_nothing() {
     let log = std::fs::read(env.log()).unwrap_or_default();
     for (args, needle) in [
         (vec!["stats", "--range", "7x"], "use 7d, 30d, all"),
-        (vec!["stats", "--from", "2026-11-22", "--to", "2026-11-01"], "is after --to"),
+        (
+            vec!["stats", "--from", "2026-11-22", "--to", "2026-11-01"],
+            "is after --to",
+        ),
         (vec!["stats", "--from", "last week"], "not an ISO 8601 time"),
-        (vec!["stats", "--range", "7d", "--from", "2026-11-01"], "cannot be used with"),
+        (
+            vec!["stats", "--range", "7d", "--from", "2026-11-01"],
+            "cannot be used with",
+        ),
         (vec!["stats", "demo", "--all"], "cannot be used with"),
         (vec!["stats", "nope"], "nope"),
     ] {
@@ -269,7 +436,10 @@ fn an_empty_project_has_zero_statistics() {
     assert_eq!(s["avg_confidence"], 0.0);
     assert_eq!(s["health"]["overall"], Value::Null);
     assert_eq!(s["recent_operations"], serde_json::json!([]));
-    assert_eq!(s["entries_created_over_time"].as_array().map(Vec::len), Some(7));
+    assert_eq!(
+        s["entries_created_over_time"].as_array().map(Vec::len),
+        Some(7)
+    );
 }
 
 /// The JSON Schema of docs/ANALYTICS.md, between its markers.
@@ -307,7 +477,8 @@ fn check(schema: &Value, root: &Value, v: &Value, at: &str) -> Vec<String> {
             Value::Array(a) => a.iter().filter_map(Value::as_str).collect(),
             _ => vec![],
         };
-        let ok = allowed.contains(&type_name) || (type_name == "integer" && allowed.contains(&"number"));
+        let ok =
+            allowed.contains(&type_name) || (type_name == "integer" && allowed.contains(&"number"));
         if !ok {
             errors.push(format!("{at}: {type_name} is not {allowed:?}"));
             return errors;
@@ -319,17 +490,27 @@ fn check(schema: &Value, root: &Value, v: &Value, at: &str) -> Vec<String> {
         errors.push(format!("{at}: {v} not in {values:?}"));
     }
     if let Value::Object(map) = v {
-        for name in schema.get("required").and_then(Value::as_array).into_iter().flatten() {
+        for name in schema
+            .get("required")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
             if let Some(n) = name.as_str().filter(|n| !map.contains_key(*n)) {
                 errors.push(format!("{at}: missing {n}"));
             }
         }
         let props = schema.get("properties").and_then(Value::as_object);
         for (k, child) in map {
-            match (props.and_then(|p| p.get(k)), schema.get("additionalProperties")) {
+            match (
+                props.and_then(|p| p.get(k)),
+                schema.get("additionalProperties"),
+            ) {
                 (Some(s), _) => errors.extend(check(s, root, child, &format!("{at}.{k}"))),
                 (None, Some(Value::Bool(false))) => errors.push(format!("{at}: undocumented {k}")),
-                (None, Some(s)) if s.is_object() => errors.extend(check(s, root, child, &format!("{at}.{k}"))),
+                (None, Some(s)) if s.is_object() => {
+                    errors.extend(check(s, root, child, &format!("{at}.{k}")))
+                }
                 _ => {}
             }
         }
@@ -347,7 +528,11 @@ fn check(schema: &Value, root: &Value, v: &Value, at: &str) -> Vec<String> {
 fn the_output_follows_the_documented_json_schema() {
     let schema = documented_schema();
     let (env, _) = scenario();
-    env.run_at("2026-11-22T08:00:00Z", &["query", "--subject", "auth", "--scope", "repo"]).ok();
+    env.run_at(
+        "2026-11-22T08:00:00Z",
+        &["query", "--subject", "auth", "--scope", "repo"],
+    )
+    .ok();
     env.run(&["init", "other"]).ok();
     let empty = Env::with_project();
     for (env, args) in [

@@ -30,8 +30,16 @@ fn once(env: &Env, args: &[&str]) -> String {
 
 fn with_queries() -> Env {
     let (env, _) = scenario();
-    env.run_at("2026-11-21T12:00:00Z", &["query", "jwt", "--subject", "auth"]).ok();
-    env.run_at("2026-11-22T08:00:00Z", &["query", "--subject", "auth", "--scope", "service:api"]).ok();
+    env.run_at(
+        "2026-11-21T12:00:00Z",
+        &["query", "jwt", "--subject", "auth"],
+    )
+    .ok();
+    env.run_at(
+        "2026-11-22T08:00:00Z",
+        &["query", "--subject", "auth", "--scope", "service:api"],
+    )
+    .ok();
     env
 }
 
@@ -74,9 +82,25 @@ fn all_projects_show_their_sum_and_project_names() {
     env.run_at(
         NOW,
         &[
-            "add", "--project", "other", "--section", "decisions", "--kind", "decision",
-            "--subject", "x", "--scope", "repo", "--summary", "Other decision", "--content",
-            "c", "--confidence", "0.8", "--evidence", "code:src/x.rs#L1:x",
+            "add",
+            "--project",
+            "other",
+            "--section",
+            "decisions",
+            "--kind",
+            "decision",
+            "--subject",
+            "x",
+            "--scope",
+            "repo",
+            "--summary",
+            "Other decision",
+            "--content",
+            "c",
+            "--confidence",
+            "0.8",
+            "--evidence",
+            "code:src/x.rs#L1:x",
         ],
     )
     .ok();
@@ -94,7 +118,10 @@ fn bad_options_are_refused() {
         (vec!["dashboard", "--once", "--size", "80"], "WIDTHxHEIGHT"),
         (vec!["dashboard", "--refresh", "0"], "--refresh"),
         (vec!["dashboard", "--size", "80x24"], "--once"),
-        (vec!["dashboard", "--once", "--range", "week"], "use 7d, 30d, all"),
+        (
+            vec!["dashboard", "--once", "--range", "week"],
+            "use 7d, 30d, all",
+        ),
     ] {
         let r = env.run_at(NOW, &args);
         assert_ne!(r.code, 0, "{args:?}");
@@ -130,19 +157,25 @@ fn fixture(avg_tenths: i64, stale: i64, expiring: bool) -> MemoryStatistics {
         ..ProjectPart::default()
     };
     if expiring {
-        part.expiring.push(memlog::analytics::statistics::ExpiringEntry {
-            entry_id: "m-abcdefghij".into(),
-            summary: "Token config".into(),
-            valid_to: "2026-11-24T00:00:00.000Z".into(),
-            days_remaining: 1,
-            project: "demo".into(),
-        });
+        part.expiring
+            .push(memlog::analytics::statistics::ExpiringEntry {
+                entry_id: "m-abcdefghij".into(),
+                summary: "Token config".into(),
+                valid_to: "2026-11-24T00:00:00.000Z".into(),
+                days_remaining: 1,
+                project: "demo".into(),
+            });
     }
     MemoryStatistics::build(&[part], &range, LifecycleInputs::default())
 }
 
 fn app_with(stats: MemoryStatistics, color: bool) -> App {
-    let mut app = App::new(vec!["demo".into()], RangeSpec::Last(7), Duration::from_secs(30), color);
+    let mut app = App::new(
+        vec!["demo".into()],
+        RangeSpec::Last(7),
+        Duration::from_secs(30),
+        color,
+    );
     app.take(Ok(Loaded {
         stats,
         at: "2026-11-22T12:00:00.000Z".into(),
@@ -154,8 +187,16 @@ fn app_with(stats: MemoryStatistics, color: bool) -> App {
 /// The first rows of a frame, text and colours (`g` green, `y` yellow, `r` red).
 fn summary_rows(app: &App) -> String {
     let buffer = render::render_buffer(&app.screen(), 80, 24);
-    let text: Vec<String> = render::buffer_text(&buffer).lines().take(3).map(str::to_owned).collect();
-    let colours: Vec<String> = render::buffer_colours(&buffer).lines().take(3).map(str::to_owned).collect();
+    let text: Vec<String> = render::buffer_text(&buffer)
+        .lines()
+        .take(3)
+        .map(str::to_owned)
+        .collect();
+    let colours: Vec<String> = render::buffer_colours(&buffer)
+        .lines()
+        .take(3)
+        .map(str::to_owned)
+        .collect();
     text.iter()
         .zip(&colours)
         .map(|(t, c)| format!("{t}\n{c}\n"))
@@ -172,22 +213,38 @@ fn colour_thresholds() {
     ];
     let mut out = String::new();
     for (name, stats) in cases {
-        out.push_str(&format!("== {name}\n{}", summary_rows(&app_with(stats, true))));
+        out.push_str(&format!(
+            "== {name}\n{}",
+            summary_rows(&app_with(stats, true))
+        ));
     }
     snap!("dashboard_colour_thresholds", out);
     let green = summary_rows(&app_with(fixture(9, 0, false), true));
-    assert!(green.contains("0.90 [ok]") && green.contains("Stale 0 [ok]"), "{green}");
+    assert!(
+        green.contains("0.90 [ok]") && green.contains("Stale 0 [ok]"),
+        "{green}"
+    );
     let red = summary_rows(&app_with(fixture(4, 7, false), true));
-    assert!(red.contains("0.40 [bad]") && red.contains("Stale 7 [bad]"), "{red}");
+    assert!(
+        red.contains("0.40 [bad]") && red.contains("Stale 7 [bad]"),
+        "{red}"
+    );
 }
 
 #[test]
 fn no_color_keeps_the_labels_and_drops_every_colour() {
     let app = app_with(fixture(4, 7, true), false);
     let buffer = render::render_buffer(&app.screen(), 160, 48);
-    assert!(render::buffer_colours(&buffer).chars().all(|c| c == '.' || c == '\n'));
+    assert!(
+        render::buffer_colours(&buffer)
+            .chars()
+            .all(|c| c == '.' || c == '\n')
+    );
     let text = render::buffer_text(&buffer);
-    assert!(text.contains("[bad]") && text.contains("Expiry 1 [warn]"), "{text}");
+    assert!(
+        text.contains("[bad]") && text.contains("Expiry 1 [warn]"),
+        "{text}"
+    );
 }
 
 fn key(code: KeyCode) -> KeyEvent {
@@ -198,7 +255,10 @@ fn key(code: KeyCode) -> KeyEvent {
 fn keys() {
     let mut app = app_with(fixture(9, 0, false), true);
     assert_eq!(app.key(key(KeyCode::Char('q'))), Action::Quit);
-    assert_eq!(app.key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL)), Action::Quit);
+    assert_eq!(
+        app.key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL)),
+        Action::Quit
+    );
     assert_eq!(app.key(key(KeyCode::Char('r'))), Action::Reload);
     assert_eq!(app.key(key(KeyCode::Char('f'))), Action::Reload);
     assert_eq!(app.range, RangeSpec::Last(30));
@@ -216,11 +276,19 @@ fn keys() {
     app.key(key(KeyCode::Char('h')));
     assert!(app.help);
     let frame = render::buffer_text(&render::render_buffer(&app.screen(), 80, 24));
-    assert!(frame.contains("Help") && frame.contains("next date range"), "{frame}");
+    assert!(
+        frame.contains("Help") && frame.contains("next date range"),
+        "{frame}"
+    );
     app.key(key(KeyCode::Char('h')));
     assert!(!app.help);
     // With several projects `p` cycles through them and back to all.
-    let mut all = App::new(vec!["all projects".into(), "a".into(), "b".into()], RangeSpec::Last(7), Duration::from_secs(30), true);
+    let mut all = App::new(
+        vec!["all projects".into(), "a".into(), "b".into()],
+        RangeSpec::Last(7),
+        Duration::from_secs(30),
+        true,
+    );
     for expected in ["a", "b", "all projects"] {
         assert_eq!(all.key(key(KeyCode::Char('p'))), Action::Reload);
         assert_eq!(all.target_name(), expected);
@@ -242,21 +310,33 @@ fn arrows_scroll_the_focused_table_within_its_rows() {
         .collect();
     let mut app = app_with(stats, false);
     let first = render::buffer_text(&render::render_buffer(&app.screen(), 80, 24));
-    assert!(first.contains("Entry 0") && first.contains("1/20"), "{first}");
+    assert!(
+        first.contains("Entry 0") && first.contains("1/20"),
+        "{first}"
+    );
     app.key(key(KeyCode::Down));
     app.key(key(KeyCode::Down));
     let scrolled = render::buffer_text(&render::render_buffer(&app.screen(), 80, 24));
-    assert!(scrolled.contains("Entry 2") && scrolled.contains("3/20"), "{scrolled}");
+    assert!(
+        scrolled.contains("Entry 2") && scrolled.contains("3/20"),
+        "{scrolled}"
+    );
     for _ in 0..3 {
         app.key(key(KeyCode::Down));
     }
     let moved = render::buffer_text(&render::render_buffer(&app.screen(), 80, 24));
-    assert!(!moved.contains("Entry 0 ") && moved.contains("Entry 5") && moved.contains("6/20"), "{moved}");
+    assert!(
+        !moved.contains("Entry 0 ") && moved.contains("Entry 5") && moved.contains("6/20"),
+        "{moved}"
+    );
     for _ in 0..50 {
         app.key(key(KeyCode::Down));
     }
     let bottom = render::buffer_text(&render::render_buffer(&app.screen(), 80, 24));
-    assert!(bottom.contains("Entry 19") && bottom.contains("20/20"), "{bottom}");
+    assert!(
+        bottom.contains("Entry 19") && bottom.contains("20/20"),
+        "{bottom}"
+    );
     app.key(key(KeyCode::Home));
     assert_eq!(app.scroll[0], 0);
 }
@@ -266,5 +346,8 @@ fn a_failed_refresh_keeps_the_last_statistics_and_says_why() {
     let mut app = app_with(fixture(9, 0, false), true);
     app.take(Err(memlog::Error::Usage("store busy".into())));
     let frame = render::buffer_text(&render::render_buffer(&app.screen(), 80, 24));
-    assert!(frame.contains("refresh failed") && frame.contains("Total 10"), "{frame}");
+    assert!(
+        frame.contains("refresh failed") && frame.contains("Total 10"),
+        "{frame}"
+    );
 }

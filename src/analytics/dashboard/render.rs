@@ -209,7 +209,10 @@ fn draw_header(frame: &mut Frame<'_>, area: Rect, s: &Screen<'_>) {
     ];
     if let Some(h) = s.stats.and_then(|st| st.health.overall) {
         first.push(Span::raw("  Health: "));
-        first.push(Span::styled(h.label(), s.health(h).add_modifier(Modifier::BOLD)));
+        first.push(Span::styled(
+            h.label(),
+            s.health(h).add_modifier(Modifier::BOLD),
+        ));
     }
     let second = vec![Span::raw(format!(
         "Updated {} | Refresh {}s | Filter {}",
@@ -238,9 +241,7 @@ fn draw_footer(frame: &mut Frame<'_>, area: Rect, s: &Screen<'_>) {
         frame.render_widget(Paragraph::new(line), area);
         return;
     }
-    let text = format!(
-        "q quit | r refresh | f filter |{project} ←/→ table | ↑/↓ scroll | h help"
-    );
+    let text = format!("q quit | r refresh | f filter |{project} ←/→ table | ↑/↓ scroll | h help");
     frame.render_widget(
         Paragraph::new(text).style(Style::default().add_modifier(Modifier::DIM)),
         area,
@@ -290,7 +291,10 @@ fn draw_growth(frame: &mut Frame<'_>, area: Rect, s: &Screen<'_>, st: &MemorySta
     };
     let block = s.block(title, None);
     if series.is_empty() {
-        frame.render_widget(Paragraph::new("no entries in this range").block(block), area);
+        frame.render_widget(
+            Paragraph::new("no entries in this range").block(block),
+            area,
+        );
         return;
     }
     #[expect(clippy::cast_precision_loss, reason = "small day counts")]
@@ -361,8 +365,7 @@ fn draw_sections(frame: &mut Frame<'_>, area: Rect, s: &Screen<'_>, st: &MemoryS
         .collect();
     let inner = area.width.saturating_sub(2);
     frame.render_widget(
-        Paragraph::new(bar_lines(&rows, inner, 12, true))
-            .block(s.block("Sections".into(), None)),
+        Paragraph::new(bar_lines(&rows, inner, 12, true)).block(s.block("Sections".into(), None)),
         area,
     );
 }
@@ -426,10 +429,7 @@ fn draw_confidence(frame: &mut Frame<'_>, area: Rect, s: &Screen<'_>, st: &Memor
             (bucket.clone(), *n, s.paint(c))
         })
         .collect();
-    let title = format!(
-        "Confidence ({} low)",
-        st.low_confidence_count
-    );
+    let title = format!("Confidence ({} low)", st.low_confidence_count);
     frame.render_widget(
         Paragraph::new(bar_lines(&rows, area.width.saturating_sub(2), 7, false))
             .block(s.block(title, None)),
@@ -463,8 +463,7 @@ fn scrolled_table<'b>(
     header: Vec<&'b str>,
     rows: Vec<Vec<Cell<'b>>>,
     widths: Vec<Constraint>,
-    (selected, focused): (usize, bool),
-    empty: &'b str,
+    (selected, focused, empty): (usize, bool, &'b str),
 ) {
     if rows.is_empty() {
         frame.render_widget(Paragraph::new(empty).block(block), area);
@@ -513,9 +512,17 @@ fn draw_agents(frame: &mut Frame<'_>, area: Rect, s: &Screen<'_>, st: &MemorySta
     let rows: Vec<Vec<Cell<'_>>> = st
         .most_active_agents
         .iter()
-        .map(|a| vec![Cell::from(a.agent.clone()), Cell::from(format!("{:>6}", a.count))])
+        .map(|a| {
+            vec![
+                Cell::from(a.agent.clone()),
+                Cell::from(format!("{:>6}", a.count)),
+            ]
+        })
         .collect();
-    let title = format!("Most Active Agents{}", position(offset, n, visible_rows(area)));
+    let title = format!(
+        "Most Active Agents{}",
+        position(offset, n, visible_rows(area))
+    );
     scrolled_table(
         frame,
         area,
@@ -523,8 +530,7 @@ fn draw_agents(frame: &mut Frame<'_>, area: Rect, s: &Screen<'_>, st: &MemorySta
         vec!["agent", "entries"],
         rows,
         vec![Constraint::Fill(1), Constraint::Length(7)],
-        (offset, s.focus == Panel::Agents),
-        "none in this range",
+        (offset, s.focus == Panel::Agents, "none in this range"),
     );
 }
 
@@ -537,7 +543,11 @@ fn short_id(id: &str) -> String {
 /// `ls -l` does).
 fn short_time(ts: &str, today: &str) -> String {
     let same_day = ts.get(..10).is_some_and(|d| Some(d) == today.get(..10));
-    let part = if same_day { ts.get(11..16) } else { ts.get(5..10) };
+    let part = if same_day {
+        ts.get(11..16)
+    } else {
+        ts.get(5..10)
+    };
     part.unwrap_or(ts).to_owned()
 }
 
@@ -602,8 +612,11 @@ fn draw_operations(frame: &mut Frame<'_>, area: Rect, s: &Screen<'_>, st: &Memor
         header,
         rows,
         widths,
-        (offset, s.focus == Panel::Operations),
-        "no operations in this range",
+        (
+            offset,
+            s.focus == Panel::Operations,
+            "no operations in this range",
+        ),
     );
 }
 
@@ -631,7 +644,11 @@ fn draw_expiry(frame: &mut Frame<'_>, area: Rect, s: &Screen<'_>, st: &MemorySta
         } else {
             String::new()
         },
-        position(offset, st.entries_approaching_expiry.len(), visible_rows(area))
+        position(
+            offset,
+            st.entries_approaching_expiry.len(),
+            visible_rows(area)
+        )
     );
     let mut block = s.block(title, Some(Panel::Expiry));
     if s.color && s.focus != Panel::Expiry {
@@ -648,8 +665,7 @@ fn draw_expiry(frame: &mut Frame<'_>, area: Rect, s: &Screen<'_>, st: &MemorySta
             Constraint::Length(10),
             Constraint::Fill(1),
         ],
-        (offset, s.focus == Panel::Expiry),
-        "none within 7 days",
+        (offset, s.focus == Panel::Expiry, "none within 7 days"),
     );
 }
 
@@ -693,8 +709,7 @@ fn draw_queries(frame: &mut Frame<'_>, area: Rect, s: &Screen<'_>, st: &MemorySt
             Constraint::Fill(1),
             Constraint::Length(4),
         ],
-        (offset, s.focus == Panel::Queries),
-        "no queries logged",
+        (offset, s.focus == Panel::Queries, "no queries logged"),
     );
 }
 
