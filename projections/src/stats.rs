@@ -391,7 +391,9 @@ mod tests {
                 }],
                 related_entries: vec![],
                 valid_from: None,
-                valid_to: n.is_multiple_of(2).then(|| format!("2026-12-{:02}T00:00:00.000Z", 1 + n % 28)),
+                valid_to: n
+                    .is_multiple_of(2)
+                    .then(|| format!("2026-12-{:02}T00:00:00.000Z", 1 + n % 28)),
                 review_interval: None,
             },
             status: Status::ALL[status % Status::ALL.len()],

@@ -554,3 +554,35 @@ fn the_output_follows_the_documented_json_schema() {
     let errors = check(&schema, &schema, &bad, "$");
     assert_eq!(errors.len(), 2, "{errors:?}");
 }
+
+/// The store's statistics and latest operations equal the pure projection of the log's events,
+/// after incremental writes and after a rebuild.
+#[test]
+fn the_store_holds_the_projection_of_the_log() {
+    let (env, _) = scenario();
+    let project = || {
+        let ws = memlog::workspace::Workspace::at(env.root()).unwrap_or_else(|e| panic!("{e}"));
+        let name = memlog::workspace::ProjectName::new("demo").unwrap_or_else(|e| panic!("{e}"));
+        memlog::project::Project::new(&ws, name)
+    };
+    let text = std::fs::read_to_string(env.log()).unwrap_or_default();
+    let events: Vec<projections::Event> = text
+        .lines()
+        .map(|l| projections::decode_line(l).unwrap_or_else(|e| panic!("{e:?}")))
+        .collect();
+    let expected = projections::project(&events);
+    assert_eq!(expected.recent_operations.0.len(), 6);
+    for when in ["incremental", "rebuilt"] {
+        if when == "rebuilt" {
+            env.run(&["rebuild"]).ok();
+        }
+        let session = crate::common::session(&project());
+        let store = session.store();
+        assert_eq!(store.stats().ok().as_ref(), Some(&expected.stats), "{when}");
+        assert_eq!(
+            store.recent_operations().ok().as_ref(),
+            Some(&expected.recent_operations),
+            "{when}"
+        );
+    }
+}
