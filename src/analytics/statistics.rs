@@ -194,8 +194,7 @@ pub fn read_project(
     range: &DateRange,
     now: DateTime<Utc>,
 ) -> Result<ProjectPart> {
-    let stats = store.stats()?;
-    let counters = stats.created_between(range.from.as_deref(), range.to.as_deref());
+    let counters = store.stats_created_between(range.from.as_deref(), range.to.as_deref())?;
     let mut operations = Vec::new();
     for op in store.recent_operations()?.0 {
         if !range.contains_day(projections::time::day_of(&op.at)) {

@@ -584,5 +584,18 @@ fn the_store_holds_the_projection_of_the_log() {
             Some(&expected.recent_operations),
             "{when}"
         );
+        for (from, to) in [
+            (Some("2026-11-10"), Some("2026-11-20")),
+            (None, Some("2026-11-10")),
+            (Some("2026-11-21"), None),
+            (Some("2026-11-22"), Some("2026-11-30")),
+            (None, None),
+        ] {
+            assert_eq!(
+                store.stats_created_between(from, to).ok(),
+                Some(expected.stats.created_between(from, to)),
+                "{when}: {from:?}..{to:?}"
+            );
+        }
     }
 }
