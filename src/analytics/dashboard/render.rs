@@ -154,7 +154,7 @@ pub fn draw(frame: &mut Frame<'_>, s: &Screen<'_>) {
         Constraint::Fill(1),
     ])
     .areas(middle);
-    let bottom_columns = if bottom.width < 120 {
+    let bottom_columns = if bottom.width < 100 {
         [
             Constraint::Fill(1),
             Constraint::Length(21),
@@ -162,8 +162,8 @@ pub fn draw(frame: &mut Frame<'_>, s: &Screen<'_>) {
         ]
     } else {
         [
-            Constraint::Percentage(56),
-            Constraint::Percentage(22),
+            Constraint::Percentage(52),
+            Constraint::Percentage(26),
             Constraint::Fill(1),
         ]
     };
@@ -272,11 +272,19 @@ fn draw_summary(frame: &mut Frame<'_>, area: Rect, s: &Screen<'_>, st: &MemorySt
         format!("{} [{}]", st.stale_evidence_count, h.label()),
         s.health(h).add_modifier(Modifier::BOLD),
     ));
-    if area.width >= 100 {
-        spans.push(Span::raw(format!(
-            " | Low confidence {} | Superseded {:.1}% | Conflicts {}",
-            st.low_confidence_count, st.superseded_percentage, st.conflict_count
-        )));
+    // More figures while they fit whole.
+    let mut used: usize = spans.iter().map(Span::width).sum();
+    for extra in [
+        format!(" | Low confidence {}", st.low_confidence_count),
+        format!(" | Superseded {:.1}%", st.superseded_percentage),
+        format!(" | Conflicts {}", st.conflict_count),
+        format!(" | Pinned {}", st.pinned_count),
+    ] {
+        used += extra.chars().count();
+        if used > usize::from(area.width) {
+            break;
+        }
+        spans.push(Span::raw(extra));
     }
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }
@@ -558,6 +566,17 @@ fn draw_operations(frame: &mut Frame<'_>, area: Rect, s: &Screen<'_>, st: &Memor
         .recent_operations
         .iter()
         .any(|o| o.project != st.recent_operations[0].project);
+    let entry_width = if many_projects {
+        let longest = st
+            .recent_operations
+            .iter()
+            .map(|o| o.project.chars().count() + 11)
+            .max()
+            .unwrap_or(10);
+        u16::try_from(longest.min(24)).unwrap_or(24)
+    } else {
+        10
+    };
     let rows: Vec<Vec<Cell<'_>>> = st
         .recent_operations
         .iter()
@@ -588,7 +607,7 @@ fn draw_operations(frame: &mut Frame<'_>, area: Rect, s: &Screen<'_>, st: &Memor
     let mut widths = vec![
         Constraint::Length(5),
         Constraint::Length(9),
-        Constraint::Length(if many_projects { 20 } else { 10 }),
+        Constraint::Length(entry_width),
     ];
     if wide {
         header.push("agent");
