@@ -43,6 +43,11 @@ fn colour_wanted() -> bool {
 }
 
 pub fn run(ctx: &Ctx, args: DashboardArgs, out: &mut Out) -> Result<ExitCode> {
+    if out.json {
+        return Err(Error::Usage(
+            "dashboard prints no JSON; for the statistics as JSON use `memlog stats --json`".into(),
+        ));
+    }
     let range = args.target.range_spec(RangeSpec::Last(7))?;
     let size = parse_size(&args.size)?;
     let projects = args.target.projects(ctx)?;
