@@ -3,6 +3,7 @@
 //! The library never prints: it returns values and typed errors. The `cli` module is the only
 //! place that talks to the user.
 
+pub mod analytics;
 pub mod cli;
 pub mod clock;
 pub mod error;

@@ -23,13 +23,15 @@ pub use fold::{
 pub use model::{
     EntryFields, EntryState, EventType, Evidence, EvidenceType, Kind, Lifecycle, Section, Status,
 };
-pub use stats::Stats;
+pub use stats::{RecentOperations, Stats};
 
 /// The projections of a whole set of events: every entry's fold and the statistics.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Projection {
     pub entries: std::collections::BTreeMap<String, Folded>,
     pub stats: Stats,
+    /// The latest create, supersede and deprecate operations.
+    pub recent_operations: RecentOperations,
 }
 
 /// Projects a set of events (any order, duplicates allowed). This is the pure function the
@@ -40,12 +42,13 @@ pub struct Projection {
 pub fn project(events: &[Event]) -> Projection {
     let mut by_entry: std::collections::BTreeMap<&str, Vec<Event>> =
         std::collections::BTreeMap::new();
+    let mut out = Projection::default();
     for e in events {
+        out.recent_operations.note_event(e);
         for entry in e.entries() {
             by_entry.entry(entry).or_default().push(e.clone());
         }
     }
-    let mut out = Projection::default();
     for (entry, evs) in by_entry {
         let folded = fold_entry_of(entry, &evs);
         if let Some(s) = &folded.state {

@@ -7,6 +7,7 @@ mod check;
 mod completions;
 mod config;
 mod context;
+mod dashboard;
 mod entry_args;
 mod health;
 mod init;
@@ -118,6 +119,8 @@ pub enum Command {
     Audit(read::AuditArgs),
     /// Statistics of a project
     Stats(stats::StatsArgs),
+    /// Terminal dashboard of the statistics (or one frame of it with --once)
+    Dashboard(dashboard::DashboardArgs),
     /// Check every event of the log: canonical form, hash, version, parents
     Verify(verify::VerifyArgs),
     /// Throw the projections away and replay the log
@@ -331,6 +334,7 @@ fn run(ctx: &Ctx, command: Command, out: &mut Out) -> Result<ExitCode> {
         Command::History(a) => read::history(ctx, a, out),
         Command::Audit(a) => read::audit(ctx, a, out),
         Command::Stats(a) => stats::run(ctx, a, out),
+        Command::Dashboard(a) => dashboard::run(ctx, a, out),
         Command::Verify(a) => verify::run(ctx, a, out),
         Command::Rebuild(a) => rebuild::rebuild(ctx, a, out),
         Command::Dump(a) => rebuild::dump(ctx, a, out),

@@ -1,92 +1,241 @@
-//! `stats`: counters maintained by delta, read without scanning entries.
+//! `stats`: the MemoryStatistics of a project or of all, for a date range, read from the
+//! delta-maintained statistics projection without scanning entries.
 
 use super::{Ctx, ExitCode, Out};
-use crate::error::Result;
-use serde_json::{Value, json};
+use crate::analytics::statistics::{self, LifecycleInputs, MemoryStatistics};
+use crate::analytics::{DateRange, RangeSpec};
+use crate::error::{Error, Result};
+use crate::project::Project;
+use serde_json::json;
 use std::collections::BTreeMap;
+
+/// Which projects and which days: shared by `stats` and `dashboard`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct TargetArgs {
+    /// Project (default: --project, or the workspace's only project)
+    #[arg(id = "project_name", value_name = "PROJECT", conflicts_with = "all")]
+    pub project: Option<String>,
+    /// Every project of the workspace, `global` included
+    #[arg(long)]
+    pub all: bool,
+    /// Date range of entry creation: 7d, 30d, all, or <N>d (the last N days, today included)
+    #[arg(long, value_name = "RANGE", conflicts_with_all = ["from", "to"])]
+    pub range: Option<String>,
+    /// First day of the range (ISO 8601 date or time; its UTC day counts)
+    #[arg(long, value_name = "DATE")]
+    pub from: Option<String>,
+    /// Last day of the range, included
+    #[arg(long, value_name = "DATE")]
+    pub to: Option<String>,
+}
+
+impl TargetArgs {
+    /// The range asked for, `default` when none.
+    pub fn range_spec(&self, default: RangeSpec) -> Result<RangeSpec> {
+        match (&self.range, &self.from, &self.to) {
+            (Some(r), _, _) => RangeSpec::parse(r),
+            (None, None, None) => Ok(default),
+            (None, from, to) => RangeSpec::between(from.as_deref(), to.as_deref()),
+        }
+    }
+
+    /// The projects to read: one, or every project with `--all`.
+    pub fn projects(&self, ctx: &Ctx) -> Result<Vec<Project>> {
+        if !self.all {
+            return Ok(vec![ctx.project(self.project.as_deref())?]);
+        }
+        let ws = ctx.workspace()?;
+        let names = ws.projects()?;
+        if names.is_empty() {
+            return Err(Error::NoWorkspace {
+                start: ws.root().to_path_buf(),
+            });
+        }
+        names.into_iter().map(|n| Project::open(&ws, n)).collect()
+    }
+}
 
 #[derive(Debug, clap::Args)]
 pub struct StatsArgs {
-    /// Project (default: --project, or the workspace's only project)
-    #[arg(id = "project_name", value_name = "PROJECT")]
-    pub project: Option<String>,
+    #[command(flatten)]
+    pub target: TargetArgs,
 }
 
-fn series(map: &BTreeMap<String, i64>) -> Value {
-    Value::Array(
-        map.iter()
-            .map(|(d, c)| json!({"date": d, "count": c}))
-            .collect(),
-    )
+/// Reads the statistics of `projects` for `range`, one short store session per project.
+pub fn read(
+    ctx: &Ctx,
+    projects: &[Project],
+    range: &RangeSpec,
+) -> Result<(MemoryStatistics, DateRange, String)> {
+    let at = ctx.now();
+    let now = crate::clock::parse_time(&at).map_err(Error::Usage)?;
+    let dates = range.resolve(now);
+    let mut parts = Vec::with_capacity(projects.len());
+    for p in projects {
+        let session = ctx.open_session(p)?;
+        parts.push(statistics::read_project(
+            p.name.as_str(),
+            session.store(),
+            &p.state_dir(),
+            &dates,
+            now,
+        )?);
+        // The session (and its store lock) ends here, before the next project is read.
+    }
+    // Integration point: the lifecycle engine's last run report and access counts go here.
+    let stats = MemoryStatistics::build(&parts, &dates, LifecycleInputs::default());
+    Ok((stats, dates, at))
 }
 
 pub fn run(ctx: &Ctx, args: StatsArgs, out: &mut Out) -> Result<ExitCode> {
-    let project = ctx.project(args.project.as_deref())?;
-    let session = ctx.open_session(&project)?;
-    let s = session.store().stats()?;
-    let mut agents: Vec<(&String, &i64)> = s.entries_by_agent.iter().collect();
-    agents.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
-    let superseded = s.entries_by_status.get("superseded").copied().unwrap_or(0);
-    #[expect(clippy::cast_precision_loss, reason = "counts far below 2^52")]
-    let pct = if s.total_entries == 0 {
-        0.0
+    let range = args.target.range_spec(RangeSpec::All)?;
+    let projects = args.target.projects(ctx)?;
+    let (s, dates, at) = read(ctx, &projects, &range)?;
+    let names: Vec<&str> = projects.iter().map(|p| p.name.as_str()).collect();
+    let label = if args.target.all {
+        "all".to_owned()
     } else {
-        (superseded as f64 * 10_000.0 / s.total_entries as f64).round() / 100.0
+        names.first().copied().unwrap_or_default().to_owned()
     };
-    let statistics = json!({
-        "total_entries": s.total_entries,
-        "entries_by_section": s.entries_by_section,
-        "entries_by_status": s.entries_by_status,
-        "entries_by_kind": s.entries_by_kind,
-        "entries_by_scope": s.entries_by_scope,
-        "entries_by_lifecycle": s.entries_by_lifecycle,
-        "avg_confidence": s.avg_confidence(),
-        "confidence_distribution": projections::stats::CONFIDENCE_BUCKETS.iter().map(|b| (b.to_string(), s.confidence_distribution.get(*b).copied().unwrap_or(0))).collect::<BTreeMap<_, _>>(),
-        "low_confidence_count": s.low_confidence_count,
-        "evidence_type_distribution": s.evidence_type_distribution,
-        "stale_evidence_count": s.stale_evidence_count,
-        "entries_by_agent": s.entries_by_agent,
-        "most_active_agents": agents.iter().take(10).map(|(a, c)| json!({"agent": a, "count": c})).collect::<Vec<_>>(),
-        "entries_created_over_time": series(&s.entries_created_per_day),
-        "entries_superseded_over_time": series(&s.entries_superseded_per_day),
-        "superseded_percentage": pct,
-        "compaction_candidates": superseded,
-        "pinned_count": s.pinned_count,
-        "conflict_count": s.conflict_count,
-        "purged_count": s.purged_count,
-    });
     if out.json {
-        out.json(&json!({"project": project.name.as_str(), "computed_at": ctx.now(), "statistics": statistics}));
+        let mut doc = json!({
+            "project": label,
+            "computed_at": at,
+            "range": dates,
+            "statistics": s,
+        });
+        if args.target.all {
+            doc["projects"] = json!(names);
+        }
+        out.json(&doc);
         return Ok(ExitCode::Ok);
     }
-    out.line(format!("project            {}", project.name));
-    out.line(format!("total entries      {}", s.total_entries));
+    print_summary(out, &label, &dates, &s);
+    Ok(ExitCode::Ok)
+}
+
+fn list(m: &BTreeMap<String, i64>) -> String {
+    let parts: Vec<String> = m.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    if parts.is_empty() {
+        "-".into()
+    } else {
+        parts.join(", ")
+    }
+}
+
+fn print_summary(out: &mut Out, project: &str, dates: &DateRange, s: &MemoryStatistics) {
+    let range = match (&dates.from, &dates.to) {
+        (None, None) => "all time".to_owned(),
+        (f, t) => format!(
+            "{} ({} to {})",
+            dates.label,
+            f.as_deref().unwrap_or("start"),
+            t.as_deref().unwrap_or("now")
+        ),
+    };
+    let health = |h: Option<crate::analytics::health::Health>| h.map_or("-", |h| h.label());
+    out.line(format!("project            {project}"));
+    out.line(format!("range              {range}"));
     out.line(format!(
-        "average confidence {:.2}  (low-confidence: {})",
-        s.avg_confidence(),
+        "entries            {} ({} active)",
+        s.total_entries, s.active_entries
+    ));
+    out.line(format!(
+        "average confidence {:.2} [{}]  (low-confidence: {})",
+        s.avg_confidence,
+        health(s.health.avg_confidence),
         s.low_confidence_count
     ));
-    let show = |out: &mut Out, label: &str, m: &BTreeMap<String, i64>| {
-        let parts: Vec<String> = m.iter().map(|(k, v)| format!("{k} {v}")).collect();
-        out.line(format!(
-            "{label:<19}{}",
-            if parts.is_empty() {
-                "-".into()
-            } else {
-                parts.join(", ")
-            }
-        ));
-    };
-    show(out, "by section", &s.entries_by_section);
-    show(out, "by status", &s.entries_by_status);
-    show(out, "by kind", &s.entries_by_kind);
-    show(out, "by lifecycle", &s.entries_by_lifecycle);
-    show(out, "confidence", &s.confidence_distribution);
-    show(out, "evidence types", &s.evidence_type_distribution);
-    show(out, "by agent", &s.entries_by_agent);
     out.line(format!(
-        "superseded         {pct}%  pinned {}  conflicts {}  stale evidence {}",
-        s.pinned_count, s.conflict_count, s.stale_evidence_count
+        "stale evidence     {} [{}]",
+        s.stale_evidence_count,
+        s.health.stale_evidence.label()
     ));
-    Ok(ExitCode::Ok)
+    out.line(format!(
+        "by section         {}",
+        list(&s.entries_by_section)
+    ));
+    out.line(format!("by status          {}", list(&s.entries_by_status)));
+    out.line(format!("by kind            {}", list(&s.entries_by_kind)));
+    out.line(format!(
+        "confidence         {}",
+        list(&s.confidence_distribution)
+    ));
+    out.line(format!(
+        "evidence types     {}",
+        list(&s.evidence_type_distribution)
+    ));
+    let agents: Vec<String> = s
+        .most_active_agents
+        .iter()
+        .map(|a| format!("{} {}", a.agent, a.count))
+        .collect();
+    out.line(format!(
+        "most active agents {}",
+        if agents.is_empty() {
+            "-".into()
+        } else {
+            agents.join(", ")
+        }
+    ));
+    let created: i64 = s.entries_created_over_time.iter().map(|d| d.count).sum();
+    let superseded: i64 = s.entries_superseded_over_time.iter().map(|d| d.count).sum();
+    out.line(format!(
+        "growth             {created} created, {superseded} superseded over {} days",
+        s.entries_created_over_time.len()
+    ));
+    out.line(format!(
+        "lifecycle          {}  pinned {}",
+        list(&s.lifecycle.entries_by_lifecycle),
+        s.pinned_count
+    ));
+    out.line(format!(
+        "superseded         {}%  compaction candidates {}  conflicts {}",
+        s.superseded_percentage, s.compaction_candidates, s.conflict_count
+    ));
+    out.line(format!(
+        "expiring in 7 days {} [{}]  past valid_to {}",
+        s.entries_approaching_expiry.len(),
+        s.health.expiry.label(),
+        s.lifecycle.entries_past_valid_to
+    ));
+    for e in &s.entries_approaching_expiry {
+        out.line(format!(
+            "  {}d  {}  {}",
+            e.days_remaining, e.entry_id, e.summary
+        ));
+    }
+    let top = |v: Vec<(&str, i64)>| {
+        if v.is_empty() {
+            return "-".to_owned();
+        }
+        v.iter()
+            .map(|(name, count)| format!("{name} {count}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    out.line(format!(
+        "queries            {}  subjects: {}  scopes: {}",
+        s.query_count,
+        top(s
+            .most_queried_subjects
+            .iter()
+            .map(|r| (r.subject.as_str(), r.count))
+            .collect()),
+        top(s
+            .most_queried_scopes
+            .iter()
+            .map(|r| (r.scope.as_str(), r.count))
+            .collect())
+    ));
+    out.line("recent operations");
+    if s.recent_operations.is_empty() {
+        out.line("  -");
+    }
+    for o in &s.recent_operations {
+        out.line(format!(
+            "  {}  {:<9}  {}  {}  {}",
+            o.timestamp, o.operation, o.entry_id, o.agent, o.summary
+        ));
+    }
 }

@@ -13,7 +13,8 @@
 //! | audit          | `~a\0` entry id `/` sequence (8 digits)    | audit record                |
 //! | index          | `~i\0` dimension `\0` value `\0` entry id  | empty (hot entries only)    |
 //! | text index     | `~i\0doc\0…`, `~i\0text\0…`               | see `crate::retrieval::text_index` |
-//! | meta           | `~m\0format`, `~m\0log`, `~m\0stats`       | store format, log fingerprint, statistics |
+//! | meta           | `~m\0format`, `~m\0log`, `~m\0stats`, `~m\0recent_operations` | store format, log fingerprint, statistics, latest operations |
+//! | day statistics | `~m\0stats_day\0` day                     | statistics of the entries created that day |
 //!
 //! A version record says which event made the version and when; the entry's state at that
 //! version is its events folded up to it (the event is the difference between two versions),
@@ -33,7 +34,7 @@ use std::path::{Path, PathBuf};
 
 /// Bumped whenever the layout or the meaning of a projection changes: a store of another format
 /// is rebuilt from the log, never misread.
-pub const STORE_FORMAT: &str = "memlog-store-11";
+pub const STORE_FORMAT: &str = "memlog-store-12";
 
 /// Journal size above which opening the store first flushes its memtables and starts a new
 /// journal, so that a process replays little whatever the history of writes. Replaying 512 KiB
@@ -116,6 +117,12 @@ fn meta_key(name: &str) -> Vec<u8> {
     [META, name.as_bytes()].concat()
 }
 
+/// The statistics of the entries created on `day`: one record per day, so that a write rewrites
+/// the days it touches and a date range reads its days only.
+fn stats_day_key(day: &str) -> Vec<u8> {
+    meta_key(&format!("stats_day\0{day}"))
+}
+
 fn entry_key(entry: &str, tag: u8, suffix: &[u8]) -> Vec<u8> {
     let mut k = Vec::with_capacity(entry.len() + 2 + suffix.len());
     k.extend_from_slice(entry.as_bytes());
@@ -153,6 +160,9 @@ fn index_terms(s: &EntryState) -> Vec<(&'static str, std::borrow::Cow<'_, str>)>
     }
     if s.in_conflict() {
         terms.push(("conflict", Borrowed("true")));
+    }
+    if let Some(valid_to) = projections::stats::expiry_of(s) {
+        terms.push(("valid_to", Borrowed(valid_to)));
     }
     terms
 }
@@ -214,6 +224,8 @@ struct EntryRecords {
     /// The text analysis of a hot state, made where the entry is folded (in parallel during a
     /// rebuild).
     text: Option<Analysis>,
+    /// The entry's create, supersede and deprecate operations (for the recent operations).
+    ops: Vec<projections::stats::Operation>,
 }
 
 fn derive(entry: &str, folded: LeanFold<'_>) -> EntryRecords {
@@ -248,6 +260,7 @@ fn derive(entry: &str, folded: LeanFold<'_>) -> EntryRecords {
         own,
         audit,
         text,
+        ops: Vec::new(),
     }
 }
 
@@ -263,7 +276,12 @@ fn fold_group(entry: &str, events: &[&Event]) -> Derived {
         .map(|e| entry_key(entry, T_EVENT, e.id.as_bytes()))
         .collect();
     event_keys.sort_unstable();
-    (event_keys, derive(entry, fold_entry_lean(entry, events)))
+    let mut records = derive(entry, fold_entry_lean(entry, events));
+    records.ops = events
+        .iter()
+        .filter_map(|e| projections::stats::Operation::of(e))
+        .collect();
+    (event_keys, records)
 }
 
 /// What the folding side of a rebuild hands the writing side.
@@ -703,8 +721,16 @@ impl Store {
                     .push(event.clone());
             }
         }
-        let mut stats = self.stats()?;
+        let mut stats = Stats {
+            totals: self.stats_totals()?,
+            ..Stats::default()
+        };
+        let mut days = BTreeSet::new();
         let mut text_stats = self.text_stats()?;
+        let mut recent = self.recent_operations()?;
+        for event in by_entry.values().flatten() {
+            recent.note_event(event);
+        }
         for (entry, new) in by_entry {
             let mut all = self.entry_events(&entry)?;
             for event in new {
@@ -717,6 +743,7 @@ impl Store {
             }
             let (old_state, old_text, old_keys) = self.entry_records(&entry)?;
             if let Some(s) = &old_state {
+                self.load_stats_day(&mut stats, &mut days, s)?;
                 stats.apply(s, -1);
             }
             if let Some(t) = &old_text {
@@ -725,6 +752,7 @@ impl Store {
             let refs: Vec<&Event> = all.iter().collect();
             let new = derive(&entry, fold_entry_lean(&entry, &refs));
             if let Some(s) = &new.state {
+                self.load_stats_day(&mut stats, &mut days, s)?;
                 stats.apply(s, 1);
             }
             if let Some(t) = &new.text {
@@ -748,14 +776,37 @@ impl Store {
                 batch.insert(proj, key, value);
             }
         }
-        batch.insert(proj, meta_key("stats"), to_json(&stats));
+        batch.insert(proj, meta_key("stats"), to_json(&stats.totals));
+        for day in &days {
+            match stats.by_created_day.get(day) {
+                Some(counters) => batch.insert(proj, stats_day_key(day), to_json(counters)),
+                None => batch.remove(proj, stats_day_key(day)),
+            }
+        }
         batch.insert(proj, meta_key("text_stats"), to_json(&text_stats));
+        batch.insert(proj, meta_key("recent_operations"), to_json(&recent));
         if let Some(fingerprint) = fingerprint {
             batch.insert(proj, meta_key("log"), to_json(fingerprint));
         }
         batch.insert(proj, meta_key("format"), STORE_FORMAT);
         batch.commit().map_err(|e| self.err(e))?;
         Ok(applied)
+    }
+
+    /// Loads the statistics record of the day `s` was created, once per apply.
+    fn load_stats_day(
+        &self,
+        stats: &mut Stats,
+        loaded: &mut BTreeSet<String>,
+        s: &EntryState,
+    ) -> Result<()> {
+        let day = projections::time::day_of(&s.created_at);
+        if loaded.insert(day.to_owned())
+            && let Some(counters) = self.get_json(&stats_day_key(day))?
+        {
+            stats.by_created_day.insert(day.to_owned(), counters);
+        }
+        Ok(())
     }
 
     /// An entry's current state, its text analysis when it is hot, and the keys of everything
@@ -1037,6 +1088,7 @@ impl Store {
         let gone = |_| self.err("the store writer stopped");
         let mut stats = Stats::default();
         let mut text_stats = TextStats::default();
+        let mut recent = projections::RecentOperations::default();
         let mut index = IndexBuckets::default();
         let mut text = TextBuckets::default();
         for (chunk_no, chunk) in groups.chunks(STREAM_CHUNK).enumerate() {
@@ -1050,6 +1102,9 @@ impl Store {
             let first = chunk_no * STREAM_CHUNK;
             for (i, (_, records)) in batch.iter_mut().enumerate() {
                 let position = u32::try_from(first + i).unwrap_or(u32::MAX);
+                for op in &records.ops {
+                    recent.note(op.clone());
+                }
                 if let Some(s) = &records.state {
                     stats.apply(s, 1);
                     if !s.is_cold() {
@@ -1066,9 +1121,16 @@ impl Store {
         let mut meta = vec![
             (meta_key("format"), STORE_FORMAT.as_bytes().to_vec()),
             (meta_key("log"), to_json(fingerprint)),
-            (meta_key("stats"), to_json(&stats)),
+            (meta_key("stats"), to_json(&stats.totals)),
             (meta_key("text_stats"), to_json(&text_stats)),
+            (meta_key("recent_operations"), to_json(&recent)),
         ];
+        meta.extend(
+            stats
+                .by_created_day
+                .iter()
+                .map(|(day, counters)| (stats_day_key(day), to_json(counters))),
+        );
         meta.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         let index = index.into_sorted_keys(entries);
         let text = text.into_records(entries.iter().map(|e| (*e).to_owned()).collect());
@@ -1310,7 +1372,7 @@ impl Store {
     /// When the store cannot be read.
     pub fn hot_count(&self) -> Result<usize> {
         // From the statistics: counting the keyspace would read every entry.
-        Ok(usize::try_from(self.stats()?.hot_entries).unwrap_or(0))
+        Ok(usize::try_from(self.stats_totals()?.hot_entries).unwrap_or(0))
     }
 
     /// Every version of an entry, oldest first: its events folded, one snapshot per version.
@@ -1356,7 +1418,67 @@ impl Store {
     /// # Errors
     /// When the store cannot be read.
     pub fn stats(&self) -> Result<Stats> {
+        let prefix = stats_day_key("");
+        let mut by_created_day = BTreeMap::new();
+        for item in self.ks[K_PROJ].prefix(&prefix) {
+            let (key, value) = item.into_inner().map_err(|e| self.err(e))?;
+            let day = String::from_utf8_lossy(&key[prefix.len()..]).into_owned();
+            by_created_day.insert(
+                day,
+                serde_json::from_slice(&value).map_err(|e| self.err(e))?,
+            );
+        }
+        Ok(Stats {
+            totals: self.stats_totals()?,
+            by_created_day,
+        })
+    }
+
+    /// The statistics counters over all entries.
+    ///
+    /// # Errors
+    /// When the store cannot be read.
+    pub fn stats_totals(&self) -> Result<projections::stats::Counters> {
         Ok(self.get_json(&meta_key("stats"))?.unwrap_or_default())
+    }
+
+    /// The statistics counters of the entries created from day `from` to day `to`
+    /// (`YYYY-MM-DD`, both included, `None` open): reads one record per day of the range.
+    ///
+    /// # Errors
+    /// When the store cannot be read.
+    pub fn stats_created_between(
+        &self,
+        from: Option<&str>,
+        to: Option<&str>,
+    ) -> Result<projections::stats::Counters> {
+        if from.is_none() && to.is_none() {
+            return self.stats_totals();
+        }
+        let mut out = projections::stats::Counters::default();
+        let start = stats_day_key(from.unwrap_or(""));
+        // Past every day key: the day part never holds a byte above `9`.
+        let end = to.map_or_else(|| stats_day_key("\u{7f}"), stats_day_key);
+        if start > end {
+            return Ok(out);
+        }
+        for item in self.ks[K_PROJ].range(start..=end) {
+            let value = item.value().map_err(|e| self.err(e))?;
+            let counters: projections::stats::Counters =
+                serde_json::from_slice(&value).map_err(|e| self.err(e))?;
+            out.merge(&counters);
+        }
+        Ok(out)
+    }
+
+    /// The latest create, supersede and deprecate operations.
+    ///
+    /// # Errors
+    /// When the store cannot be read.
+    pub fn recent_operations(&self) -> Result<projections::RecentOperations> {
+        Ok(self
+            .get_json(&meta_key("recent_operations"))?
+            .unwrap_or_default())
     }
 
     /// Writes every projection record canonically, one per line: the kind of record, its key

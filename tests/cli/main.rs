@@ -1,8 +1,10 @@
 //! Integration tests: the real binary on temporary workspaces, with a fixed clock and actor.
 
 mod agents;
+mod analytics;
 mod common;
 mod contract;
+mod dashboard;
 mod end_to_end;
 mod failures;
 mod foundation;
