@@ -6,6 +6,7 @@
 pub mod cli;
 pub mod clock;
 pub mod error;
+pub mod git;
 pub mod log;
 pub mod parallel;
 pub mod policy;

@@ -2,8 +2,10 @@
 //! This is the only module that reads the environment, prints or decides exit codes.
 
 mod apply;
+mod as_of;
 mod bench;
 mod check;
+mod conflicts;
 mod context;
 mod entry_args;
 mod init;
@@ -70,6 +72,10 @@ pub struct GlobalArgs {
         default_value_t = 10_000
     )]
     pub lock_timeout: u64,
+    /// Read commands: answer from the events the log held at this time (ISO 8601) or when this
+    /// event was written (event id or prefix); the current store is left alone
+    #[arg(long, global = true, value_name = "TIME|EVENT")]
+    pub as_of: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -119,12 +125,15 @@ pub enum Command {
     Secrets(check::SecretsCommand),
     /// Time whole-process operations on a synthetic workspace
     Bench(bench::BenchArgs),
+    /// Entries that concurrent writers left in conflict, with both sides (who, when, what)
+    Conflicts(conflicts::ConflictsArgs),
 }
 
 /// Resolved global context for a command.
 pub struct Ctx {
     pub global: GlobalArgs,
     clock: Box<dyn Clock>,
+    as_of: Option<crate::git::as_of::AsOf>,
 }
 
 impl Ctx {
@@ -135,7 +144,16 @@ impl Ctx {
             )),
             None => Box::new(SystemClock),
         };
-        Ok(Self { global, clock })
+        let as_of = global
+            .as_of
+            .as_deref()
+            .map(crate::git::as_of::AsOf::parse)
+            .transpose()?;
+        Ok(Self {
+            global,
+            clock,
+            as_of,
+        })
     }
 
     pub fn now(&self) -> String {
@@ -166,6 +184,7 @@ impl Ctx {
     }
 
     pub fn write_context(&self) -> Result<crate::writer::WriteContext> {
+        as_of::refuse(self, "this command writes")?;
         Ok(crate::writer::WriteContext {
             actor: self.actor()?,
             at: self.now(),
@@ -178,7 +197,16 @@ impl Ctx {
     }
 
     /// Opens a caught-up session, telling the user about a torn tail that was set aside.
+    /// Under `--as-of`, a private session on the events the log held then.
     pub fn open_session(&self, project: &Project) -> Result<crate::store::session::Session> {
+        if let Some(as_of) = &self.as_of {
+            let (events, _) = crate::git::as_of::events_as_of(project, as_of)?;
+            let session = crate::store::session::Session::detached(project, events)?;
+            for w in session.report.warnings() {
+                output::warn(&w.message);
+            }
+            return Ok(session);
+        }
         let session = crate::store::session::Session::open(project, self.lock_timeout())?;
         for w in session.report.warnings() {
             output::warn(&w.message);
@@ -262,6 +290,7 @@ impl Cli {
 }
 
 fn run(ctx: &Ctx, command: Command, out: &mut Out) -> Result<ExitCode> {
+    as_of::check_command(ctx, &command)?;
     match command {
         Command::Init(a) => init::run(ctx, a, out),
         Command::Add(a) => write_ops::add(ctx, a, out),
@@ -285,5 +314,6 @@ fn run(ctx: &Ctx, command: Command, out: &mut Out) -> Result<ExitCode> {
         Command::Bench(a) => bench::run(ctx, a, out),
         Command::Validate(a) => check::validate(ctx, a, out),
         Command::Secrets(c) => check::secrets(ctx, c, out),
+        Command::Conflicts(a) => conflicts::run(ctx, a, out),
     }
 }

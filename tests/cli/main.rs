@@ -4,6 +4,8 @@ mod common;
 mod end_to_end;
 mod failures;
 mod foundation;
+mod git_as_of;
+mod git_conflicts;
 mod merge;
 mod policy;
 mod replay;

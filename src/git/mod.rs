@@ -1,0 +1,5 @@
+//! Working with git: conflicts between concurrent writers, the merge driver and hooks,
+//! generated ai-context files, the log as it was (`--as-of`), export and import, namespaces.
+
+pub mod as_of;
+pub mod conflicts;

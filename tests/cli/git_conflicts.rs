@@ -1,0 +1,156 @@
+//! `memlog conflicts`: both sides of every entry that concurrent writers left with two heads.
+
+use crate::common::{Env, git};
+
+/// Two branches change the same entry; after a real `git merge` the conflict lists both sides
+/// with who, when and what each set, the fields they disagree on and the merged value;
+/// `resolve` clears it.
+#[test]
+fn conflicts_show_both_sides_until_resolved() {
+    let env = Env::new();
+    git(&env, &["init", "-q", "-b", "main"]);
+    env.run(&["init", "demo"]).ok();
+    let id = env.add("auth.tokens", "Use JWTs");
+    git(&env, &["add", "-A"]);
+    git(&env, &["commit", "-qm", "base"]);
+    assert_eq!(
+        env.run(&["conflicts", "--json"]).ok().json(),
+        serde_json::json!([])
+    );
+    assert!(
+        env.run(&["conflicts"])
+            .ok()
+            .stdout
+            .contains("no conflicts in demo")
+    );
+
+    git(&env, &["checkout", "-qb", "a"]);
+    env.command(&["update", &id, "--confidence", "0.9"])
+        .env("MEMLOG_ACTOR", "agent-a")
+        .env("MEMLOG_NOW", "2026-11-23T00:00:00Z")
+        .output()
+        .ok();
+    git(&env, &["commit", "-qam", "a"]);
+    git(&env, &["checkout", "-q", "main"]);
+    env.command(&[
+        "update",
+        &id,
+        "--confidence",
+        "0.7",
+        "--summary",
+        "Use short JWTs",
+    ])
+    .env("MEMLOG_ACTOR", "agent-b")
+    .env("MEMLOG_NOW", "2026-11-23T00:00:01Z")
+    .output()
+    .ok();
+    git(&env, &["commit", "-qam", "b"]);
+    git(&env, &["merge", "-q", "--no-edit", "a"]);
+
+    let list = env.run(&["conflicts", "--json"]).ok().json();
+    let c = &list[0];
+    assert_eq!(list.as_array().map(Vec::len), Some(1), "{list}");
+    assert_eq!(c["entry"], id.as_str());
+    assert_eq!(c["disputed"], serde_json::json!(["confidence"]));
+    assert_eq!(c["current"]["confidence"], 0.7);
+    assert_eq!(c["current"]["summary"], "Use short JWTs");
+    assert_eq!(c["base"].as_array().map(Vec::len), Some(1));
+    let sides: Vec<(String, String, String)> = c["sides"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|s| {
+            (
+                s["actors"][0].as_str().unwrap_or("").to_owned(),
+                s["events"][0]["at"].as_str().unwrap_or("").to_owned(),
+                s["set"].to_string(),
+            )
+        })
+        .collect();
+    assert!(
+        sides.contains(&(
+            "agent-a".into(),
+            "2026-11-23T00:00:00.000Z".into(),
+            r#"{"confidence":0.9}"#.into()
+        )),
+        "{sides:?}"
+    );
+    assert!(
+        sides.contains(&(
+            "agent-b".into(),
+            "2026-11-23T00:00:01.000Z".into(),
+            r#"{"confidence":0.7,"summary":"Use short JWTs"}"#.into()
+        )),
+        "{sides:?}"
+    );
+    let text = env.run(&["conflicts"]).ok().stdout;
+    assert!(text.contains("disputed: confidence"), "{text}");
+    assert!(text.contains("set confidence = 0.9"), "{text}");
+    assert!(text.contains("by agent-b"), "{text}");
+    assert_eq!(env.run(&["conflicts", "--check"]).code, 1);
+
+    env.run(&[
+        "resolve",
+        &id,
+        "--confidence",
+        "0.9",
+        "--reason",
+        "measured",
+    ])
+    .ok();
+    assert_eq!(
+        env.run(&["conflicts", "--json"]).ok().json(),
+        serde_json::json!([])
+    );
+    assert_eq!(env.run(&["conflicts", "--check"]).code, 0);
+}
+
+/// A supersede on one branch and a deprecate on another: the sides name the status each set
+/// and the replacement.
+#[test]
+fn supersede_against_deprecate_is_listed() {
+    let env = Env::new();
+    git(&env, &["init", "-q", "-b", "main"]);
+    env.run(&["init", "demo"]).ok();
+    let id = env.add("cache.policy", "Cache for a minute");
+    git(&env, &["add", "-A"]);
+    git(&env, &["commit", "-qm", "base"]);
+    git(&env, &["checkout", "-qb", "a"]);
+    let replaced = env
+        .run_at(
+            "2026-11-23T00:00:00Z",
+            &["supersede", &id, "--summary", "Cache for an hour", "--json"],
+        )
+        .ok()
+        .json()["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    git(&env, &["commit", "-qam", "a"]);
+    git(&env, &["checkout", "-q", "main"]);
+    env.run_at(
+        "2026-11-23T00:00:01Z",
+        &["deprecate", &id, "--reason", "no cache"],
+    )
+    .ok();
+    git(&env, &["commit", "-qam", "b"]);
+    git(&env, &["merge", "-q", "--no-edit", "a"]);
+
+    let list = env.run(&["conflicts", "--json"]).ok().json();
+    let sets: Vec<String> = list[0]["sides"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|s| s["set"].to_string())
+        .collect();
+    assert!(
+        sets.iter()
+            .any(|s| s.contains("\"superseded\"") && s.contains(&replaced)),
+        "{sets:?}"
+    );
+    assert!(
+        sets.iter().any(|s| s.contains("\"deprecated\"")),
+        "{sets:?}"
+    );
+    assert_eq!(list[0]["disputed"][0], "status", "{list}");
+}
