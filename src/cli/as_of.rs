@@ -17,6 +17,7 @@ pub fn check_command(ctx: &Ctx, command: &Command) -> Result<()> {
             | Command::Stats(_)
             | Command::Dump(_)
             | Command::Conflicts(_)
+            | Command::SyncContext(_)
     );
     if reads {
         Ok(())

@@ -8,6 +8,7 @@ mod check;
 mod conflicts;
 mod context;
 mod entry_args;
+mod git_ops;
 mod init;
 mod lifecycle_ops;
 mod output;
@@ -127,6 +128,13 @@ pub enum Command {
     Bench(bench::BenchArgs),
     /// Entries that concurrent writers left in conflict, with both sides (who, when, what)
     Conflicts(conflicts::ConflictsArgs),
+    /// Merge two versions of an event log (git's merge driver: `memlog merge-driver %O %A %B %P`)
+    MergeDriver(git_ops::MergeDriverArgs),
+    /// Set up git for memory: `memlog git install|uninstall` (merge driver, pre-commit hook)
+    #[command(subcommand)]
+    Git(git_ops::GitCommand),
+    /// Write ai-context/<project>.md from high-confidence memory (--check for CI and hooks)
+    SyncContext(git_ops::SyncContextArgs),
 }
 
 /// Resolved global context for a command.
@@ -315,5 +323,8 @@ fn run(ctx: &Ctx, command: Command, out: &mut Out) -> Result<ExitCode> {
         Command::Validate(a) => check::validate(ctx, a, out),
         Command::Secrets(c) => check::secrets(ctx, c, out),
         Command::Conflicts(a) => conflicts::run(ctx, a, out),
+        Command::MergeDriver(a) => git_ops::merge_driver(ctx, a, out),
+        Command::Git(c) => git_ops::git(ctx, c, out),
+        Command::SyncContext(a) => git_ops::sync_context(ctx, a, out),
     }
 }

@@ -3,3 +3,8 @@
 
 pub mod as_of;
 pub mod conflicts;
+pub mod install;
+pub mod merge_driver;
+pub mod repo;
+pub mod staged;
+pub mod sync_context;

@@ -6,6 +6,8 @@ mod failures;
 mod foundation;
 mod git_as_of;
 mod git_conflicts;
+mod git_install;
+mod git_merge_matrix;
 mod merge;
 mod policy;
 mod replay;
