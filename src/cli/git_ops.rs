@@ -219,12 +219,16 @@ fn pre_commit(ctx: &Ctx, out: &mut Out) -> Result<ExitCode> {
     } else {
         for f in &findings {
             out.line(format!(
-                "{}:{}:{}: {} ({}); remove it from memory (`memlog purge` or rewrite the entry) before committing",
+                "{}:{}:{}: {} ({}){}; remove it from the staged files before committing",
                 safe(&f.path),
                 f.line,
                 f.column,
                 f.rule,
-                f.description
+                f.description,
+                f.field
+                    .as_deref()
+                    .map(|x| format!(" in field {}", safe(x)))
+                    .unwrap_or_default(),
             ));
         }
         for (p, s) in &stale {

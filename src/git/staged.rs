@@ -5,6 +5,7 @@
 use super::repo::Repo;
 use crate::error::Result;
 use serde::Serialize;
+use serde_json::Value;
 
 /// A credential found in a staged line (the value itself is never kept).
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -14,6 +15,10 @@ pub struct StagedFinding {
     /// 1-based line in the staged file.
     pub line: usize,
     pub column: usize,
+    /// For an event line: the field of the event that holds the credential (e.g.
+    /// `data.set.summary`); the column is then within that field's text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
     pub rule: &'static str,
     pub description: &'static str,
 }
@@ -76,17 +81,84 @@ pub fn scan(repo: &Repo) -> Result<Vec<StagedFinding>> {
     ])?;
     let mut out = Vec::new();
     for (path, first, text) in added_hunks(&diff) {
+        if path.ends_with(crate::project::LOG_FILE) {
+            for (i, line) in text.lines().enumerate() {
+                out.extend(scan_event_line(&path, first + i, line));
+            }
+            continue;
+        }
         for f in crate::policy::secret_scan::scan_document(&text) {
             out.push(StagedFinding {
                 path: path.clone(),
                 line: first + f.line - 1,
                 column: f.column,
+                field: None,
                 rule: f.rule,
                 description: f.description,
             });
         }
     }
     Ok(out)
+}
+
+/// An event line is scanned field by field, as the write policy checks an entry: the JSON
+/// around the values (ids, hashes, keys) is not text and would only confuse the prose rules.
+/// A line that is not an event is scanned as text.
+fn scan_event_line(path: &str, line_no: usize, line: &str) -> Vec<StagedFinding> {
+    let Ok(Value::Object(map)) = serde_json::from_str::<Value>(line) else {
+        return crate::policy::secret_scan::scan_document(line)
+            .into_iter()
+            .map(|f| StagedFinding {
+                path: path.to_owned(),
+                line: line_no,
+                column: f.column,
+                field: None,
+                rule: f.rule,
+                description: f.description,
+            })
+            .collect();
+    };
+    let mut strings = Vec::new();
+    for key in ["actor", "data"] {
+        if let Some(v) = map.get(key) {
+            collect_strings(key.to_owned(), v, &mut strings);
+        }
+    }
+    let mut out = Vec::new();
+    for (field, text) in strings {
+        let is_uri = field.ends_with(".uri");
+        let found = if is_uri {
+            crate::policy::secret_scan::scan_uri(&text)
+        } else {
+            crate::policy::secret_scan::scan_text(&text)
+        };
+        out.extend(found.into_iter().map(|f| StagedFinding {
+            path: path.to_owned(),
+            line: line_no,
+            column: f.column,
+            field: Some(field.clone()),
+            rule: f.rule,
+            description: f.description,
+        }));
+    }
+    out
+}
+
+fn collect_strings(at: String, v: &Value, out: &mut Vec<(String, String)>) {
+    match v {
+        Value::String(s) => out.push((at, s.clone())),
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                collect_strings(format!("{at}[{i}]"), item, out);
+            }
+        }
+        Value::Object(map) => {
+            for (k, item) in map {
+                collect_strings(format!("{at}.{k}"), item, out);
+            }
+        }
+        _ => {}
+    }
 }
 
 #[cfg(test)]

@@ -84,16 +84,18 @@ pub fn render(project: &str, entries: &[EntryState]) -> String {
             out.push('\n');
             let _ = writeln!(
                 out,
-                "`{}` · {} · subject `{}` · scope `{}` · confidence {:.2}",
+                "`{}` · {} · subject `{}` · scope `{}` · confidence {:.2}{}",
                 e.id,
                 e.fields.kind.as_str(),
                 one_line(&e.fields.subject),
                 one_line(&e.fields.scope),
-                e.fields.confidence
+                e.fields.confidence,
+                e.fields
+                    .valid_to
+                    .as_deref()
+                    .map(|t| format!(" · valid until {t}"))
+                    .unwrap_or_default()
             );
-            if let Some(to) = &e.fields.valid_to {
-                let _ = writeln!(out, "valid until {to}");
-            }
             out.push('\n');
             for line in e.fields.content.lines() {
                 let line = line.trim_end();

@@ -113,6 +113,40 @@ fn install_is_idempotent_keeps_a_user_hook_and_uninstall_undoes_it() {
     git(&env, &["rm", "-q", "--cached", "ai-memory/demo/notes.md"]);
     std::fs::remove_file(&notes).unwrap_or_else(|e| panic!("{e}"));
 
+    // Event lines are scanned field by field: ids and hashes beside prose are not credentials,
+    let id = env.add("auth.tokens", "Access tokens live 15 minutes");
+    env.run(&["update", &id, "--summary", "Access tokens live 10 minutes"])
+        .ok();
+    git(&env, &["add", "-A"]);
+    let (code, out) = git_try(&env, &["commit", "-qm", "tokens"]);
+    assert_eq!(code, 0, "{out}");
+    // but a credential in an event that came from elsewhere (memlog refuses to write one) is.
+    let mut set = serde_json::Map::new();
+    set.insert("content".into(), format!("deploy with {FAKE_TOKEN}").into());
+    let forged = projections::Event::build(
+        &id,
+        "elsewhere",
+        "2026-11-22T12:00:00.000Z",
+        Vec::new(),
+        projections::EventData::Update { set, reason: None },
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let mut log = std::fs::read_to_string(env.log()).unwrap_or_default();
+    let before = log.clone();
+    log.push_str(&forged.to_line().unwrap_or_else(|e| panic!("{e}")));
+    log.push('\n');
+    std::fs::write(env.log(), &log).unwrap_or_else(|e| panic!("{e}"));
+    git(&env, &["add", "-A"]);
+    let (code, out) = git_try(&env, &["commit", "-qm", "forged"]);
+    assert_ne!(code, 0, "{out}");
+    assert!(
+        out.contains("github-token (GitHub token) in field data.set.content"),
+        "{out}"
+    );
+    assert!(!out.contains(FAKE_TOKEN), "{out}");
+    std::fs::write(env.log(), &before).unwrap_or_else(|e| panic!("{e}"));
+    git(&env, &["add", "-A"]);
+
     // A stale ai-context file stops the commit too, naming the entry.
     env.run(&["sync-context", "demo"]).ok();
     git(&env, &["add", "-A"]);
