@@ -440,6 +440,67 @@ impl<'a> Batch<'a> {
         Ok(written)
     }
 
+    /// Stages an event written elsewhere (an import of another log's events) unchanged: its
+    /// id, actor, time and parents are kept, so the import is lossless. It passes the write
+    /// policy first: an event that creates an entry is checked as a create of its fields (schema,
+    /// evidence, secrets, duplicates), and every other text it carries (the actor, reasons,
+    /// values it sets) is scanned for credentials. An event the log or this batch already holds
+    /// is not staged (`None`).
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] when the policy refuses it (detections are logged, never the value).
+    pub fn stage_foreign(&mut self, event: Event) -> Result<Option<Written>> {
+        let staged_already = self
+            .staged
+            .iter()
+            .any(|s| s.events.iter().any(|e| e.id == event.id));
+        if staged_already || self.session.store().has_event(&event.id)? {
+            return Ok(None);
+        }
+        let store = self.session.store();
+        let mut verdict = crate::policy::Verdict::default();
+        let mut creates = false;
+        for entry in event.entries() {
+            if let Some((fields, status)) = event.creation_of(entry) {
+                creates = true;
+                verdict.merge(self.policy.check(Some(store), fields, status, None, None)?);
+            }
+        }
+        verdict.merge(self.policy.check_free_text("actor", &event.actor));
+        if let Ok(Value::Object(body)) = event.to_value()
+            && let Some(data) = body.get("data")
+        {
+            let mut texts = Vec::new();
+            foreign_texts("data", data, creates, &mut texts);
+            for (field, text) in texts {
+                verdict.merge(self.policy.check_free_text(&field, &text));
+            }
+        }
+        let warnings = verdict.into_result().or_else(|(invalid, detections)| {
+            if !self.ctx.dry_run {
+                log_detections(
+                    self.project,
+                    &self.ctx.at,
+                    &self.ctx.actor,
+                    "import",
+                    &detections,
+                )?;
+            }
+            Err(Error::Invalid(invalid))
+        })?;
+        let id = event
+            .created_entry()
+            .map_or_else(|| event.entry.clone(), str::to_owned);
+        let written = unstored(vec![event.clone()], id, None, warnings);
+        if !self.ctx.dry_run {
+            self.staged.push(Staged {
+                events: vec![event],
+                written: written.clone(),
+            });
+        }
+        Ok(Some(written))
+    }
+
     /// Appends everything staged (one write, one fsync) and updates the projections; returns
     /// what was written since the last call, including commits that staging had to force.
     ///
@@ -564,6 +625,31 @@ impl Drop for Batch<'_> {
         for u in self.unsynced.drain(..) {
             let _ = u.sync();
         }
+    }
+}
+
+/// The texts of a foreign event's data, by field path, to scan for credentials. The fields of
+/// an entry it creates (checked as a create) are left out when `creates`.
+fn foreign_texts(at: &str, v: &Value, creates: bool, out: &mut Vec<(String, String)>) {
+    match v {
+        Value::String(s) => out.push((at.to_owned(), s.clone())),
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                foreign_texts(&format!("{at}[{i}]"), item, creates, out);
+            }
+        }
+        Value::Object(map) => {
+            for (k, item) in map {
+                let create_field = creates
+                    && (k == "replacement"
+                        || (at == "data"
+                            && projections::model::PATCHABLE_FIELDS.contains(&k.as_str())));
+                if !create_field {
+                    foreign_texts(&format!("{at}.{k}"), item, creates, out);
+                }
+            }
+        }
+        _ => {}
     }
 }
 

@@ -18,6 +18,7 @@ pub fn check_command(ctx: &Ctx, command: &Command) -> Result<()> {
             | Command::Dump(_)
             | Command::Conflicts(_)
             | Command::SyncContext(_)
+            | Command::Export(_)
     );
     if reads {
         Ok(())

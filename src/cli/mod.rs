@@ -9,6 +9,7 @@ mod conflicts;
 mod context;
 mod entry_args;
 mod git_ops;
+mod git_transfer;
 mod init;
 mod lifecycle_ops;
 mod output;
@@ -135,6 +136,10 @@ pub enum Command {
     Git(git_ops::GitCommand),
     /// Write ai-context/<project>.md from high-confidence memory (--check for CI and hooks)
     SyncContext(git_ops::SyncContextArgs),
+    /// Save memory to a file: Memory_Entry records (json, jsonl) or raw events, with filters
+    Export(git_transfer::ExportArgs),
+    /// Load memory from an export through the write policy (--conflict-strategy skip|overwrite|merge)
+    Import(git_transfer::ImportArgs),
 }
 
 /// Resolved global context for a command.
@@ -326,5 +331,7 @@ fn run(ctx: &Ctx, command: Command, out: &mut Out) -> Result<ExitCode> {
         Command::MergeDriver(a) => git_ops::merge_driver(ctx, a, out),
         Command::Git(c) => git_ops::git(ctx, c, out),
         Command::SyncContext(a) => git_ops::sync_context(ctx, a, out),
+        Command::Export(a) => git_transfer::export(ctx, a, out),
+        Command::Import(a) => git_transfer::import(ctx, a, out),
     }
 }

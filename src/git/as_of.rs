@@ -46,13 +46,7 @@ impl AsOf {
 /// [`Error::CorruptLog`] for a bad line; [`Error::NotFound`] or [`Error::AmbiguousId`] for an
 /// event id that names no event or several.
 pub fn events_as_of(project: &Project, as_of: &AsOf) -> Result<(Vec<(Event, String)>, String)> {
-    let path = project.log_path();
-    let buf = event_log::read_complete(&path, 0)?;
-    let mut events = Vec::new();
-    for line in event_log::lines(&buf, 1, 0).filter(|l| !event_log::is_blank(l)) {
-        let event = event_log::decode(&path, &line)?;
-        events.push((event, String::from_utf8_lossy(line.bytes).into_owned()));
-    }
+    let events = all_events(project)?;
     let (cut, pinned) = match as_of {
         AsOf::Time(t) => (t.clone(), None),
         AsOf::Event(prefix) => {
@@ -87,6 +81,21 @@ pub fn events_as_of(project: &Project, as_of: &AsOf) -> Result<(Vec<(Event, Stri
         }
     };
     Ok((held(events, &cut, pinned.as_deref()), cut))
+}
+
+/// Every event of the log with its line, each line verified.
+///
+/// # Errors
+/// [`Error::CorruptLog`] for a bad line.
+pub fn all_events(project: &Project) -> Result<Vec<(Event, String)>> {
+    let path = project.log_path();
+    let buf = event_log::read_complete(&path, 0)?;
+    let mut events = Vec::new();
+    for line in event_log::lines(&buf, 1, 0).filter(|l| !event_log::is_blank(l)) {
+        let event = event_log::decode(&path, &line)?;
+        events.push((event, String::from_utf8_lossy(line.bytes).into_owned()));
+    }
+    Ok(events)
 }
 
 /// Keeps the events at or before `cut` (and `pinned` with its ancestors) whose parents in the

@@ -3,6 +3,8 @@
 
 pub mod as_of;
 pub mod conflicts;
+pub mod export;
+pub mod import;
 pub mod install;
 pub mod merge_driver;
 pub mod repo;

@@ -9,6 +9,7 @@ mod git_conflicts;
 mod git_install;
 mod git_merge_matrix;
 mod git_sync_context;
+mod git_transfer;
 mod merge;
 mod policy;
 mod replay;
