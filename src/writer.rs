@@ -450,6 +450,20 @@ impl<'a> Batch<'a> {
     /// # Errors
     /// [`Error::Invalid`] when the policy refuses it (detections are logged, never the value).
     pub fn stage_foreign(&mut self, event: Event) -> Result<Option<Written>> {
+        self.stage_foreign_with(event, false)
+    }
+
+    /// [`Batch::stage_foreign`]; with `allow_duplicates`, a created entry that duplicates an
+    /// active one (same subject, scope and summary) is accepted, for a caller that settles
+    /// duplicates itself (`memlog merge-project`).
+    ///
+    /// # Errors
+    /// As [`Batch::stage_foreign`].
+    pub fn stage_foreign_with(
+        &mut self,
+        event: Event,
+        allow_duplicates: bool,
+    ) -> Result<Option<Written>> {
         let staged_already = self
             .staged
             .iter()
@@ -463,7 +477,11 @@ impl<'a> Batch<'a> {
         for entry in event.entries() {
             if let Some((fields, status)) = event.creation_of(entry) {
                 creates = true;
-                verdict.merge(self.policy.check(Some(store), fields, status, None, None)?);
+                let mut v = self.policy.check(Some(store), fields, status, None, None)?;
+                if allow_duplicates {
+                    v.problems.retain(|p| p.constraint != "duplicate");
+                }
+                verdict.merge(v);
             }
         }
         verdict.merge(self.policy.check_free_text("actor", &event.actor));

@@ -8,6 +8,7 @@ mod check;
 mod conflicts;
 mod context;
 mod entry_args;
+mod git_namespace;
 mod git_ops;
 mod git_transfer;
 mod init;
@@ -140,6 +141,10 @@ pub enum Command {
     Export(git_transfer::ExportArgs),
     /// Load memory from an export through the write policy (--conflict-strategy skip|overwrite|merge)
     Import(git_transfer::ImportArgs),
+    /// Start a new project (namespace) from a copy of another's memory
+    Fork(git_namespace::ForkArgs),
+    /// Add one project's memory to another: union of events, duplicates settled by relevance
+    MergeProject(git_namespace::MergeProjectArgs),
 }
 
 /// Resolved global context for a command.
@@ -333,5 +338,7 @@ fn run(ctx: &Ctx, command: Command, out: &mut Out) -> Result<ExitCode> {
         Command::SyncContext(a) => git_ops::sync_context(ctx, a, out),
         Command::Export(a) => git_transfer::export(ctx, a, out),
         Command::Import(a) => git_transfer::import(ctx, a, out),
+        Command::Fork(a) => git_namespace::fork(ctx, a, out),
+        Command::MergeProject(a) => git_namespace::merge_project(ctx, a, out),
     }
 }

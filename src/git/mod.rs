@@ -7,6 +7,7 @@ pub mod export;
 pub mod import;
 pub mod install;
 pub mod merge_driver;
+pub mod namespace;
 pub mod repo;
 pub mod staged;
 pub mod sync_context;

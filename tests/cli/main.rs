@@ -8,6 +8,7 @@ mod git_as_of;
 mod git_conflicts;
 mod git_install;
 mod git_merge_matrix;
+mod git_namespace;
 mod git_sync_context;
 mod git_transfer;
 mod merge;
