@@ -58,6 +58,9 @@ fn log_ids(env: &Env) -> BTreeSet<String> {
         .collect()
 }
 
+/// A branch's name and its writes: (time, arguments).
+type Branch<'a> = (&'a str, Vec<(&'a str, Vec<&'a str>)>);
+
 /// The repository: a base commit with `shared`, then branches `a` (supersede + update of
 /// another field), `b` (deprecate), `c` (pin, then update of confidence), each with an entry of
 /// its own. Returns the shared entry and every acknowledged event.
@@ -73,7 +76,7 @@ fn branches(env: &Env, driver: bool) -> (String, BTreeSet<String>) {
     git(env, &["add", "-A"]);
     git(env, &["commit", "-qm", "base", "--no-verify"]);
     git(env, &["tag", "base"]);
-    let steps: [(&str, Vec<(&str, Vec<&str>)>); 3] = [
+    let steps: [Branch<'_>; 3] = [
         (
             "a",
             vec![

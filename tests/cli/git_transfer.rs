@@ -130,10 +130,8 @@ fn json_round_trip_keeps_every_field_and_a_second_import_adds_nothing() {
     assert_eq!(by_subject(&copied, "db")["id"], a.as_str());
     let mut old = by_subject(&exported, "rollout");
     let mut new = by_subject(&copied, "rollout");
-    for k in ["id"] {
-        old.as_object_mut().map(|m| m.remove(k));
-        new.as_object_mut().map(|m| m.remove(k));
-    }
+    old.as_object_mut().map(|m| m.remove("id"));
+    new.as_object_mut().map(|m| m.remove("id"));
     assert_eq!(new, old);
 
     let log = std::fs::read(env.root().join("ai-memory/copy/events.jsonl")).unwrap_or_default();
@@ -360,6 +358,9 @@ fn bad_records_are_rejected_with_reasons_and_the_rest_imported() {
     );
 }
 
+/// Sections, since, until, minimum confidence.
+type Case<'a> = (&'a [&'a str], Option<&'a str>, Option<&'a str>, Option<f64>);
+
 /// Property 35: an export holds exactly the entries that pass every filter given.
 #[test]
 fn export_filters_keep_exactly_the_matching_entries() {
@@ -374,7 +375,7 @@ fn export_filters_keep_exactly_the_matching_entries() {
     for (i, (now, section, conf)) in specs.iter().enumerate() {
         add(&env, "demo", now, section, &format!("s{i}"), conf, "t");
     }
-    let cases: [(&[&str], Option<&str>, Option<&str>, Option<f64>); 6] = [
+    let cases: [Case<'_>; 6] = [
         (&[], None, None, None),
         (&["decisions"], None, None, None),
         (&["decisions", "learnings"], None, None, Some(0.8)),
