@@ -127,3 +127,53 @@ fn bad_as_of_values_are_usage_errors() {
     let r = env.run(&["list", "--as-of", "abcdef0123"]);
     assert_eq!(r.code, 4, "no such event: {}", r.stderr);
 }
+
+/// `dump --as-of T` equals the dump of a workspace whose log holds only the events written at
+/// or before T, for every T between the writes: the past is answered from the events alone.
+#[test]
+fn as_of_equals_a_store_of_the_events_held_then() {
+    let env = Env::with_project();
+    let a = env.add("db", "Use Postgres");
+    let times = [
+        "2026-11-23T10:00:00Z",
+        "2026-11-23T11:00:00Z",
+        "2026-11-23T12:00:00Z",
+        "2026-11-23T13:00:00Z",
+    ];
+    env.run_at(times[0], &["update", &a, "--confidence", "0.9"])
+        .ok();
+    let b = env
+        .run_at(
+            times[1],
+            &["supersede", &a, "--summary", "Use Postgres 16", "--json"],
+        )
+        .ok()
+        .json()["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    env.run_at(times[2], &["pin", &b]).ok();
+    env.run_at(times[3], &["deprecate", &b, "--reason", "moved"])
+        .ok();
+    let log = std::fs::read_to_string(env.log()).unwrap_or_default();
+    for cut in [
+        "2026-11-22T00:00:00.000Z",
+        "2026-11-23T10:30:00.000Z",
+        "2026-11-23T11:00:00.000Z",
+        "2026-11-23T12:59:59.999Z",
+        "2026-11-24T00:00:00.000Z",
+    ] {
+        let held: String = log
+            .lines()
+            .filter(|l| projections::decode_line(l).is_ok_and(|e| e.at.as_str() <= cut))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let past = Env::with_project();
+        std::fs::write(past.log(), held).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            env.run(&["dump", "--as-of", cut]).ok().stdout,
+            past.run(&["dump"]).ok().stdout,
+            "as of {cut}"
+        );
+    }
+}
