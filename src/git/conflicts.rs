@@ -9,8 +9,17 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 
-/// Fields that change with every event and say nothing about what a writer decided.
-const BOOKKEEPING: &[&str] = &["version", "heads", "updated_at", "updated_by", "conflict"];
+/// Fields that say when and by whom, not what a writer decided: each side's events show those.
+const BOOKKEEPING: &[&str] = &[
+    "version",
+    "heads",
+    "updated_at",
+    "updated_by",
+    "conflict",
+    "superseded_at",
+    "pinned_at",
+    "pinned_by",
+];
 
 /// One event of a side.
 #[derive(Debug, Clone, Serialize, PartialEq)]

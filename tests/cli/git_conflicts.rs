@@ -154,3 +154,50 @@ fn supersede_against_deprecate_is_listed() {
     );
     assert_eq!(list[0]["disputed"][0], "status", "{list}");
 }
+
+/// Two branches supersede the same entry: each side names its own replacement, the merge's
+/// current value is the later one, and `resolve --winner` settles it.
+#[test]
+fn concurrent_supersedes_show_each_replacement() {
+    let env = Env::new();
+    git(&env, &["init", "-q", "-b", "main"]);
+    env.run(&["init", "demo"]).ok();
+    let id = env.add("queue", "Use one queue");
+    git(&env, &["add", "-A"]);
+    git(&env, &["commit", "-qm", "base"]);
+    let supersede = |now: &str, summary: &str| {
+        env.run_at(now, &["supersede", &id, "--summary", summary, "--json"])
+            .ok()
+            .json()["id"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    git(&env, &["checkout", "-qb", "a"]);
+    let ra = supersede("2026-11-23T00:00:00Z", "Use two queues");
+    git(&env, &["commit", "-qam", "a"]);
+    git(&env, &["checkout", "-q", "main"]);
+    let rb = supersede("2026-11-23T00:00:01Z", "Use a stream");
+    git(&env, &["commit", "-qam", "b"]);
+    git(&env, &["merge", "-q", "--no-edit", "a"]);
+
+    let c = env.run(&["conflicts", "--json"]).ok().json();
+    let by: Vec<String> = c[0]["sides"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|s| s["set"]["superseded_by"].as_str().unwrap_or("").to_owned())
+        .collect();
+    let mut want = vec![ra.clone(), rb.clone()];
+    want.sort();
+    let mut got = by.clone();
+    got.sort();
+    assert_eq!(got, want, "{c}");
+    assert_eq!(c[0]["disputed"], serde_json::json!(["superseded_by"]));
+    assert_eq!(c[0]["current"]["superseded_by"], rb.as_str());
+    env.run(&["resolve", &id, "--winner", &ra]).ok();
+    assert_eq!(
+        env.run(&["conflicts", "--json"]).ok().json(),
+        serde_json::json!([])
+    );
+}
