@@ -473,3 +473,84 @@ pub fn import_events(
     batch.finish()?;
     Ok(report)
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::git::export::record;
+    use crate::policy::validate::{check_create, entry_input_from_json};
+    use projections::{Event, EventData, Status, fold_entry};
+    use proptest::prelude::*;
+
+    fn input(
+        section: usize,
+        kind: usize,
+        text: &str,
+        tags: &[String],
+        confidence: f64,
+        dated: bool,
+    ) -> serde_json::Value {
+        let sections = ["decisions", "observations", "learnings"];
+        let kinds = ["decision", "incident", "metric", "other"];
+        let mut v = serde_json::json!({
+            "section": sections[section % sections.len()],
+            "kind": kinds[kind % kinds.len()],
+            "subject": format!("s.{text}"),
+            "scope": "repo",
+            "summary": format!("Summary {text}"),
+            "content": format!("Content {text}\nsecond line"),
+            "tags": tags,
+            "confidence": confidence,
+            "evidence": [{"type": "code", "uri": "src/a.rs#L1-L2", "note": text}],
+        });
+        if dated {
+            v["valid_to"] = serde_json::json!("2027-01-01T00:00:00.000Z");
+        }
+        v
+    }
+
+    proptest! {
+        /// Property 34 at the record level: an entry's Memory_Entry record, read back as an
+        /// import reads it, gives the same fields and status.
+        #[test]
+        fn a_record_reads_back_to_the_same_fields(
+            section in 0usize..3,
+            kind in 0usize..4,
+            text in "[a-z]{1,12}",
+            tags in prop::collection::vec("[a-z]{1,6}", 0..4),
+            confidence in 0.0f64..=1.0,
+            dated in any::<bool>(),
+        ) {
+            let raw = input(section, kind, &text, &tags, confidence, dated);
+            let parsed = entry_input_from_json(&raw, "").map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let (fields, status) = check_create(&parsed).map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let event = Event::build("", "agent", "2026-11-22T10:00:00.000Z", Vec::new(), EventData::Create { fields: fields.clone(), status })
+                .map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let state = fold_entry(&[event]).state.ok_or_else(|| TestCaseError::fail("no state"))?;
+            let rec = serde_json::Value::Object(record(&state));
+            let back = entry_input_from_json(&rec, "").map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let (again, again_status) = check_create(&back).map_err(|e| TestCaseError::fail(e.to_string()))?;
+            prop_assert_eq!(again, fields);
+            prop_assert_eq!(again_status, status);
+            prop_assert_eq!(status, Status::Active);
+        }
+    }
+
+    #[test]
+    fn merge_prefers_the_higher_confidence_and_unites_evidence_and_tags() {
+        let base = input(0, 0, "a", &["x".into()], 0.6, false);
+        let (mut low, _) = check_create(&entry_input_from_json(&base, "").unwrap_or_default())
+            .unwrap_or_else(|e| panic!("{e}"));
+        let mut high = low.clone();
+        high.confidence = 0.9;
+        high.summary = "Better".into();
+        high.tags = vec!["y".into(), "x".into()];
+        high.evidence[0].uri = "src/b.rs#L1-L2".into();
+        let m = super::merged(&low, &high);
+        assert_eq!((m.confidence, m.summary.as_str()), (0.9, "Better"));
+        assert_eq!(m.tags, ["x", "y"]);
+        assert_eq!(m.evidence.len(), 2);
+        low.confidence = 0.95;
+        let m = super::merged(&low, &high);
+        assert_eq!((m.confidence, m.summary.as_str()), (0.95, "Summary a"));
+    }
+}
