@@ -201,10 +201,16 @@ fn pre_commit(ctx: &Ctx, out: &mut Out) -> Result<ExitCode> {
     let mut stale = Vec::new();
     for name in ws.projects()? {
         let project = Project::open(&ws, name)?;
-        if !context_path(ctx, &project)?.exists() {
+        // What the commit holds is the staged file: a regenerated file left unstaged is still
+        // stale in the commit. A file git does not track is not part of it.
+        let rel = format!("{}/{}.md", crate::workspace::CONTEXT_DIR, project.name);
+        let shown = repo.output(&["show", &format!(":./{rel}")])?;
+        if !shown.status.success() {
             continue;
         }
-        let (_, _, s, _) = context_status(ctx, &project)?;
+        let staged = String::from_utf8_lossy(&shown.stdout).into_owned();
+        let (_, text, _, _) = context_status(ctx, &project)?;
+        let s = sync_context::staleness(Some(&staged), &text);
         if !s.is_fresh() {
             stale.push((project.name.to_string(), s));
         }

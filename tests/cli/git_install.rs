@@ -159,7 +159,11 @@ fn install_is_idempotent_keeps_a_user_hook_and_uninstall_undoes_it() {
         out.contains("ai-context/demo.md is stale: added") && out.contains(&id),
         "{out}"
     );
+    // Regenerated but not staged: the commit would still hold the stale file.
     env.run(&["sync-context", "demo"]).ok();
+    let (code, out) = git_try(&env, &["commit", "-qm", "unstaged context"]);
+    assert_ne!(code, 0, "{out}");
+    assert!(out.contains("ai-context/demo.md is stale"), "{out}");
     git(&env, &["add", "-A"]);
     let (code, out) = git_try(&env, &["commit", "-qm", "synced"]);
     assert_eq!(code, 0, "{out}");
