@@ -365,6 +365,35 @@ impl<'a> Batch<'a> {
         change: Change,
         check: impl FnOnce(&Session, Option<&EntryState>) -> Result<Change>,
     ) -> Result<Written> {
+        let ctx = self.ctx;
+        self.stage_in(ctx, change, check)
+    }
+
+    /// [`Batch::stage`] with another actor and time for this change's events (an import that
+    /// keeps each record's `created_by` and `created_at`). Everything else, the locks and the
+    /// policy included, is the batch's.
+    ///
+    /// # Errors
+    /// As [`Batch::stage`].
+    pub fn stage_as(
+        &mut self,
+        actor: &str,
+        at: &str,
+        change: Change,
+        check: impl FnOnce(&Session, Option<&EntryState>) -> Result<Change>,
+    ) -> Result<Written> {
+        let mut ctx = self.ctx.clone();
+        actor.clone_into(&mut ctx.actor);
+        at.clone_into(&mut ctx.at);
+        self.stage_in(&ctx, change, check)
+    }
+
+    fn stage_in(
+        &mut self,
+        ctx: &WriteContext,
+        change: Change,
+        check: impl FnOnce(&Session, Option<&EntryState>) -> Result<Change>,
+    ) -> Result<Written> {
         let target = change
             .target()
             .map(|t| self.session.resolve(t))
@@ -392,7 +421,7 @@ impl<'a> Batch<'a> {
         }
         let mut warnings = gate(
             self.project,
-            self.ctx,
+            ctx,
             &self.policy,
             Some(self.session.store()),
             &change,
@@ -419,7 +448,7 @@ impl<'a> Batch<'a> {
             None => Vec::new(),
         };
         let key = duplicate_key(&change);
-        let (events, id, superseded) = build_events(change, heads, self.ctx)?;
+        let (events, id, superseded) = build_events(change, heads, ctx)?;
         if let Some(key) = key {
             self.staged_keys.insert(key, id.clone());
         }
@@ -431,7 +460,7 @@ impl<'a> Batch<'a> {
             self.touched.insert(t.clone());
         }
         let written = unstored(events.clone(), id, superseded, warnings);
-        if !self.ctx.dry_run {
+        if !ctx.dry_run {
             self.staged.push(Staged {
                 events,
                 written: written.clone(),

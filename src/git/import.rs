@@ -228,7 +228,7 @@ fn reason_of(e: &Error) -> String {
     crate::policy::validate::redact_secrets(&e.to_string())
 }
 
-/// Imports Memory_Entry records.
+/// Imports Memory_Entry records, in one batch (one lock, appends grouped).
 ///
 /// # Errors
 /// Only when the project cannot be written at all (a lock, I/O); a record that fails is
@@ -240,6 +240,8 @@ pub fn import_records(
     strategy: Strategy,
 ) -> Result<Report> {
     let mut report = Report::default();
+    let mut batch = Batch::open(project, base)?;
+    let mut this_import: std::collections::HashSet<String> = std::collections::HashSet::new();
     for (source, value) in records {
         let value = match value {
             Ok(v) => v,
@@ -252,7 +254,7 @@ pub fn import_records(
         };
         let record_id = value.get("id").and_then(Value::as_str).map(str::to_owned);
         let rid = record_id.as_deref();
-        match import_one(project, base, &value, strategy) {
+        match import_one(&mut batch, base, &value, strategy, &mut this_import) {
             Ok((kind, entry, reason)) => {
                 let o = outcome(&source, rid, entry.as_deref(), reason);
                 match kind {
@@ -270,6 +272,7 @@ pub fn import_records(
                 .push(outcome(&source, rid, None, Some(reason_of(&e)))),
         }
     }
+    batch.finish()?;
     Ok(report)
 }
 
@@ -281,10 +284,11 @@ enum Fate {
 }
 
 fn import_one(
-    project: &Project,
+    batch: &mut Batch<'_>,
     base: &WriteContext,
     value: &Value,
     strategy: Strategy,
+    this_import: &mut std::collections::HashSet<String>,
 ) -> Result<(Fate, Option<String>, Option<String>)> {
     let mut input = entry_input_from_json(value, "")?;
     let status = input.status.clone().unwrap_or_else(|| "active".into());
@@ -319,7 +323,13 @@ fn import_one(
         },
     )?
     .entry;
-    let mut batch = Batch::open(project, base)?;
+    if this_import.contains(&derived) {
+        return Ok((
+            Fate::Skipped,
+            Some(derived),
+            Some("the same record appears earlier in the input".into()),
+        ));
+    }
     let record_id = value.get("id").and_then(Value::as_str);
     let mut existing: Option<EntryState> = None;
     for id in record_id.into_iter().chain([derived.as_str()]) {
@@ -331,43 +341,45 @@ fn import_one(
         }
     }
     let Some(existing) = existing else {
-        drop(batch);
-        let mut batch = Batch::open(project, &ctx)?;
         let change = Change::Create {
             fields,
             status: create_status,
         };
-        let written = batch.stage(change.clone(), |_, _| Ok(change))?;
-        batch.finish()?;
+        let written = batch.stage_as(&ctx.actor, &ctx.at, change.clone(), |_, _| Ok(change))?;
+        this_import.insert(written.id.clone());
         if deprecated {
-            let mut later = ctx.clone();
+            let mut at = ctx.at.clone();
             if let Some(t) = value.get("updated_at").and_then(Value::as_str)
                 && let Ok(t) = crate::clock::normalize_time(t)
-                && t > later.at
+                && t > at
             {
-                later.at = t;
+                at = t;
             }
-            let mut batch = Batch::open(project, &later)?;
+            batch.flush()?;
             let change = Change::Deprecate {
                 target: written.id.clone(),
                 reason: Some("imported as deprecated".into()),
             };
-            batch.stage(change.clone(), |_, _| Ok(change))?;
-            batch.finish()?;
+            batch.stage_as(&ctx.actor, &at, change.clone(), |_, _| Ok(change))?;
         }
         return Ok((Fate::Imported, Some(written.id), None));
     };
     let id = existing.id.clone();
-    let (fate, target_fields) = match strategy {
-        Strategy::Skip => {
-            return Ok((
-                Fate::Skipped,
-                Some(id.clone()),
-                Some(format!("the project already holds {id} (strategy skip)")),
-            ));
-        }
-        Strategy::Overwrite => (Fate::Overwritten, fields.clone()),
-        Strategy::Merge => (Fate::Merged, merged(&existing.fields, &fields)),
+    this_import.insert(derived);
+    if strategy == Strategy::Skip {
+        return Ok((
+            Fate::Skipped,
+            Some(id.clone()),
+            Some(format!("the project already holds {id} (strategy skip)")),
+        ));
+    }
+    // What this batch staged for the entry must be in the store before it is read again.
+    batch.flush()?;
+    let existing = batch.session().store().entry(&id)?.unwrap_or(existing);
+    let (fate, target_fields) = if strategy == Strategy::Overwrite {
+        (Fate::Overwritten, fields.clone())
+    } else {
+        (Fate::Merged, merged(&existing.fields, &fields))
     };
     let set = check_patch(&input_of(&target_fields), &existing.fields)?;
     let mut changed = false;
@@ -389,7 +401,6 @@ fn import_one(
         batch.stage(change.clone(), |_, _| Ok(change))?;
         changed = true;
     }
-    batch.finish()?;
     if changed {
         Ok((fate, Some(id), None))
     } else {
