@@ -241,6 +241,7 @@ pub fn import_records(
 ) -> Result<Report> {
     let mut report = Report::default();
     let mut batch = Batch::open(project, base)?;
+    // The entry ids and duplicate keys of what this import created so far.
     let mut this_import: std::collections::HashSet<String> = std::collections::HashSet::new();
     for (source, value) in records {
         let value = match value {
@@ -340,6 +341,26 @@ fn import_one(
             break;
         }
     }
+    // The same entry under another id: an active entry with the record's subject, scope and
+    // summary (the write policy's duplicate) is the record's entry too.
+    let key = crate::store::duplicate_key(&fields);
+    if existing.is_none() && create_status == Status::Active {
+        if this_import.contains(&key) {
+            batch.flush()?;
+        }
+        let store = batch.session().store();
+        for other in store.ids_with("duplicate", &key)? {
+            if let Some(s) = store.entry(&other)?
+                && s.status == Status::Active
+                && s.fields.subject == fields.subject
+                && s.fields.scope == fields.scope
+                && s.fields.summary == fields.summary
+            {
+                existing = Some(s);
+                break;
+            }
+        }
+    }
     let Some(existing) = existing else {
         let change = Change::Create {
             fields,
@@ -347,6 +368,7 @@ fn import_one(
         };
         let written = batch.stage_as(&ctx.actor, &ctx.at, change.clone(), |_, _| Ok(change))?;
         this_import.insert(written.id.clone());
+        this_import.insert(key);
         if deprecated {
             let mut at = ctx.at.clone();
             if let Some(t) = value.get("updated_at").and_then(Value::as_str)

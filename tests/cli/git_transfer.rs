@@ -450,3 +450,45 @@ fn export_refuses_paths_outside_the_workspace_and_bad_filters() {
     assert_eq!(r.code, 7, "{}", r.stderr);
     assert!(r.stderr.contains("missing.json"), "{}", r.stderr);
 }
+
+#[test]
+fn a_record_twice_in_one_input_is_imported_once() {
+    let env = two_projects();
+    let rec = json!({"section": "decisions", "kind": "decision", "subject": "ok", "scope": "repo", "summary": "Fine", "content": "x", "confidence": 0.9, "evidence": [{"type": "code", "uri": "src/a.rs#L1-L2", "note": "n"}], "created_by": "alice", "created_at": "2026-11-01T00:00:00Z"});
+    let mut higher = rec.clone();
+    higher["confidence"] = json!(0.95);
+    std::fs::write(
+        env.root().join("in.json"),
+        json!([rec, rec, higher]).to_string(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let r = env
+        .run(&[
+            "import",
+            "demo",
+            "in.json",
+            "--conflict-strategy",
+            "merge",
+            "--json",
+        ])
+        .ok()
+        .json();
+    assert_eq!(r["imported"].as_array().map(Vec::len), Some(1), "{r}");
+    assert_eq!(
+        r["skipped"][0]["reason"], "the same record appears earlier in the input",
+        "{r}"
+    );
+    // The third is another version of the same entry (same subject, scope and summary, no id
+    // the project knows): the strategy applies to it.
+    let id = r["imported"][0]["entry"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert_eq!(r["merged"][0]["entry"], id.as_str(), "{r}");
+    let shown = env.run(&["-p", "demo", "show", &id, "--json"]).ok().json();
+    assert_eq!(
+        (shown["created_by"].clone(), shown["created_at"].clone()),
+        (json!("alice"), json!("2026-11-01T00:00:00.000Z"))
+    );
+    assert_eq!(shown["confidence"], 0.95);
+}
