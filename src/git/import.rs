@@ -228,7 +228,8 @@ fn reason_of(e: &Error) -> String {
     crate::policy::validate::redact_secrets(&e.to_string())
 }
 
-/// Imports Memory_Entry records, in one batch (one lock, appends grouped).
+/// Imports Memory_Entry records, in one batch (one lock, appends grouped). A new entry's create
+/// event carries the record's `created_by` and `created_at`.
 ///
 /// # Errors
 /// Only when the project cannot be written at all (a lock, I/O); a record that fails is
@@ -362,12 +363,21 @@ fn import_one(
         }
     }
     let Some(existing) = existing else {
-        let change = Change::Create {
-            fields,
-            status: create_status,
-        };
-        let written = batch.stage_as(&ctx.actor, &ctx.at, change.clone(), |_, _| Ok(change))?;
-        this_import.insert(written.id.clone());
+        // The create is built here with the record's creator and time, then passes the write
+        // policy like any create (schema, evidence, credentials, duplicates in the store).
+        let create = Event::build(
+            "",
+            &ctx.actor,
+            &ctx.at,
+            Vec::new(),
+            EventData::Create {
+                fields,
+                status: create_status,
+            },
+        )?;
+        let created = create.id.clone();
+        batch.stage_foreign(create)?;
+        this_import.insert(derived.clone());
         this_import.insert(key);
         if deprecated {
             let mut at = ctx.at.clone();
@@ -377,14 +387,18 @@ fn import_one(
             {
                 at = t;
             }
-            batch.flush()?;
-            let change = Change::Deprecate {
-                target: written.id.clone(),
-                reason: Some("imported as deprecated".into()),
-            };
-            batch.stage_as(&ctx.actor, &at, change.clone(), |_, _| Ok(change))?;
+            let deprecate = Event::build(
+                &derived,
+                &ctx.actor,
+                &at,
+                vec![created],
+                EventData::Deprecate {
+                    reason: Some("imported as deprecated".into()),
+                },
+            )?;
+            batch.stage_foreign(deprecate)?;
         }
-        return Ok((Fate::Imported, Some(written.id), None));
+        return Ok((Fate::Imported, Some(derived), None));
     };
     let id = existing.id.clone();
     this_import.insert(derived);
