@@ -181,6 +181,19 @@ pub fn sync_context(ctx: &Ctx, args: SyncContextArgs, out: &mut Out) -> Result<E
     if !stale.is_fresh() {
         if let Some(dir) = path.parent() {
             fs_err::create_dir_all(dir)?;
+            let root = fs_err::canonicalize(ctx.workspace()?.root())?;
+            let resolved = fs_err::canonicalize(dir)?;
+            if !resolved.starts_with(&root) {
+                return Err(crate::Error::Rejected {
+                    message: format!(
+                        "{} resolves to {}, outside the workspace {}; memlog never writes \
+                         outside the workspace: replace the link with a directory",
+                        dir.display(),
+                        resolved.display(),
+                        root.display()
+                    ),
+                });
+            }
         }
         crate::log::durable::write_atomic(&path, text.as_bytes())?;
     }

@@ -2,6 +2,14 @@
 
 use crate::common::{Env, git};
 
+macro_rules! snapshot {
+    ($name:expr, $value:expr) => {
+        insta::with_settings!({ snapshot_path => "../../snapshots", prepend_module_to_snapshot => false }, {
+            insta::assert_snapshot!($name, $value);
+        });
+    };
+}
+
 /// Two branches change the same entry; after a real `git merge` the conflict lists both sides
 /// with who, when and what each set, the fields they disagree on and the merged value;
 /// `resolve` clears it.
@@ -84,6 +92,7 @@ fn conflicts_show_both_sides_until_resolved() {
         "{sides:?}"
     );
     let text = env.run(&["conflicts"]).ok().stdout;
+    snapshot!("conflicts", text.clone());
     assert!(text.contains("disputed: confidence"), "{text}");
     assert!(text.contains("set confidence = 0.9"), "{text}");
     assert!(text.contains("by agent-b"), "{text}");

@@ -186,3 +186,21 @@ fn selects_groups_and_is_deterministic() {
     let refused = env.run(&["sync-context", "--as-of", "2026-11-20T12:00:00Z"]);
     assert_eq!(refused.code, 2, "{}", refused.stderr);
 }
+
+#[cfg(unix)]
+#[test]
+fn an_ai_context_link_out_of_the_workspace_is_refused() {
+    let env = Env::nested();
+    env.run(&["init", "demo"]).ok();
+    let outside = env.dir.path().join("elsewhere");
+    std::fs::create_dir(&outside).unwrap_or_else(|e| panic!("{e}"));
+    std::os::unix::fs::symlink(&outside, env.root().join("ai-context"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let r = env.run(&["sync-context", "demo"]);
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(r.stderr.contains("outside the workspace"), "{}", r.stderr);
+    assert_eq!(
+        std::fs::read_dir(&outside).map(|d| d.count()).unwrap_or(1),
+        0
+    );
+}
