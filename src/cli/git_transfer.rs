@@ -27,6 +27,7 @@ pub struct ExportArgs {
     pub project: String,
     /// Where to write, inside the workspace (`-`: standard output)
     pub path: PathBuf,
+    /// What to write
     #[arg(long, value_enum, default_value = "json")]
     pub format: Format,
     /// Only these sections (repeatable): decisions, state, observations, learnings
