@@ -30,7 +30,15 @@ fn short(id: &str) -> &str {
 pub fn run(ctx: &Ctx, args: ConflictsArgs, out: &mut Out) -> Result<ExitCode> {
     let project = ctx.project(args.project.as_deref())?;
     let session = ctx.open_session(&project)?;
-    let conflicts = crate::git::conflicts::list(session.store(), &project.log_path())?;
+    let conflicts = crate::git::conflicts::list(session.store(), || {
+        // The same events the session's store was built from.
+        let events = match &ctx.as_of {
+            Some(as_of) => crate::git::as_of::events_as_of(&project, as_of)?.0,
+            None => crate::git::as_of::all_events(&project)?,
+        };
+        let events: Vec<projections::Event> = events.into_iter().map(|(e, _)| e).collect();
+        Ok(crate::git::conflicts::in_conflict(&events))
+    })?;
     let code = if args.check && !conflicts.is_empty() {
         ExitCode::Problems
     } else {

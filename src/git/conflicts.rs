@@ -59,17 +59,22 @@ pub struct Conflict {
     pub current: Map<String, Value>,
 }
 
-/// Every entry of `store` in conflict, sorted by id.
+/// Every entry of `store` in conflict, sorted by id. `all_in_conflict` lists every entry in
+/// conflict from the events the store was built from; it is called only when the store holds
+/// conflicts outside its index.
 ///
 /// # Errors
-/// When the store cannot be read.
-pub fn list(store: &Store, log: &std::path::Path) -> Result<Vec<Conflict>> {
+/// When the store cannot be read, or `all_in_conflict` fails.
+pub fn list(
+    store: &Store,
+    all_in_conflict: impl FnOnce() -> Result<Vec<String>>,
+) -> Result<Vec<Conflict>> {
     let mut ids: BTreeSet<String> = store.ids_with("conflict", "true")?.into_iter().collect();
     // The conflict index covers the active (hot) entries; archived ones are counted only in the
-    // statistics. When the counts differ, read the log for the others (rare, and exact).
+    // statistics. When the counts differ, read the events for the others (rare, and exact).
     let counted = usize::try_from(store.stats()?.conflict_count).unwrap_or(0);
     if counted > ids.len() {
-        ids.extend(crate::log::verify::verify_log(log)?.conflicts);
+        ids.extend(all_in_conflict()?);
     }
     let mut out = Vec::new();
     for id in ids {
@@ -183,4 +188,14 @@ fn ancestors<'a>(head: &'a str, by_id: &BTreeMap<&'a str, &'a Event>) -> BTreeSe
         }
     }
     seen
+}
+
+/// Entries in conflict among `events` (any order, duplicates allowed).
+pub fn in_conflict(events: &[Event]) -> Vec<String> {
+    projections::project(events)
+        .entries
+        .into_iter()
+        .filter(|(_, f)| f.state.as_ref().is_some_and(EntryState::in_conflict))
+        .map(|(id, _)| id)
+        .collect()
 }

@@ -210,3 +210,67 @@ fn concurrent_supersedes_show_each_replacement() {
         serde_json::json!([])
     );
 }
+
+/// An archived entry (out of the active indexes) in conflict is listed too, now and as of a
+/// past time.
+#[test]
+fn an_archived_entry_in_conflict_is_listed() {
+    let env = Env::with_project();
+    let id = env.add("old", "Archived in conflict");
+    let log = std::fs::read_to_string(env.log()).unwrap_or_default();
+    let create = projections::decode_line(log.lines().next().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let build = |at: &str, parents: Vec<String>, data: projections::EventData| {
+        projections::Event::build(&id, "agent-x", at, parents, data)
+            .unwrap_or_else(|e| panic!("{e}"))
+    };
+    let set = |c: f64| {
+        let mut m = serde_json::Map::new();
+        m.insert("confidence".into(), c.into());
+        projections::EventData::Update {
+            set: m,
+            reason: None,
+        }
+    };
+    let a = build(
+        "2026-11-23T00:00:00.000Z",
+        vec![create.id.clone()],
+        set(0.9),
+    );
+    let b = build(
+        "2026-11-23T00:00:01.000Z",
+        vec![create.id.clone()],
+        set(0.7),
+    );
+    let archive = build(
+        "2026-11-23T00:00:02.000Z",
+        vec![a.id.clone()],
+        projections::EventData::Transition {
+            to: projections::Lifecycle::Archived,
+            reason: "idle".into(),
+        },
+    );
+    let mut text = log.clone();
+    for e in [&a, &b, &archive] {
+        text.push_str(&e.to_line().unwrap_or_else(|e| panic!("{e}")));
+        text.push('\n');
+    }
+    std::fs::write(env.log(), text).unwrap_or_else(|e| panic!("{e}"));
+    let shown = env.run(&["show", &id, "--json"]).ok().json();
+    assert_eq!(
+        (shown["lifecycle"].clone(), shown["conflict"].clone()),
+        (serde_json::json!("archived"), serde_json::json!(true))
+    );
+    for args in [
+        &["conflicts", "--json"][..],
+        &["conflicts", "--json", "--as-of", "2026-11-23T00:00:05Z"][..],
+    ] {
+        let listed = env.run(args).ok().json();
+        assert_eq!(listed[0]["entry"], id.as_str(), "{args:?}: {listed}");
+    }
+    let before = env
+        .run(&["conflicts", "--json", "--as-of", "2026-11-23T00:00:00.500Z"])
+        .ok()
+        .json();
+    assert_eq!(before, serde_json::json!([]), "one head then");
+}
