@@ -62,6 +62,9 @@ fn install_is_idempotent_keeps_a_user_hook_and_uninstall_undoes_it() {
         .unwrap_or_else(|e| panic!("{e}"));
     }
 
+    let info = env.root().join(".git/info");
+    std::fs::create_dir_all(&info).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(info.join("attributes"), "*.png binary\n").unwrap_or_else(|e| panic!("{e}"));
     let first = actions(&env, &["git", "install", "--json"]);
     assert_eq!(
         first,
@@ -188,6 +191,11 @@ fn install_is_idempotent_keeps_a_user_hook_and_uninstall_undoes_it() {
         )
         .trim(),
         "ai-memory/demo/events.jsonl: merge: union"
+    );
+    assert_eq!(
+        std::fs::read_to_string(info.join("attributes")).unwrap_or_default(),
+        "*.png binary\n",
+        "the user's attributes stay"
     );
     let again = actions(&env, &["git", "uninstall", "--json"]);
     assert!(
