@@ -6,7 +6,6 @@
 pub mod cli;
 pub mod clock;
 pub mod error;
-pub mod git;
 pub mod log;
 pub mod parallel;
 pub mod policy;
@@ -14,6 +13,7 @@ pub mod project;
 pub mod retrieval;
 pub mod store;
 
+pub mod git;
 pub mod workspace;
 pub mod writer;
 

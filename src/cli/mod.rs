@@ -121,13 +121,6 @@ pub enum Command {
     Rebuild(rebuild::ProjectArg),
     /// Print the full projection state canonically, to compare two stores
     Dump(rebuild::ProjectArg),
-    /// Check Memory_Update objects against the schema and the write policy, writing nothing
-    Validate(check::ValidateArgs),
-    /// Detect credentials in text: `memlog secrets scan [FILE...]` (a pre-commit hook)
-    #[command(subcommand)]
-    Secrets(check::SecretsCommand),
-    /// Time whole-process operations on a synthetic workspace
-    Bench(bench::BenchArgs),
     /// Entries that concurrent writers left in conflict, with both sides (who, when, what)
     Conflicts(conflicts::ConflictsArgs),
     /// Merge two versions of an event log (git's merge driver: `memlog merge-driver %O %A %B %P`)
@@ -145,6 +138,13 @@ pub enum Command {
     Fork(git_namespace::ForkArgs),
     /// Add one project's memory to another: union of events, duplicates settled by relevance
     MergeProject(git_namespace::MergeProjectArgs),
+    /// Check Memory_Update objects against the schema and the write policy, writing nothing
+    Validate(check::ValidateArgs),
+    /// Detect credentials in text: `memlog secrets scan [FILE...]` (a pre-commit hook)
+    #[command(subcommand)]
+    Secrets(check::SecretsCommand),
+    /// Time whole-process operations on a synthetic workspace
+    Bench(bench::BenchArgs),
 }
 
 /// Resolved global context for a command.
@@ -329,9 +329,6 @@ fn run(ctx: &Ctx, command: Command, out: &mut Out) -> Result<ExitCode> {
         Command::Verify(a) => verify::run(ctx, a, out),
         Command::Rebuild(a) => rebuild::rebuild(ctx, a, out),
         Command::Dump(a) => rebuild::dump(ctx, a, out),
-        Command::Bench(a) => bench::run(ctx, a, out),
-        Command::Validate(a) => check::validate(ctx, a, out),
-        Command::Secrets(c) => check::secrets(ctx, c, out),
         Command::Conflicts(a) => conflicts::run(ctx, a, out),
         Command::MergeDriver(a) => git_ops::merge_driver(ctx, a, out),
         Command::Git(c) => git_ops::git(ctx, c, out),
@@ -340,5 +337,8 @@ fn run(ctx: &Ctx, command: Command, out: &mut Out) -> Result<ExitCode> {
         Command::Import(a) => git_transfer::import(ctx, a, out),
         Command::Fork(a) => git_namespace::fork(ctx, a, out),
         Command::MergeProject(a) => git_namespace::merge_project(ctx, a, out),
+        Command::Bench(a) => bench::run(ctx, a, out),
+        Command::Validate(a) => check::validate(ctx, a, out),
+        Command::Secrets(c) => check::secrets(ctx, c, out),
     }
 }
