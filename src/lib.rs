@@ -16,6 +16,7 @@ pub mod project;
 pub mod retrieval;
 pub mod store;
 
+pub mod git;
 pub mod workspace;
 pub mod writer;
 

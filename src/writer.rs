@@ -881,3 +881,110 @@ fn dry_run_without_store(project: &Project, ctx: &WriteContext, change: Change) 
     let (events, id, superseded) = build_events(change, Vec::new(), ctx)?;
     Ok(unstored(events, id, superseded, warnings))
 }
+
+/// Events written elsewhere: `memlog import --format events` and `memlog merge-project`.
+impl Batch<'_> {
+    /// Stages an event written elsewhere (an import of another log's events) unchanged: its
+    /// id, actor, time and parents are kept, so the import is lossless. It passes the write
+    /// policy first: an event that creates an entry is checked as a create of its fields (schema,
+    /// evidence, secrets, duplicates), and every other text it carries (the actor, reasons,
+    /// values it sets) is scanned for credentials. An event the log or this batch already holds
+    /// is not staged (`None`).
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] when the policy refuses it (detections are logged, never the value).
+    pub fn stage_foreign(&mut self, event: Event) -> Result<Option<Written>> {
+        self.stage_foreign_with(event, false)
+    }
+
+    /// [`Batch::stage_foreign`]; with `allow_duplicates`, a created entry that duplicates an
+    /// active one (same subject, scope and summary) is accepted, for a caller that settles
+    /// duplicates itself (`memlog merge-project`).
+    ///
+    /// # Errors
+    /// As [`Batch::stage_foreign`].
+    pub fn stage_foreign_with(
+        &mut self,
+        event: Event,
+        allow_duplicates: bool,
+    ) -> Result<Option<Written>> {
+        let staged_already = self
+            .staged
+            .iter()
+            .any(|s| s.events.iter().any(|e| e.id == event.id));
+        if staged_already || self.session.store().has_event(&event.id)? {
+            return Ok(None);
+        }
+        let store = self.session.store();
+        let mut verdict = crate::policy::Verdict::default();
+        let mut creates = false;
+        for entry in event.entries() {
+            if let Some((fields, status)) = event.creation_of(entry) {
+                creates = true;
+                let mut v = self.policy.check(Some(store), fields, status, None, None)?;
+                if allow_duplicates {
+                    v.problems.retain(|p| p.constraint != "duplicate");
+                }
+                verdict.merge(v);
+            }
+        }
+        verdict.merge(self.policy.check_free_text("actor", &event.actor));
+        if let Ok(Value::Object(body)) = event.to_value()
+            && let Some(data) = body.get("data")
+        {
+            let mut texts = Vec::new();
+            foreign_texts("data", data, creates, &mut texts);
+            for (field, text) in texts {
+                verdict.merge(self.policy.check_free_text(&field, &text));
+            }
+        }
+        let warnings = verdict.into_result().or_else(|(invalid, detections)| {
+            if !self.ctx.dry_run {
+                log_detections(
+                    self.project,
+                    &self.ctx.at,
+                    &self.ctx.actor,
+                    "import",
+                    &detections,
+                )?;
+            }
+            Err(Error::Invalid(invalid))
+        })?;
+        let id = event
+            .created_entry()
+            .map_or_else(|| event.entry.clone(), str::to_owned);
+        let written = unstored(vec![event.clone()], id, None, warnings);
+        if !self.ctx.dry_run {
+            self.staged.push(Staged {
+                events: vec![event],
+                written: written.clone(),
+            });
+        }
+        Ok(Some(written))
+    }
+}
+
+/// The texts of a foreign event's data, by field path, to scan for credentials. The fields of
+/// an entry it creates (checked as a create) are left out when `creates`.
+fn foreign_texts(at: &str, v: &Value, creates: bool, out: &mut Vec<(String, String)>) {
+    match v {
+        Value::String(s) => out.push((at.to_owned(), s.clone())),
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                foreign_texts(&format!("{at}[{i}]"), item, creates, out);
+            }
+        }
+        Value::Object(map) => {
+            for (k, item) in map {
+                let create_field = creates
+                    && (k == "replacement"
+                        || (at == "data"
+                            && projections::model::PATCHABLE_FIELDS.contains(&k.as_str())));
+                if !create_field {
+                    foreign_texts(&format!("{at}.{k}"), item, creates, out);
+                }
+            }
+        }
+        _ => {}
+    }
+}

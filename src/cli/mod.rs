@@ -2,18 +2,23 @@
 //! This is the only module that reads the environment, prints or decides exit codes.
 
 mod apply;
+mod as_of;
 mod bench;
 mod check;
 mod completions;
 mod config;
+mod conflicts;
 mod context;
 mod dashboard;
 mod entry_args;
+mod git_namespace;
+mod git_ops;
+mod git_transfer;
 mod health;
 mod init;
-mod lifecycle;
 pub mod invoke;
 pub mod json_schema;
+mod lifecycle;
 mod lifecycle_ops;
 mod mcp;
 mod output;
@@ -83,6 +88,10 @@ pub struct GlobalArgs {
     /// Log the active configuration and the store's state, and timings where a command has them, on stderr
     #[arg(long, global = true)]
     pub debug: bool,
+    /// Read commands: answer from the events the log held at this time (ISO 8601) or when this
+    /// event was written (event id or prefix); the current store is left alone
+    #[arg(long, global = true, value_name = "TIME|EVENT")]
+    pub as_of: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -127,6 +136,23 @@ pub enum Command {
     Rebuild(rebuild::ProjectArg),
     /// Print the full projection state canonically, to compare two stores
     Dump(rebuild::ProjectArg),
+    /// Entries that concurrent writers left in conflict, with both sides (who, when, what)
+    Conflicts(conflicts::ConflictsArgs),
+    /// Merge two versions of an event log (git's merge driver: `memlog merge-driver %O %A %B %P`)
+    MergeDriver(git_ops::MergeDriverArgs),
+    /// Set up git for memory: `memlog git install|uninstall` (merge driver, pre-commit hook)
+    #[command(subcommand)]
+    Git(git_ops::GitCommand),
+    /// Write ai-context/<project>.md from high-confidence memory (--check for CI and hooks)
+    SyncContext(git_ops::SyncContextArgs),
+    /// Save memory to a file: Memory_Entry records (json, jsonl) or raw events, with filters
+    Export(git_transfer::ExportArgs),
+    /// Load memory from an export through the write policy (--conflict-strategy skip|overwrite|merge)
+    Import(git_transfer::ImportArgs),
+    /// Start a new project (namespace) from a copy of another's memory
+    Fork(git_namespace::ForkArgs),
+    /// Add one project's memory to another: union of events, duplicates settled by relevance
+    MergeProject(git_namespace::MergeProjectArgs),
     /// Check Memory_Update objects against the schema and the write policy, writing nothing
     Validate(check::ValidateArgs),
     /// Detect credentials in text: `memlog secrets scan [FILE...]` (a pre-commit hook)
@@ -166,6 +192,7 @@ pub enum Command {
 pub struct Ctx {
     pub global: GlobalArgs,
     clock: Box<dyn Clock>,
+    as_of: Option<crate::git::as_of::AsOf>,
 }
 
 impl Ctx {
@@ -176,7 +203,16 @@ impl Ctx {
             )),
             None => Box::new(SystemClock),
         };
-        Ok(Self { global, clock })
+        let as_of = global
+            .as_of
+            .as_deref()
+            .map(crate::git::as_of::AsOf::parse)
+            .transpose()?;
+        Ok(Self {
+            global,
+            clock,
+            as_of,
+        })
     }
 
     pub fn now(&self) -> String {
@@ -207,6 +243,7 @@ impl Ctx {
     }
 
     pub fn write_context(&self) -> Result<crate::writer::WriteContext> {
+        as_of::refuse(self, "this command writes")?;
         Ok(crate::writer::WriteContext {
             actor: self.actor()?,
             at: self.now(),
@@ -219,7 +256,16 @@ impl Ctx {
     }
 
     /// Opens a caught-up session, telling the user about a torn tail that was set aside.
+    /// Under `--as-of`, a private session on the events the log held then.
     pub fn open_session(&self, project: &Project) -> Result<crate::store::session::Session> {
+        if let Some(as_of) = &self.as_of {
+            let (events, _) = crate::git::as_of::events_as_of(project, as_of)?;
+            let session = crate::store::session::Session::detached(project, events)?;
+            for w in session.report.warnings() {
+                output::warn(&w.message);
+            }
+            return Ok(session);
+        }
         let session = crate::store::session::Session::open(project, self.lock_timeout())?;
         for w in session.report.warnings() {
             output::warn(&w.message);
@@ -317,6 +363,7 @@ impl Cli {
 }
 
 fn run(ctx: &Ctx, command: Command, out: &mut Out) -> Result<ExitCode> {
+    as_of::check_command(ctx, &command)?;
     match command {
         Command::Init(a) => init::run(ctx, a, out),
         Command::Add(a) => write_ops::add(ctx, a, out),
@@ -338,6 +385,14 @@ fn run(ctx: &Ctx, command: Command, out: &mut Out) -> Result<ExitCode> {
         Command::Verify(a) => verify::run(ctx, a, out),
         Command::Rebuild(a) => rebuild::rebuild(ctx, a, out),
         Command::Dump(a) => rebuild::dump(ctx, a, out),
+        Command::Conflicts(a) => conflicts::run(ctx, a, out),
+        Command::MergeDriver(a) => git_ops::merge_driver(ctx, a, out),
+        Command::Git(c) => git_ops::git(ctx, c, out),
+        Command::SyncContext(a) => git_ops::sync_context(ctx, a, out),
+        Command::Export(a) => git_transfer::export(ctx, a, out),
+        Command::Import(a) => git_transfer::import(ctx, a, out),
+        Command::Fork(a) => git_namespace::fork(ctx, a, out),
+        Command::MergeProject(a) => git_namespace::merge_project(ctx, a, out),
         Command::Bench(a) => bench::run(ctx, a, out),
         Command::Validate(a) => check::validate(ctx, a, out),
         Command::Secrets(c) => check::secrets(ctx, c, out),

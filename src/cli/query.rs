@@ -253,6 +253,10 @@ impl Sources {
 /// Records that `hits` were returned, in each project's local access log (best effort: a read
 /// never fails because of it). Lifecycle importance counts these accesses.
 pub fn record_accesses(ctx: &Ctx, sources: &Sources, hits: &[Hit], via: &str) {
+    if ctx.global.as_of.is_some() {
+        // A look at the past is not a use of the entries today.
+        return;
+    }
     let now = ctx.now();
     for (session, _) in &sources.sessions {
         let name = session.project.name.as_str();

@@ -73,8 +73,12 @@ pub fn show(ctx: &Ctx, args: ShowArgs, out: &mut Out) -> Result<ExitCode> {
         });
     };
     let project = session.project.clone();
-    crate::lifecycle::access_log::record_best_effort(&project, &[&id], &ctx.now(), "show");
-    if state.lifecycle == projections::Lifecycle::Archived && !state.purged {
+    // A look at the past (`--as-of`) is not a use of the entry today: no access, no restore.
+    let past = ctx.global.as_of.is_some();
+    if !past {
+        crate::lifecycle::access_log::record_best_effort(&project, &[&id], &ctx.now(), "show");
+    }
+    if state.lifecycle == projections::Lifecycle::Archived && !state.purged && !past {
         // Reading an archived entry restores it: the store lock is released for the write.
         // A failed restore does not fail the read: the entry is shown as it is.
         drop(session);

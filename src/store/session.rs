@@ -157,6 +157,8 @@ pub struct Session {
     pub report: SyncReport,
     /// Events applied through the store's journal in this session (not by a rebuild).
     applied_incrementally: usize,
+    /// A private store directory removed when the session ends (see [`Session::detached`]).
+    scratch: Option<std::path::PathBuf>,
     _lock: FileLock,
 }
 
@@ -322,6 +324,7 @@ impl Session {
                 ..SyncReport::default()
             },
             applied_incrementally: 0,
+            scratch: None,
             _lock: lock,
         };
         match broken {
@@ -364,6 +367,7 @@ impl Session {
                 ..SyncReport::default()
             },
             applied_incrementally: 0,
+            scratch: None,
             _lock: lock,
         };
         session.rebuild()?;
@@ -636,6 +640,66 @@ impl Session {
         Ok(n)
     }
 
+    /// A read-only session on a private store built from `events` alone (the log as it was at
+    /// some point, for `--as-of`), in a scratch directory under the project's local state that
+    /// is removed when the session ends. The project's own store is neither read nor changed.
+    ///
+    /// # Errors
+    /// When the scratch store cannot be built.
+    pub fn detached(project: &Project, events: Vec<(Event, String)>) -> Result<Self> {
+        project.ensure_state_dir()?;
+        let root = project.state_dir().join("as-of");
+        // Scratch stores of sessions that ended without cleaning up (a killed process).
+        if let Ok(entries) = fs_err::read_dir(&root) {
+            for entry in entries.flatten() {
+                let path = entry.path();
+                let lock = path.with_extension("lock");
+                if path.is_dir()
+                    && let Ok(Some(_held)) = FileLock::try_acquire(&lock)
+                {
+                    let _ = fs_err::remove_dir_all(&path);
+                    let _ = fs_err::remove_file(&lock);
+                }
+            }
+        }
+        fs_err::create_dir_all(&root)?;
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let dir = root.join(format!("{}-{nanos}", std::process::id()));
+        let lock = FileLock::acquire(&dir.with_extension("lock"), "store", Duration::ZERO)?;
+        let bytes: u64 = events.iter().map(|(_, l)| l.len() as u64 + 1).sum();
+        let next = Fingerprint {
+            len: bytes,
+            lines: events.len() as u64,
+            hashes: BlockHashes::of(&[]),
+            stamp: None,
+        };
+        let missing = missing_parents(&events, |_| Ok(false))?;
+        let built = Store::build_at(&dir, events, &next);
+        let store = built.and_then(|n| Store::open(&dir).map(|(s, _)| (s, n)));
+        let (store, applied) = match store {
+            Ok(ok) => ok,
+            Err(e) => {
+                let _ = fs_err::remove_dir_all(&dir);
+                return Err(e);
+            }
+        };
+        Ok(Self {
+            project: project.clone(),
+            store: Some(store),
+            report: SyncReport {
+                mode: "as_of",
+                applied,
+                missing_parents: missing,
+                ..SyncReport::default()
+            },
+            applied_incrementally: 0,
+            scratch: Some(dir),
+            _lock: lock,
+        })
+    }
+
     /// Resolves a full id or unique prefix (with or without `m-`) to an entry id.
     ///
     /// # Errors
@@ -674,6 +738,13 @@ const CHECKPOINT_AFTER_EVENTS: usize = 256;
 
 impl Drop for Session {
     fn drop(&mut self) {
+        if let Some(dir) = self.scratch.take() {
+            drop(self.store.take());
+            // Best effort: a leftover is removed by the next detached session of the project.
+            let _ = fs_err::remove_dir_all(&dir);
+            let _ = fs_err::remove_file(dir.with_extension("lock"));
+            return;
+        }
         if self.applied_incrementally >= CHECKPOINT_AFTER_EVENTS
             && let Some(store) = self.store.take()
         {

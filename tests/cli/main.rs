@@ -16,3 +16,11 @@ mod replay;
 mod retrieval;
 mod retrieval_laws;
 mod store_laws;
+
+mod git_as_of;
+mod git_conflicts;
+mod git_install;
+mod git_merge_matrix;
+mod git_namespace;
+mod git_sync_context;
+mod git_transfer;

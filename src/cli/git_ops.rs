@@ -1,0 +1,261 @@
+//! `merge-driver`, `git install|uninstall|pre-commit` and `sync-context`.
+
+use super::output::safe;
+use super::{Ctx, ExitCode, Out};
+use crate::error::Result;
+use crate::git::sync_context::{self, Staleness};
+use crate::project::Project;
+use serde_json::json;
+use std::path::PathBuf;
+
+#[derive(Debug, clap::Args)]
+pub struct MergeDriverArgs {
+    /// The common ancestor's version (git's %O; not needed: the log only grows)
+    pub ancestor: PathBuf,
+    /// Our version (git's %A): the merged log is written here
+    pub ours: PathBuf,
+    /// Their version (git's %B)
+    pub theirs: PathBuf,
+    /// The path in the repository (git's %P), for messages
+    pub path: Option<String>,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum GitCommand {
+    /// Register the merge driver (local git config and .git/info/attributes) and the
+    /// pre-commit hook; idempotent, says what it changed
+    Install,
+    /// Undo `memlog git install` (an earlier hook of yours gets its place back)
+    Uninstall,
+    /// What the hook runs: staged lines under ai-memory/ scanned for credentials, and every
+    /// ai-context/<project>.md checked against memory
+    PreCommit,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct SyncContextArgs {
+    /// Project (default: --project, or the workspace's only project)
+    #[arg(id = "project_name", value_name = "PROJECT")]
+    pub project: Option<String>,
+    /// Write nothing; exit 1 when the file is missing or stale, naming the entries that changed
+    #[arg(long, conflicts_with = "dry_run")]
+    pub check: bool,
+    /// Print the file that would be written; write nothing
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+pub fn merge_driver(_ctx: &Ctx, args: MergeDriverArgs, out: &mut Out) -> Result<ExitCode> {
+    let merged = crate::git::merge_driver::run(&args.ours, &args.theirs)?;
+    let name = args.path.unwrap_or_else(|| args.ours.display().to_string());
+    if out.json {
+        out.json(&json!({"success": true, "path": name, "ours": merged.ours, "added": merged.added, "duplicates": merged.duplicates}));
+    } else {
+        // git shows the driver's output during the merge: keep it to one line on stderr.
+        super::output::note(&format!(
+            "memlog merged {}: {} lines kept, {} added from the other side, {} duplicates dropped",
+            name, merged.ours, merged.added, merged.duplicates
+        ));
+    }
+    Ok(ExitCode::Ok)
+}
+
+fn invocation(ctx: &Ctx) -> Result<crate::git::install::Invocation> {
+    let exe = std::env::current_exe()?;
+    let exe = fs_err::canonicalize(&exe).unwrap_or(exe);
+    let bass = exe
+        .file_stem()
+        .is_some_and(|s| s.to_string_lossy() == "bass-agents");
+    Ok(crate::git::install::Invocation {
+        exe,
+        prefix: if bass {
+            vec!["memory".into()]
+        } else {
+            Vec::new()
+        },
+        workspace: ctx.workspace()?.root().to_path_buf(),
+    })
+}
+
+pub fn git(ctx: &Ctx, command: GitCommand, out: &mut Out) -> Result<ExitCode> {
+    let steps = match command {
+        GitCommand::Install => crate::git::install::install(&invocation(ctx)?)?,
+        GitCommand::Uninstall => crate::git::install::uninstall(ctx.workspace()?.root())?,
+        GitCommand::PreCommit => return pre_commit(ctx, out),
+    };
+    if out.json {
+        out.json(&json!({"success": true, "steps": steps}));
+    } else {
+        for s in &steps {
+            out.line(format!("{:<10} {}  ({})", s.action, s.what, safe(&s.path)));
+        }
+    }
+    Ok(ExitCode::Ok)
+}
+
+/// The context file of `project`, what memory generates for it now, and how they differ.
+fn context_status(ctx: &Ctx, project: &Project) -> Result<(PathBuf, String, Staleness, usize)> {
+    let session = ctx.open_session(project)?;
+    let entries = sync_context::entries(session.store())?;
+    let text = sync_context::render(project.name.as_str(), &entries);
+    let path = context_path(ctx, project)?;
+    let existing = match fs_err::read_to_string(&path) {
+        Ok(s) => Some(s),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(e.into()),
+    };
+    let stale = sync_context::staleness(existing.as_deref(), &text);
+    Ok((path, text, stale, entries.len()))
+}
+
+fn context_path(ctx: &Ctx, project: &Project) -> Result<PathBuf> {
+    Ok(ctx
+        .workspace()?
+        .root()
+        .join(crate::workspace::CONTEXT_DIR)
+        .join(format!("{}.md", project.name)))
+}
+
+/// What is stale, in words: `entries added: m-1; changed: m-2`.
+fn describe(s: &Staleness) -> String {
+    if s.missing {
+        return "the file does not exist".into();
+    }
+    let mut parts = Vec::new();
+    for (label, ids) in [
+        ("added", &s.added),
+        ("removed", &s.removed),
+        ("changed", &s.changed),
+    ] {
+        if !ids.is_empty() {
+            parts.push(format!("{label} {}", ids.join(", ")));
+        }
+    }
+    if s.other {
+        parts.push("the header or layout differs".into());
+    }
+    parts.join("; ")
+}
+
+pub fn sync_context(ctx: &Ctx, args: SyncContextArgs, out: &mut Out) -> Result<ExitCode> {
+    if !args.check && !args.dry_run {
+        super::as_of::refuse(
+            ctx,
+            "sync-context writes ai-context/ (use --check or --dry-run)",
+        )?;
+    }
+    let project = ctx.project(args.project.as_deref())?;
+    let (path, text, stale, n) = context_status(ctx, &project)?;
+    let shown = path
+        .strip_prefix(ctx.workspace()?.root())
+        .unwrap_or(&path)
+        .display()
+        .to_string();
+    if args.dry_run {
+        if out.json {
+            out.json(&json!({"path": shown, "entries": n, "up_to_date": stale.is_fresh(), "stale": stale, "content": text}));
+        } else {
+            let mut w = out.raw();
+            let _ = std::io::Write::write_all(&mut w, text.as_bytes());
+        }
+        return Ok(ExitCode::Ok);
+    }
+    if args.check {
+        if out.json {
+            out.json(&json!({"path": shown, "entries": n, "up_to_date": stale.is_fresh(), "stale": stale}));
+        } else if stale.is_fresh() {
+            out.line(format!("{shown} is up to date ({n} entries)"));
+        } else {
+            out.line(format!(
+                "{shown} is stale: {}; run `memlog sync-context {}` and commit it",
+                describe(&stale),
+                project.name
+            ));
+        }
+        return Ok(if stale.is_fresh() {
+            ExitCode::Ok
+        } else {
+            ExitCode::Problems
+        });
+    }
+    if !stale.is_fresh() {
+        if let Some(dir) = path.parent() {
+            fs_err::create_dir_all(dir)?;
+            let root = fs_err::canonicalize(ctx.workspace()?.root())?;
+            let resolved = fs_err::canonicalize(dir)?;
+            if !resolved.starts_with(&root) {
+                return Err(crate::Error::Rejected {
+                    message: format!(
+                        "{} resolves to {}, outside the workspace {}; memlog never writes \
+                         outside the workspace: replace the link with a directory",
+                        dir.display(),
+                        resolved.display(),
+                        root.display()
+                    ),
+                });
+            }
+        }
+        crate::log::durable::write_atomic(&path, text.as_bytes())?;
+    }
+    if out.json {
+        out.json(&json!({"success": true, "path": shown, "entries": n, "written": !stale.is_fresh(), "stale": stale}));
+    } else if stale.is_fresh() {
+        out.line(format!("{shown} is up to date ({n} entries)"));
+    } else {
+        out.line(format!("wrote {shown} ({n} entries): {}", describe(&stale)));
+    }
+    Ok(ExitCode::Ok)
+}
+
+fn pre_commit(ctx: &Ctx, out: &mut Out) -> Result<ExitCode> {
+    let ws = ctx.workspace()?;
+    let repo = crate::git::repo::Repo::at(ws.root())?;
+    let findings = crate::git::staged::scan(&repo)?;
+    let mut stale = Vec::new();
+    for name in ws.projects()? {
+        let project = Project::open(&ws, name)?;
+        // What the commit holds is the staged file: a regenerated file left unstaged is still
+        // stale in the commit. A file git does not track is not part of it.
+        let rel = format!("{}/{}.md", crate::workspace::CONTEXT_DIR, project.name);
+        let shown = repo.output(&["show", &format!(":./{rel}")])?;
+        if !shown.status.success() {
+            continue;
+        }
+        let staged = String::from_utf8_lossy(&shown.stdout).into_owned();
+        let (_, text, _, _) = context_status(ctx, &project)?;
+        let s = sync_context::staleness(Some(&staged), &text);
+        if !s.is_fresh() {
+            stale.push((project.name.to_string(), s));
+        }
+    }
+    let ok = findings.is_empty() && stale.is_empty();
+    if out.json {
+        let stale: Vec<_> = stale
+            .iter()
+            .map(|(p, s)| json!({"project": p, "stale": s}))
+            .collect();
+        out.json(&json!({"ok": ok, "secrets": findings, "stale_context": stale}));
+    } else {
+        for f in &findings {
+            out.line(format!(
+                "{}:{}:{}: {} ({}){}; remove it from the staged files before committing",
+                safe(&f.path),
+                f.line,
+                f.column,
+                f.rule,
+                f.description,
+                f.field
+                    .as_deref()
+                    .map(|x| format!(" in field {}", safe(x)))
+                    .unwrap_or_default(),
+            ));
+        }
+        for (p, s) in &stale {
+            out.line(format!(
+                "ai-context/{p}.md is stale: {}; run `memlog sync-context {p}` and `git add ai-context/{p}.md`",
+                describe(s)
+            ));
+        }
+    }
+    Ok(if ok { ExitCode::Ok } else { ExitCode::Problems })
+}

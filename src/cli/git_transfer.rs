@@ -1,0 +1,281 @@
+//! `export` and `import`.
+
+use super::output::safe;
+use super::{Ctx, ExitCode, Out};
+use crate::error::{Error, Result};
+use crate::git::export::{self, Filters};
+use crate::git::import::{self, Input, Strategy};
+use projections::Section;
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// A JSON array of Memory_Entry records, or one `<id>.json` per entry when PATH is a
+    /// directory (ends with `/` or exists as one)
+    Json,
+    /// One Memory_Entry record per line (e.g. ai-memory/memory.jsonl)
+    Jsonl,
+    /// The raw events of the log, which any memlog imports losslessly
+    Events,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ExportArgs {
+    /// Project to export
+    #[arg(id = "project_name", value_name = "PROJECT")]
+    pub project: String,
+    /// Where to write, inside the workspace (`-`: standard output)
+    pub path: PathBuf,
+    /// What to write
+    #[arg(long, value_enum, default_value = "json")]
+    pub format: Format,
+    /// Only these sections (repeatable): decisions, state, observations, learnings
+    #[arg(long)]
+    pub section: Vec<String>,
+    /// Only entries last changed at or after this time (ISO 8601)
+    #[arg(long, value_name = "TIME")]
+    pub since: Option<String>,
+    /// Only entries last changed at or before this time (ISO 8601; a bare date is its midnight)
+    #[arg(long, value_name = "TIME")]
+    pub until: Option<String>,
+    /// Only entries with at least this confidence (0.0 to 1.0)
+    #[arg(long, value_name = "X")]
+    pub min_confidence: Option<f64>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ImportArgs {
+    /// Project to import into
+    #[arg(id = "project_name", value_name = "PROJECT")]
+    pub project: String,
+    /// An export: a JSON array, JSON Lines of records or of events, a directory of *.json
+    /// records, or `-` for standard input
+    pub path: PathBuf,
+    /// What to do when the project already holds a record's entry
+    #[arg(long, value_enum, default_value = "skip")]
+    pub conflict_strategy: Strategy,
+}
+
+fn filters(args: &ExportArgs) -> Result<Filters> {
+    let mut sections = Vec::new();
+    for s in &args.section {
+        sections.push(Section::parse(s).ok_or_else(|| {
+            Error::Usage(format!(
+                "--section {s}: not a section; use one of {}",
+                Section::choices()
+            ))
+        })?);
+    }
+    let time = |flag: &str, v: &Option<String>| -> Result<Option<String>> {
+        v.as_deref()
+            .map(|t| {
+                crate::clock::normalize_time(t).map_err(|m| Error::Usage(format!("{flag}: {m}")))
+            })
+            .transpose()
+    };
+    if let Some(c) = args.min_confidence
+        && !(0.0..=1.0).contains(&c)
+    {
+        return Err(Error::Usage(format!(
+            "--min-confidence {c}: must be from 0.0 to 1.0"
+        )));
+    }
+    Ok(Filters {
+        sections,
+        since: time("--since", &args.since)?,
+        until: time("--until", &args.until)?,
+        min_confidence: args.min_confidence,
+    })
+}
+
+/// `path` inside the workspace, or an error naming the fix: memlog writes nowhere else.
+/// Nothing is created before the check.
+fn inside_workspace(root: &Path, path: &Path) -> Result<PathBuf> {
+    let full = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir()?.join(path)
+    };
+    let outside = || {
+        Error::Usage(format!(
+            "{} is outside the workspace {}: memlog writes only inside it; give a path inside \
+             it, or `-` and redirect standard output",
+            path.display(),
+            root.display()
+        ))
+    };
+    // `..` is resolved by its text first, so that a path cannot climb out below a directory
+    // that does not exist yet.
+    let mut normal = PathBuf::new();
+    for c in full.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                normal.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => normal.push(other),
+        }
+    }
+    let full = normal;
+    let existing = full
+        .ancestors()
+        .find(|a| a.exists())
+        .unwrap_or(Path::new("/"));
+    let resolved = fs_err::canonicalize(existing)?;
+    let root = fs_err::canonicalize(root)?;
+    if !resolved.starts_with(&root) {
+        return Err(outside());
+    }
+    Ok(full)
+}
+
+pub fn export(ctx: &Ctx, args: ExportArgs, out: &mut Out) -> Result<ExitCode> {
+    let filters = filters(&args)?;
+    let project = ctx.project(Some(&args.project))?;
+    let events = match &ctx.as_of {
+        Some(as_of) => crate::git::as_of::events_as_of(&project, as_of)?.0,
+        None => crate::git::as_of::all_events(&project)?,
+    };
+    let selection = export::select(events, &filters)?;
+    let stdout = args.path.as_os_str() == "-";
+    let ws = ctx.workspace()?;
+    let target = if stdout {
+        None
+    } else {
+        Some(inside_workspace(ws.root(), &args.path)?)
+    };
+    let as_dir = target
+        .as_ref()
+        .is_some_and(|p| p.is_dir() || args.path.to_string_lossy().ends_with('/'));
+    if let Some(t) = &target {
+        let dir = if as_dir {
+            Some(t.as_path())
+        } else {
+            t.parent()
+        };
+        if let Some(d) = dir {
+            fs_err::create_dir_all(d)?;
+        }
+    }
+    let mut files = 0usize;
+    let body: Vec<u8> = match args.format {
+        Format::Events => selection
+            .events
+            .iter()
+            .flat_map(|(_, l)| format!("{l}\n").into_bytes())
+            .collect(),
+        Format::Jsonl => selection
+            .entries
+            .iter()
+            .flat_map(|s| format!("{}\n", export::record_line(&export::record(s))).into_bytes())
+            .collect(),
+        Format::Json if as_dir => {
+            let dir = target.clone().unwrap_or_default();
+            fs_err::create_dir_all(&dir)?;
+            for s in &selection.entries {
+                let text = serde_json::to_string_pretty(&Value::Object(export::record(s)))
+                    .unwrap_or_default();
+                crate::log::durable::write_atomic(
+                    &dir.join(format!("{}.json", s.id)),
+                    format!("{text}\n").as_bytes(),
+                )?;
+                files += 1;
+            }
+            Vec::new()
+        }
+        Format::Json => {
+            let items: Vec<Value> = selection
+                .entries
+                .iter()
+                .map(|s| Value::Object(export::record(s)))
+                .collect();
+            format!(
+                "{}\n",
+                serde_json::to_string_pretty(&items).unwrap_or_default()
+            )
+            .into_bytes()
+        }
+    };
+    if stdout {
+        let mut w = out.raw();
+        let _ = std::io::Write::write_all(&mut w, &body);
+        return Ok(ExitCode::Ok);
+    }
+    let target = target.unwrap_or_default();
+    if !(args.format == Format::Json && as_dir) {
+        crate::log::durable::write_atomic(&target, &body)?;
+        files = 1;
+    }
+    let count = if args.format == Format::Events {
+        selection.events.len()
+    } else {
+        selection.entries.len()
+    };
+    let what = if args.format == Format::Events {
+        "events"
+    } else {
+        "entries"
+    };
+    if out.json {
+        out.json(&json!({"success": true, "path": target, "format": format!("{:?}", args.format).to_lowercase(), what: count, "files": files}));
+    } else {
+        out.line(format!(
+            "exported {count} {what} of {} to {}",
+            project.name,
+            safe(&target.display().to_string())
+        ));
+    }
+    Ok(ExitCode::Ok)
+}
+
+pub fn import(ctx: &Ctx, args: ImportArgs, out: &mut Out) -> Result<ExitCode> {
+    let wctx = ctx.write_context()?;
+    let project = ctx.project(Some(&args.project))?;
+    let stdin = if args.path.as_os_str() == "-" {
+        let mut buf = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin(), &mut buf)?;
+        Some(buf)
+    } else {
+        None
+    };
+    let report = match import::read(&args.path, stdin)? {
+        Input::Records(r) => import::import_records(&project, &wctx, r, args.conflict_strategy)?,
+        Input::Events(e) => import::import_events(&project, &wctx, e)?,
+    };
+    let code = if report.rejected.is_empty() {
+        ExitCode::Ok
+    } else {
+        ExitCode::Problems
+    };
+    if out.json {
+        let mut v = serde_json::to_value(&report).unwrap_or_default();
+        if let Some(m) = v.as_object_mut() {
+            m.insert("success".into(), report.rejected.is_empty().into());
+        }
+        out.json(&v);
+        return Ok(code);
+    }
+    out.line(format!(
+        "imported {}, merged {}, overwritten {}, skipped {}, rejected {}",
+        report.imported.len(),
+        report.merged.len(),
+        report.overwritten.len(),
+        report.skipped.len(),
+        report.rejected.len()
+    ));
+    for (label, list) in [("skipped", &report.skipped), ("rejected", &report.rejected)] {
+        for o in list {
+            out.line(format!(
+                "{label} {}{}: {}",
+                safe(&o.source),
+                o.record
+                    .as_deref()
+                    .map(|r| format!(" ({r})"))
+                    .unwrap_or_default(),
+                safe(o.reason.as_deref().unwrap_or(""))
+            ));
+        }
+    }
+    Ok(code)
+}

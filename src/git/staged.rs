@@ -1,0 +1,179 @@
+//! What a commit is about to add under `ai-memory/`: the staged lines, scanned for credentials
+//! by the pre-commit hook. Only added lines are read (the log only grows), so the hook costs
+//! time in proportion to the commit, not to the log.
+
+use super::repo::Repo;
+use crate::error::Result;
+use serde::Serialize;
+use serde_json::Value;
+
+/// A credential found in a staged line (the value itself is never kept).
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct StagedFinding {
+    /// Path relative to the workspace root.
+    pub path: String,
+    /// 1-based line in the staged file.
+    pub line: usize,
+    pub column: usize,
+    /// For an event line: the field of the event that holds the credential (e.g.
+    /// `data.set.summary`); the column is then within that field's text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+    pub rule: &'static str,
+    pub description: &'static str,
+}
+
+/// Runs of consecutive added lines: (path, first line number, text).
+fn added_hunks(diff: &str) -> Vec<(String, usize, String)> {
+    let mut out: Vec<(String, usize, String)> = Vec::new();
+    let mut path: Option<String> = None;
+    let mut next_line = 0usize;
+    let mut current: Option<(String, usize, String)> = None;
+    for line in diff.split('\n') {
+        if let Some(p) = line.strip_prefix("+++ ") {
+            out.extend(current.take());
+            path = p.strip_prefix("b/").map(str::to_owned);
+        } else if let Some(h) = line.strip_prefix("@@ ") {
+            out.extend(current.take());
+            // `@@ -a,b +c,d @@`: the new side starts at line c.
+            next_line = h
+                .split_whitespace()
+                .find_map(|t| t.strip_prefix('+'))
+                .and_then(|t| t.split(',').next())
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(1);
+        } else if let (Some(text), Some(p)) = (line.strip_prefix('+'), &path) {
+            match &mut current {
+                Some((_, _, buf)) => {
+                    buf.push_str(text);
+                    buf.push('\n');
+                }
+                None => current = Some((p.clone(), next_line, format!("{text}\n"))),
+            }
+            next_line += 1;
+        } else if line.starts_with(' ') {
+            out.extend(current.take());
+            next_line += 1;
+        } else if line.starts_with('-') && !line.starts_with("---") {
+            out.extend(current.take());
+        }
+    }
+    out.extend(current);
+    out
+}
+
+/// Credentials in the lines staged under the workspace's `ai-memory/`.
+///
+/// # Errors
+/// When git cannot run.
+pub fn scan(repo: &Repo) -> Result<Vec<StagedFinding>> {
+    let diff = repo.run(&[
+        "diff",
+        "--cached",
+        "--relative",
+        "-U0",
+        "--no-color",
+        "--no-ext-diff",
+        "--text",
+        "--diff-filter=ACMR",
+        "--",
+        crate::workspace::MEMORY_DIR,
+    ])?;
+    let mut out = Vec::new();
+    for (path, first, text) in added_hunks(&diff) {
+        if path.ends_with(crate::project::LOG_FILE) {
+            for (i, line) in text.lines().enumerate() {
+                out.extend(scan_event_line(&path, first + i, line));
+            }
+            continue;
+        }
+        for f in crate::policy::secret_scan::scan_document(&text) {
+            out.push(StagedFinding {
+                path: path.clone(),
+                line: first + f.line - 1,
+                column: f.column,
+                field: None,
+                rule: f.rule,
+                description: f.description,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// An event line is scanned field by field, as the write policy checks an entry: the JSON
+/// around the values (ids, hashes, keys) is not text and would only confuse the prose rules.
+/// A line that is not an event is scanned as text.
+fn scan_event_line(path: &str, line_no: usize, line: &str) -> Vec<StagedFinding> {
+    let Ok(Value::Object(map)) = serde_json::from_str::<Value>(line) else {
+        return crate::policy::secret_scan::scan_document(line)
+            .into_iter()
+            .map(|f| StagedFinding {
+                path: path.to_owned(),
+                line: line_no,
+                column: f.column,
+                field: None,
+                rule: f.rule,
+                description: f.description,
+            })
+            .collect();
+    };
+    let mut strings = Vec::new();
+    for key in ["actor", "data"] {
+        if let Some(v) = map.get(key) {
+            collect_strings(key.to_owned(), v, &mut strings);
+        }
+    }
+    let mut out = Vec::new();
+    for (field, text) in strings {
+        let is_uri = field.ends_with(".uri");
+        let found = if is_uri {
+            crate::policy::secret_scan::scan_uri(&text)
+        } else {
+            crate::policy::secret_scan::scan_text(&text)
+        };
+        out.extend(found.into_iter().map(|f| StagedFinding {
+            path: path.to_owned(),
+            line: line_no,
+            column: f.column,
+            field: Some(field.clone()),
+            rule: f.rule,
+            description: f.description,
+        }));
+    }
+    out
+}
+
+fn collect_strings(at: String, v: &Value, out: &mut Vec<(String, String)>) {
+    match v {
+        Value::String(s) => out.push((at, s.clone())),
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                collect_strings(format!("{at}[{i}]"), item, out);
+            }
+        }
+        Value::Object(map) => {
+            for (k, item) in map {
+                collect_strings(format!("{at}.{k}"), item, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::added_hunks;
+
+    #[test]
+    fn added_lines_keep_their_line_numbers() {
+        let diff = "diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -3,0 +4,2 @@\n+four\n+five\n@@ -9 +11 @@\n-old\n+eleven\n";
+        assert_eq!(
+            added_hunks(diff),
+            vec![
+                ("x".to_owned(), 4, "four\nfive\n".to_owned()),
+                ("x".to_owned(), 11, "eleven\n".to_owned())
+            ]
+        );
+    }
+}

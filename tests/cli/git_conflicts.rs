@@ -1,0 +1,278 @@
+//! `memlog conflicts`: both sides of every entry that concurrent writers left with two heads.
+
+use crate::common::{Env, git};
+
+macro_rules! snapshot {
+    ($name:expr, $value:expr) => {
+        insta::with_settings!({ snapshot_path => "../../snapshots", prepend_module_to_snapshot => false }, {
+            insta::assert_snapshot!($name, $value);
+        });
+    };
+}
+
+/// Two branches change the same entry; after a real `git merge` the conflict lists both sides
+/// with who, when and what each set, the fields they disagree on and the merged value;
+/// `resolve` clears it.
+#[test]
+fn conflicts_show_both_sides_until_resolved() {
+    let env = Env::new();
+    git(&env, &["init", "-q", "-b", "main"]);
+    env.run(&["init", "demo"]).ok();
+    let id = env.add("auth.tokens", "Use JWTs");
+    git(&env, &["add", "-A"]);
+    git(&env, &["commit", "-qm", "base"]);
+    assert_eq!(
+        env.run(&["conflicts", "--json"]).ok().json(),
+        serde_json::json!([])
+    );
+    assert!(
+        env.run(&["conflicts"])
+            .ok()
+            .stdout
+            .contains("no conflicts in demo")
+    );
+
+    git(&env, &["checkout", "-qb", "a"]);
+    env.command(&["update", &id, "--confidence", "0.9"])
+        .env("MEMLOG_ACTOR", "agent-a")
+        .env("MEMLOG_NOW", "2026-11-23T00:00:00Z")
+        .output()
+        .ok();
+    git(&env, &["commit", "-qam", "a"]);
+    git(&env, &["checkout", "-q", "main"]);
+    env.command(&[
+        "update",
+        &id,
+        "--confidence",
+        "0.7",
+        "--summary",
+        "Use short JWTs",
+    ])
+    .env("MEMLOG_ACTOR", "agent-b")
+    .env("MEMLOG_NOW", "2026-11-23T00:00:01Z")
+    .output()
+    .ok();
+    git(&env, &["commit", "-qam", "b"]);
+    git(&env, &["merge", "-q", "--no-edit", "a"]);
+
+    let list = env.run(&["conflicts", "--json"]).ok().json();
+    let c = &list[0];
+    assert_eq!(list.as_array().map(Vec::len), Some(1), "{list}");
+    assert_eq!(c["entry"], id.as_str());
+    assert_eq!(c["disputed"], serde_json::json!(["confidence"]));
+    assert_eq!(c["current"]["confidence"], 0.7);
+    assert_eq!(c["current"]["summary"], "Use short JWTs");
+    assert_eq!(c["base"].as_array().map(Vec::len), Some(1));
+    let sides: Vec<(String, String, String)> = c["sides"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|s| {
+            (
+                s["actors"][0].as_str().unwrap_or("").to_owned(),
+                s["events"][0]["at"].as_str().unwrap_or("").to_owned(),
+                s["set"].to_string(),
+            )
+        })
+        .collect();
+    assert!(
+        sides.contains(&(
+            "agent-a".into(),
+            "2026-11-23T00:00:00.000Z".into(),
+            r#"{"confidence":0.9}"#.into()
+        )),
+        "{sides:?}"
+    );
+    assert!(
+        sides.contains(&(
+            "agent-b".into(),
+            "2026-11-23T00:00:01.000Z".into(),
+            r#"{"confidence":0.7,"summary":"Use short JWTs"}"#.into()
+        )),
+        "{sides:?}"
+    );
+    let text = env.run(&["conflicts"]).ok().stdout;
+    snapshot!("conflicts", text.clone());
+    assert!(text.contains("disputed: confidence"), "{text}");
+    assert!(text.contains("set confidence = 0.9"), "{text}");
+    assert!(text.contains("by agent-b"), "{text}");
+    assert_eq!(env.run(&["conflicts", "--check"]).code, 1);
+
+    env.run(&[
+        "resolve",
+        &id,
+        "--confidence",
+        "0.9",
+        "--reason",
+        "measured",
+    ])
+    .ok();
+    assert_eq!(
+        env.run(&["conflicts", "--json"]).ok().json(),
+        serde_json::json!([])
+    );
+    assert_eq!(env.run(&["conflicts", "--check"]).code, 0);
+}
+
+/// A supersede on one branch and a deprecate on another: the sides name the status each set
+/// and the replacement.
+#[test]
+fn supersede_against_deprecate_is_listed() {
+    let env = Env::new();
+    git(&env, &["init", "-q", "-b", "main"]);
+    env.run(&["init", "demo"]).ok();
+    let id = env.add("cache.policy", "Cache for a minute");
+    git(&env, &["add", "-A"]);
+    git(&env, &["commit", "-qm", "base"]);
+    git(&env, &["checkout", "-qb", "a"]);
+    let replaced = env
+        .run_at(
+            "2026-11-23T00:00:00Z",
+            &["supersede", &id, "--summary", "Cache for an hour", "--json"],
+        )
+        .ok()
+        .json()["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    git(&env, &["commit", "-qam", "a"]);
+    git(&env, &["checkout", "-q", "main"]);
+    env.run_at(
+        "2026-11-23T00:00:01Z",
+        &["deprecate", &id, "--reason", "no cache"],
+    )
+    .ok();
+    git(&env, &["commit", "-qam", "b"]);
+    git(&env, &["merge", "-q", "--no-edit", "a"]);
+
+    let list = env.run(&["conflicts", "--json"]).ok().json();
+    let sets: Vec<String> = list[0]["sides"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|s| s["set"].to_string())
+        .collect();
+    assert!(
+        sets.iter()
+            .any(|s| s.contains("\"superseded\"") && s.contains(&replaced)),
+        "{sets:?}"
+    );
+    assert!(
+        sets.iter().any(|s| s.contains("\"deprecated\"")),
+        "{sets:?}"
+    );
+    assert_eq!(list[0]["disputed"][0], "status", "{list}");
+}
+
+/// Two branches supersede the same entry: each side names its own replacement, the merge's
+/// current value is the later one, and `resolve --winner` settles it.
+#[test]
+fn concurrent_supersedes_show_each_replacement() {
+    let env = Env::new();
+    git(&env, &["init", "-q", "-b", "main"]);
+    env.run(&["init", "demo"]).ok();
+    let id = env.add("queue", "Use one queue");
+    git(&env, &["add", "-A"]);
+    git(&env, &["commit", "-qm", "base"]);
+    let supersede = |now: &str, summary: &str| {
+        env.run_at(now, &["supersede", &id, "--summary", summary, "--json"])
+            .ok()
+            .json()["id"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    git(&env, &["checkout", "-qb", "a"]);
+    let ra = supersede("2026-11-23T00:00:00Z", "Use two queues");
+    git(&env, &["commit", "-qam", "a"]);
+    git(&env, &["checkout", "-q", "main"]);
+    let rb = supersede("2026-11-23T00:00:01Z", "Use a stream");
+    git(&env, &["commit", "-qam", "b"]);
+    git(&env, &["merge", "-q", "--no-edit", "a"]);
+
+    let c = env.run(&["conflicts", "--json"]).ok().json();
+    let by: Vec<String> = c[0]["sides"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|s| s["set"]["superseded_by"].as_str().unwrap_or("").to_owned())
+        .collect();
+    let mut want = vec![ra.clone(), rb.clone()];
+    want.sort();
+    let mut got = by.clone();
+    got.sort();
+    assert_eq!(got, want, "{c}");
+    assert_eq!(c[0]["disputed"], serde_json::json!(["superseded_by"]));
+    assert_eq!(c[0]["current"]["superseded_by"], rb.as_str());
+    env.run(&["resolve", &id, "--winner", &ra]).ok();
+    assert_eq!(
+        env.run(&["conflicts", "--json"]).ok().json(),
+        serde_json::json!([])
+    );
+}
+
+/// An archived entry (out of the active indexes) in conflict is listed too, now and as of a
+/// past time.
+#[test]
+fn an_archived_entry_in_conflict_is_listed() {
+    let env = Env::with_project();
+    let id = env.add("old", "Archived in conflict");
+    let log = std::fs::read_to_string(env.log()).unwrap_or_default();
+    let create = projections::decode_line(log.lines().next().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let build = |at: &str, parents: Vec<String>, data: projections::EventData| {
+        projections::Event::build(&id, "agent-x", at, parents, data)
+            .unwrap_or_else(|e| panic!("{e}"))
+    };
+    let set = |c: f64| {
+        let mut m = serde_json::Map::new();
+        m.insert("confidence".into(), c.into());
+        projections::EventData::Update {
+            set: m,
+            reason: None,
+        }
+    };
+    let a = build(
+        "2026-11-23T00:00:00.000Z",
+        vec![create.id.clone()],
+        set(0.9),
+    );
+    let b = build(
+        "2026-11-23T00:00:01.000Z",
+        vec![create.id.clone()],
+        set(0.7),
+    );
+    let archive = build(
+        "2026-11-23T00:00:02.000Z",
+        vec![a.id.clone()],
+        projections::EventData::Transition {
+            to: projections::Lifecycle::Archived,
+            reason: "idle".into(),
+        },
+    );
+    let mut text = log.clone();
+    for e in [&a, &b, &archive] {
+        text.push_str(&e.to_line().unwrap_or_else(|e| panic!("{e}")));
+        text.push('\n');
+    }
+    std::fs::write(env.log(), text).unwrap_or_else(|e| panic!("{e}"));
+    // Cold (out of the active indexes), read through `dump`: `show` may restore an archived
+    // entry.
+    let dump = env.run(&["dump"]).ok().stdout;
+    assert!(
+        dump.lines().any(|l| l.starts_with(&format!("cold\t{id}"))),
+        "{dump}"
+    );
+    for args in [
+        &["conflicts", "--json"][..],
+        &["conflicts", "--json", "--as-of", "2026-11-23T00:00:05Z"][..],
+    ] {
+        let listed = env.run(args).ok().json();
+        assert_eq!(listed[0]["entry"], id.as_str(), "{args:?}: {listed}");
+    }
+    let before = env
+        .run(&["conflicts", "--json", "--as-of", "2026-11-23T00:00:00.500Z"])
+        .ok()
+        .json();
+    assert_eq!(before, serde_json::json!([]), "one head then");
+}

@@ -1,0 +1,254 @@
+//! `memlog git install` / `uninstall` and the pre-commit hook they manage.
+
+use crate::common::{Env, git};
+use std::process::Command;
+
+const FAKE_TOKEN: &str = "ghp_FAKEFAKEFAKEFAKEFAKEFAKEFAKEFAKE0000";
+
+/// Runs git like `common::git`, returning the exit code and both outputs.
+fn git_try(env: &Env, args: &[&str]) -> (i32, String) {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(env.root())
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.com")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.com")
+        .output()
+        .unwrap_or_else(|e| panic!("git: {e}"));
+    (
+        out.status.code().unwrap_or(-1),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
+fn actions(env: &Env, args: &[&str]) -> Vec<String> {
+    env.run(args).ok().json()["steps"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|s| {
+            format!(
+                "{} {}",
+                s["action"].as_str().unwrap_or(""),
+                s["what"].as_str().unwrap_or("")
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn install_is_idempotent_keeps_a_user_hook_and_uninstall_undoes_it() {
+    let env = Env::new();
+    git(&env, &["init", "-q", "-b", "main"]);
+    env.run(&["init", "demo"]).ok();
+    let hooks = env.root().join(".git/hooks");
+    std::fs::create_dir_all(&hooks).unwrap_or_else(|e| panic!("{e}"));
+    let user_hook = "#!/bin/sh\necho user-hook-ran\n";
+    std::fs::write(hooks.join("pre-commit"), user_hook).unwrap_or_else(|e| panic!("{e}"));
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(
+            hooks.join("pre-commit"),
+            std::fs::Permissions::from_mode(0o755),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    let info = env.root().join(".git/info");
+    std::fs::create_dir_all(&info).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(info.join("attributes"), "*.png binary\n").unwrap_or_else(|e| panic!("{e}"));
+    let first = actions(&env, &["git", "install", "--json"]);
+    assert_eq!(
+        first,
+        [
+            "added merge.memlog.name",
+            "added merge.memlog.driver",
+            "added merge=memlog attribute",
+            "moved your pre-commit hook (run after memlog's)",
+            "added pre-commit hook",
+        ]
+    );
+    let again = actions(&env, &["git", "install", "--json"]);
+    assert!(
+        again.iter().all(|a| a.starts_with("unchanged")),
+        "{again:?}"
+    );
+    assert_eq!(
+        git(
+            &env,
+            &["check-attr", "merge", "ai-memory/demo/events.jsonl"]
+        )
+        .trim(),
+        "ai-memory/demo/events.jsonl: merge: memlog"
+    );
+    assert!(
+        git(&env, &["config", "--get", "merge.memlog.driver"]).contains("merge-driver %O %A %B %P")
+    );
+
+    // A clean commit passes memlog's checks and runs the user's hook.
+    env.add("auth", "Sessions expire after 30 minutes");
+    git(&env, &["add", "-A"]);
+    let (code, out) = git_try(&env, &["commit", "-qm", "clean"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("user-hook-ran"), "{out}");
+
+    // A staged credential under ai-memory/ stops the commit, named by rule, never echoed.
+    let notes = env.root().join("ai-memory/demo/notes.md");
+    std::fs::write(&notes, format!("ok\nthe token is {FAKE_TOKEN}\n"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    git(&env, &["add", "-A"]);
+    let (code, out) = git_try(&env, &["commit", "-qm", "leak"]);
+    assert_ne!(code, 0, "{out}");
+    assert!(
+        out.contains("ai-memory/demo/notes.md:2:14: github-token"),
+        "{out}"
+    );
+    assert!(!out.contains(FAKE_TOKEN), "{out}");
+    assert!(!out.contains("user-hook-ran"), "{out}");
+    git(&env, &["rm", "-q", "--cached", "ai-memory/demo/notes.md"]);
+    std::fs::remove_file(&notes).unwrap_or_else(|e| panic!("{e}"));
+
+    // Event lines are scanned field by field: ids and hashes beside prose are not credentials,
+    let id = env.add("auth.tokens", "Access tokens live 15 minutes");
+    env.run(&["update", &id, "--summary", "Access tokens live 10 minutes"])
+        .ok();
+    git(&env, &["add", "-A"]);
+    let (code, out) = git_try(&env, &["commit", "-qm", "tokens"]);
+    assert_eq!(code, 0, "{out}");
+    // but a credential in an event that came from elsewhere (memlog refuses to write one) is.
+    let mut set = serde_json::Map::new();
+    set.insert("content".into(), format!("deploy with {FAKE_TOKEN}").into());
+    let forged = projections::Event::build(
+        &id,
+        "elsewhere",
+        "2026-11-22T12:00:00.000Z",
+        Vec::new(),
+        projections::EventData::Update { set, reason: None },
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let mut log = std::fs::read_to_string(env.log()).unwrap_or_default();
+    let before = log.clone();
+    log.push_str(&forged.to_line().unwrap_or_else(|e| panic!("{e}")));
+    log.push('\n');
+    std::fs::write(env.log(), &log).unwrap_or_else(|e| panic!("{e}"));
+    git(&env, &["add", "-A"]);
+    let (code, out) = git_try(&env, &["commit", "-qm", "forged"]);
+    assert_ne!(code, 0, "{out}");
+    assert!(
+        out.contains("github-token (GitHub token) in field data.set.content"),
+        "{out}"
+    );
+    assert!(!out.contains(FAKE_TOKEN), "{out}");
+    std::fs::write(env.log(), &before).unwrap_or_else(|e| panic!("{e}"));
+    git(&env, &["add", "-A"]);
+
+    // A stale ai-context file stops the commit too, naming the entry.
+    env.run(&["sync-context", "demo"]).ok();
+    git(&env, &["add", "-A"]);
+    git(&env, &["commit", "-qm", "context"]);
+    let id = env.add("db", "Use Postgres");
+    git(&env, &["add", "-A"]);
+    let (code, out) = git_try(&env, &["commit", "-qm", "stale"]);
+    assert_ne!(code, 0, "{out}");
+    assert!(
+        out.contains("ai-context/demo.md is stale: added") && out.contains(&id),
+        "{out}"
+    );
+    // Regenerated but not staged: the commit would still hold the stale file.
+    env.run(&["sync-context", "demo"]).ok();
+    let (code, out) = git_try(&env, &["commit", "-qm", "unstaged context"]);
+    assert_ne!(code, 0, "{out}");
+    assert!(out.contains("ai-context/demo.md is stale"), "{out}");
+    git(&env, &["add", "-A"]);
+    let (code, out) = git_try(&env, &["commit", "-qm", "synced"]);
+    assert_eq!(code, 0, "{out}");
+
+    let removed = actions(&env, &["git", "uninstall", "--json"]);
+    assert_eq!(
+        removed,
+        [
+            "removed merge.memlog",
+            "removed merge=memlog attribute",
+            "restored your pre-commit hook",
+        ]
+    );
+    assert_eq!(
+        std::fs::read_to_string(hooks.join("pre-commit")).unwrap_or_default(),
+        user_hook
+    );
+    assert_eq!(
+        git(
+            &env,
+            &["check-attr", "merge", "ai-memory/demo/events.jsonl"]
+        )
+        .trim(),
+        "ai-memory/demo/events.jsonl: merge: union"
+    );
+    assert_eq!(
+        std::fs::read_to_string(info.join("attributes")).unwrap_or_default(),
+        "*.png binary\n",
+        "the user's attributes stay"
+    );
+    let again = actions(&env, &["git", "uninstall", "--json"]);
+    assert!(
+        again.iter().all(|a| a.starts_with("unchanged")),
+        "{again:?}"
+    );
+}
+
+#[test]
+fn install_outside_git_is_refused_and_changes_nothing() {
+    let env = Env::with_project();
+    let r = env.run(&["git", "install"]);
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(r.stderr.contains("git init"), "{}", r.stderr);
+    assert!(!env.root().join(".git").exists());
+}
+
+/// The driver called directly: ours stays in place, their new lines follow once each in
+/// (time, id) order, duplicates are dropped.
+#[test]
+fn merge_driver_writes_the_deduplicated_union() {
+    let env = Env::with_project();
+    env.run_at("2026-11-22T10:00:00Z", &["pin", &env.add("x", "X")])
+        .ok();
+    let lines: Vec<String> = std::fs::read_to_string(env.log())
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(lines.len(), 2);
+    let dir = env.root();
+    std::fs::write(dir.join("base"), "").unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(dir.join("ours"), format!("{}\n{}\n", lines[0], lines[0]))
+        .unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(
+        dir.join("theirs"),
+        format!("{}\r\n{}\n", lines[1], lines[0]),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let r = env.run(&[
+        "merge-driver",
+        "base",
+        "ours",
+        "theirs",
+        "ai-memory/demo/events.jsonl",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.contains("1 added"), "{}", r.stderr);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("ours")).unwrap_or_default(),
+        format!("{}\n{}\n", lines[0], lines[1])
+    );
+    let missing = env.run(&["merge-driver", "base", "nope", "theirs"]);
+    assert_eq!(missing.code, 7, "{}", missing.stderr);
+    assert!(missing.stderr.contains("nope"), "{}", missing.stderr);
+}

@@ -1,0 +1,206 @@
+//! `memlog sync-context`: ai-context/<project>.md from high-confidence memory, deterministic,
+//! with `--check` for CI and the hook and `--dry-run`.
+
+use crate::common::Env;
+
+macro_rules! snapshot {
+    ($name:expr, $value:expr) => {
+        insta::with_settings!({ snapshot_path => "../../snapshots", prepend_module_to_snapshot => false }, {
+            insta::assert_snapshot!($name, $value);
+        });
+    };
+}
+
+fn add(
+    env: &Env,
+    now: &str,
+    section: &str,
+    subject: &str,
+    summary: &str,
+    confidence: &str,
+    evidence: &str,
+) -> String {
+    let mut args = vec![
+        "add",
+        "--section",
+        section,
+        "--kind",
+        "decision",
+        "--subject",
+        subject,
+        "--scope",
+        "service:auth",
+        "--summary",
+        summary,
+        "--content",
+        "First line.\n# not a heading\nLast line.",
+        "--confidence",
+        confidence,
+        "--evidence",
+        evidence,
+        "--json",
+    ];
+    if section == "state" {
+        args.extend([
+            "--valid-from",
+            "2026-11-01T00:00:00Z",
+            "--valid-to",
+            "2027-01-01T00:00:00Z",
+        ]);
+    }
+    env.run_at(now, &args).ok().json()["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+fn context(env: &Env) -> String {
+    std::fs::read_to_string(env.root().join("ai-context/demo.md")).unwrap_or_default()
+}
+
+#[test]
+fn selects_groups_and_is_deterministic() {
+    let env = Env::with_project();
+    let code = "code:src/auth/token.rs#L10-L40:token issuing";
+    let kept = add(
+        &env,
+        "2026-11-20T10:00:00Z",
+        "decisions",
+        "auth.tokens",
+        "Use short-lived JWTs",
+        "0.9",
+        code,
+    );
+    add(
+        &env,
+        "2026-11-20T10:00:01Z",
+        "learnings",
+        "auth.retry",
+        "Retry token refresh once",
+        "0.8",
+        "artifact:build/report.html:the load test",
+    );
+    add(
+        &env,
+        "2026-11-20T10:00:02Z",
+        "state",
+        "auth.rollout",
+        "Rollout at 50 percent",
+        "0.95",
+        code,
+    );
+    add(
+        &env,
+        "2026-11-20T10:00:03Z",
+        "decisions",
+        "auth.low",
+        "Low confidence",
+        "0.79",
+        code,
+    );
+    add(
+        &env,
+        "2026-11-20T10:00:04Z",
+        "decisions",
+        "auth.ticket",
+        "Only a ticket",
+        "0.9",
+        "ticket:https://github.com/acme/app/issues/123:the ask",
+    );
+    let gone = add(
+        &env,
+        "2026-11-20T10:00:05Z",
+        "decisions",
+        "auth.gone",
+        "Deprecated",
+        "0.9",
+        code,
+    );
+    env.run_at(
+        "2026-11-20T11:00:00Z",
+        &["deprecate", &gone, "--reason", "obsolete"],
+    )
+    .ok();
+
+    let check = env.run(&["sync-context", "--check"]);
+    assert_eq!(check.code, 1, "{}", check.stdout);
+    assert!(check.stdout.contains("does not exist"), "{}", check.stdout);
+    let dry = env.run(&["sync-context", "--dry-run"]).ok().stdout;
+    assert!(!env.root().join("ai-context").exists(), "--dry-run wrote");
+    env.run(&["sync-context"]).ok();
+    let text = context(&env);
+    assert_eq!(text, dry);
+    assert!(text.contains(&kept));
+    for left_out in ["Low confidence", "Only a ticket", "Deprecated"] {
+        assert!(!text.contains(left_out), "{left_out}: {text}");
+    }
+    assert!(text.find("## Decisions") < text.find("## State"), "{text}");
+    snapshot!("sync_context", text.replace(&kept, "[KEPT]"));
+    assert_eq!(env.run(&["sync-context", "--check"]).code, 0);
+    assert!(
+        env.run(&["sync-context"])
+            .ok()
+            .stdout
+            .contains("up to date")
+    );
+
+    // The same events in another order (and duplicated) give the same bytes.
+    let log = std::fs::read_to_string(env.log()).unwrap_or_default();
+    let mut lines: Vec<&str> = log.lines().collect();
+    lines.reverse();
+    lines.push(lines[0]);
+    std::fs::write(env.log(), format!("{}\n", lines.join("\n"))).unwrap_or_else(|e| panic!("{e}"));
+    env.run(&["rebuild"]).ok();
+    assert_eq!(env.run(&["sync-context", "--check"]).code, 0);
+
+    // A change is named by --check, and the file follows it.
+    env.run_at(
+        "2026-11-21T10:00:00Z",
+        &["update", &kept, "--confidence", "0.85"],
+    )
+    .ok();
+    let check = env.run(&["sync-context", "--check", "--json"]);
+    assert_eq!(check.code, 1);
+    assert_eq!(check.json()["stale"]["changed"], serde_json::json!([kept]));
+    env.run_at(
+        "2026-11-21T10:00:01Z",
+        &["update", &kept, "--confidence", "0.5"],
+    )
+    .ok();
+    let check = env.run(&["sync-context", "--check", "--json"]);
+    assert_eq!(check.json()["stale"]["removed"], serde_json::json!([kept]));
+    env.run(&["sync-context"]).ok();
+    assert!(!context(&env).contains(&kept));
+
+    // The file as it was: --as-of with --check/--dry-run only.
+    let past = env
+        .run(&[
+            "sync-context",
+            "--dry-run",
+            "--as-of",
+            "2026-11-20T12:00:00Z",
+        ])
+        .ok()
+        .stdout;
+    assert_eq!(past, text);
+    let refused = env.run(&["sync-context", "--as-of", "2026-11-20T12:00:00Z"]);
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+}
+
+#[cfg(unix)]
+#[test]
+fn an_ai_context_link_out_of_the_workspace_is_refused() {
+    let env = Env::nested();
+    env.run(&["init", "demo"]).ok();
+    let outside = env.dir.path().join("elsewhere");
+    std::fs::create_dir(&outside).unwrap_or_else(|e| panic!("{e}"));
+    std::os::unix::fs::symlink(&outside, env.root().join("ai-context"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let r = env.run(&["sync-context", "demo"]);
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(r.stderr.contains("outside the workspace"), "{}", r.stderr);
+    assert_eq!(
+        std::fs::read_dir(&outside).map(|d| d.count()).unwrap_or(1),
+        0
+    );
+}

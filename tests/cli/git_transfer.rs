@@ -1,0 +1,492 @@
+//! `memlog export` and `memlog import`: round trips, strategies, filters, the write policy.
+
+use crate::common::Env;
+use serde_json::{Value, json};
+
+const FAKE_TOKEN: &str = "ghp_FAKEFAKEFAKEFAKEFAKEFAKEFAKEFAKE0000";
+
+fn add(
+    env: &Env,
+    project: &str,
+    now: &str,
+    section: &str,
+    subject: &str,
+    confidence: &str,
+    tag: &str,
+) -> String {
+    let mut args = vec![
+        "add",
+        project,
+        "--section",
+        section,
+        "--kind",
+        "other",
+        "--subject",
+        subject,
+        "--scope",
+        "repo",
+        "--summary",
+        subject,
+        "--content",
+        "Details.",
+        "--confidence",
+        confidence,
+        "--evidence",
+        "code:src/lib.rs#L1-L9:here",
+        "--tag",
+        tag,
+        "--json",
+    ];
+    if section == "state" {
+        args.extend([
+            "--valid-from",
+            "2026-11-01T00:00:00Z",
+            "--valid-to",
+            "2027-01-01T00:00:00Z",
+        ]);
+    }
+    env.run_at(now, &args).ok().json()["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+fn two_projects() -> Env {
+    let env = Env::new();
+    env.run(&["init", "demo"]).ok();
+    env.run(&["init", "copy"]).ok();
+    env
+}
+
+fn read_json(env: &Env, path: &str) -> Value {
+    let text = std::fs::read_to_string(env.root().join(path)).unwrap_or_default();
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+#[test]
+fn json_round_trip_keeps_every_field_and_a_second_import_adds_nothing() {
+    let env = two_projects();
+    let a = add(
+        &env,
+        "demo",
+        "2026-11-20T10:00:00Z",
+        "decisions",
+        "db",
+        "0.9",
+        "x",
+    );
+    let b = add(
+        &env,
+        "demo",
+        "2026-11-20T11:00:00Z",
+        "state",
+        "rollout",
+        "0.7",
+        "y",
+    );
+    env.run_at(
+        "2026-11-21T10:00:00Z",
+        &["-p", "demo", "deprecate", &b, "--reason", "done"],
+    )
+    .ok();
+    let r = env
+        .run(&["export", "demo", "out/demo.json", "--json"])
+        .ok()
+        .json();
+    assert_eq!(r["entries"], 2);
+    let exported = read_json(&env, "out/demo.json");
+    let keys: Vec<&str> = exported[0]
+        .as_object()
+        .map(|m| m.keys().map(String::as_str).collect())
+        .unwrap_or_default();
+    assert_eq!(keys.len(), 19, "the Memory_Entry fields: {keys:?}");
+
+    let run = env.run(&["import", "copy", "out/demo.json", "--json"]).ok();
+    let r = run.json();
+    assert_eq!(
+        (
+            r["imported"].as_array().map(Vec::len),
+            r["rejected"].clone(),
+            run.envelope()["success"].clone()
+        ),
+        (Some(2), json!([]), json!(true)),
+        "{r}"
+    );
+    env.run(&["export", "copy", "out/copy.json"]).ok();
+    let copied = read_json(&env, "out/copy.json");
+    // An entry never changed keeps even its id (the create event is the same); the deprecated
+    // one keeps every field but its id.
+    let by_subject = |v: &Value, s: &str| -> Value {
+        v.as_array()
+            .into_iter()
+            .flatten()
+            .find(|r| r["subject"] == s)
+            .cloned()
+            .unwrap_or_default()
+    };
+    assert_eq!(by_subject(&copied, "db"), by_subject(&exported, "db"));
+    assert_eq!(by_subject(&copied, "db")["id"], a.as_str());
+    let mut old = by_subject(&exported, "rollout");
+    let mut new = by_subject(&copied, "rollout");
+    old.as_object_mut().map(|m| m.remove("id"));
+    new.as_object_mut().map(|m| m.remove("id"));
+    assert_eq!(new, old);
+
+    let log = std::fs::read(env.root().join("ai-memory/copy/events.jsonl")).unwrap_or_default();
+    let again = env
+        .run(&["import", "copy", "out/demo.json", "--json"])
+        .ok()
+        .json();
+    assert_eq!(
+        again["skipped"].as_array().map(Vec::len),
+        Some(2),
+        "{again}"
+    );
+    assert_eq!(
+        std::fs::read(env.root().join("ai-memory/copy/events.jsonl")).unwrap_or_default(),
+        log
+    );
+
+    // The same through JSON Lines and through a directory of records.
+    env.run(&[
+        "export",
+        "demo",
+        "ai-memory/memory.jsonl",
+        "--format",
+        "jsonl",
+    ])
+    .ok();
+    env.run(&["export", "demo", "ai-memory/entries/"]).ok();
+    let files = std::fs::read_dir(env.root().join("ai-memory/entries"))
+        .map(|d| d.count())
+        .unwrap_or(0);
+    assert_eq!(files, 2);
+    for input in ["ai-memory/memory.jsonl", "ai-memory/entries"] {
+        let r = env.run(&["import", "copy", input, "--json"]).ok().json();
+        assert_eq!(
+            r["skipped"].as_array().map(Vec::len),
+            Some(2),
+            "{input}: {r}"
+        );
+    }
+}
+
+#[test]
+fn events_round_trip_is_lossless() {
+    let env = two_projects();
+    let a = add(
+        &env,
+        "demo",
+        "2026-11-20T10:00:00Z",
+        "decisions",
+        "db",
+        "0.9",
+        "x",
+    );
+    env.run_at(
+        "2026-11-21T10:00:00Z",
+        &["-p", "demo", "supersede", &a, "--summary", "db v2"],
+    )
+    .ok();
+    env.run_at("2026-11-21T11:00:00Z", &["-p", "demo", "pin", &a])
+        .ok();
+    env.run(&["export", "demo", "out/ev.jsonl", "--format", "events"])
+        .ok();
+    let other = Env::new();
+    other.run(&["init", "demo"]).ok();
+    std::fs::copy(
+        env.root().join("out/ev.jsonl"),
+        other.root().join("ev.jsonl"),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let r = other
+        .run(&["import", "demo", "ev.jsonl", "--json"])
+        .ok()
+        .json();
+    assert_eq!(r["imported"].as_array().map(Vec::len), Some(3), "{r}");
+    assert_eq!(
+        other.run(&["dump"]).ok().stdout,
+        env.run(&["-p", "demo", "dump"]).ok().stdout
+    );
+    let again = other
+        .run(&["import", "demo", "ev.jsonl", "--json"])
+        .ok()
+        .json();
+    assert_eq!(again["imported"], json!([]));
+}
+
+#[test]
+fn strategies_settle_id_conflicts() {
+    let env = two_projects();
+    let id = add(
+        &env,
+        "demo",
+        "2026-11-20T10:00:00Z",
+        "decisions",
+        "db",
+        "0.6",
+        "a",
+    );
+    env.run(&["export", "demo", "out/base.json"]).ok();
+    let mut rec = read_json(&env, "out/base.json")[0].clone();
+    rec["confidence"] = json!(0.95);
+    rec["summary"] = json!("db, revised");
+    rec["tags"] = json!(["b"]);
+    rec["evidence"] = json!([{"type": "artifact", "uri": "build/bench.html", "note": "bench"}]);
+    std::fs::write(env.root().join("rec.json"), rec.to_string()).unwrap_or_else(|e| panic!("{e}"));
+
+    let r = env
+        .run(&["import", "demo", "rec.json", "--json"])
+        .ok()
+        .json();
+    assert_eq!(r["skipped"][0]["entry"], id.as_str(), "{r}");
+    let r = env
+        .run(&[
+            "import",
+            "demo",
+            "rec.json",
+            "--conflict-strategy",
+            "merge",
+            "--json",
+        ])
+        .ok()
+        .json();
+    assert_eq!(r["merged"][0]["entry"], id.as_str(), "{r}");
+    let shown = env.run(&["-p", "demo", "show", &id, "--json"]).ok().json();
+    assert_eq!(
+        (shown["confidence"].clone(), shown["summary"].clone()),
+        (json!(0.95), json!("db, revised"))
+    );
+    assert_eq!(shown["tags"], json!(["a", "b"]));
+    assert_eq!(shown["evidence"].as_array().map(Vec::len), Some(2));
+
+    rec["confidence"] = json!(0.7);
+    rec["summary"] = json!("db, overwritten");
+    std::fs::write(env.root().join("rec.json"), rec.to_string()).unwrap_or_else(|e| panic!("{e}"));
+    // Merge: the entry's higher confidence keeps its fields.
+    let r = env
+        .run(&[
+            "import",
+            "demo",
+            "rec.json",
+            "--conflict-strategy",
+            "merge",
+            "--json",
+        ])
+        .ok()
+        .json();
+    assert_eq!(r["skipped"][0]["entry"], id.as_str(), "{r}");
+    let r = env
+        .run(&[
+            "import",
+            "demo",
+            "rec.json",
+            "--conflict-strategy",
+            "overwrite",
+            "--json",
+        ])
+        .ok()
+        .json();
+    assert_eq!(r["overwritten"][0]["entry"], id.as_str(), "{r}");
+    let shown = env.run(&["-p", "demo", "show", &id, "--json"]).ok().json();
+    assert_eq!(
+        (
+            shown["confidence"].clone(),
+            shown["summary"].clone(),
+            shown["tags"].clone()
+        ),
+        (json!(0.7), json!("db, overwritten"), json!(["b"]))
+    );
+    let history = env
+        .run(&["-p", "demo", "history", &id, "--json"])
+        .ok()
+        .json();
+    assert_eq!(
+        history.as_array().map(Vec::len),
+        Some(3),
+        "every import is a version"
+    );
+}
+
+#[test]
+fn bad_records_are_rejected_with_reasons_and_the_rest_imported() {
+    let env = two_projects();
+    let good = json!({"section": "decisions", "kind": "decision", "subject": "ok", "scope": "repo", "summary": "Fine", "content": "x", "confidence": 0.9, "evidence": [{"type": "code", "uri": "src/a.rs#L1-L2", "note": "n"}]});
+    let mut secret = good.clone();
+    secret["subject"] = json!("leak");
+    secret["content"] = json!(format!("deploy with {FAKE_TOKEN}"));
+    let mut bad_section = good.clone();
+    bad_section["subject"] = json!("bad");
+    bad_section["section"] = json!("misc");
+    let text = format!("{good}\n{secret}\n{bad_section}\nnot json\n");
+    std::fs::write(env.root().join("in.jsonl"), text).unwrap_or_else(|e| panic!("{e}"));
+    let r = env.run(&["import", "demo", "in.jsonl", "--json"]);
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    assert!(!r.stdout.contains(FAKE_TOKEN));
+    let v = r.json();
+    assert_eq!(v["imported"].as_array().map(Vec::len), Some(1));
+    let reasons: Vec<String> = v["rejected"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|o| {
+            format!(
+                "{}: {}",
+                o["source"].as_str().unwrap_or(""),
+                o["reason"].as_str().unwrap_or("")
+            )
+        })
+        .collect();
+    assert_eq!(reasons.len(), 3, "{reasons:?}");
+    assert!(
+        reasons[0].starts_with("line 2:") && reasons[0].contains("rule github-token"),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons[1].starts_with("line 3:") && reasons[1].contains("section"),
+        "{reasons:?}"
+    );
+    assert!(reasons[2].starts_with("line 4: not JSON"), "{reasons:?}");
+    let text = env.run(&["import", "demo", "in.jsonl"]);
+    assert!(
+        text.stdout
+            .contains("imported 0, merged 0, overwritten 0, skipped 1, rejected 3"),
+        "{}",
+        text.stdout
+    );
+}
+
+/// Sections, since, until, minimum confidence.
+type Case<'a> = (&'a [&'a str], Option<&'a str>, Option<&'a str>, Option<f64>);
+
+/// Property 35: an export holds exactly the entries that pass every filter given.
+#[test]
+fn export_filters_keep_exactly_the_matching_entries() {
+    let env = two_projects();
+    let specs = [
+        ("2026-11-10T00:00:00Z", "decisions", "0.9"),
+        ("2026-11-12T00:00:00Z", "learnings", "0.5"),
+        ("2026-11-14T00:00:00Z", "decisions", "0.75"),
+        ("2026-11-16T00:00:00Z", "observations", "0.95"),
+        ("2026-11-18T00:00:00Z", "learnings", "0.8"),
+    ];
+    for (i, (now, section, conf)) in specs.iter().enumerate() {
+        add(&env, "demo", now, section, &format!("s{i}"), conf, "t");
+    }
+    let cases: [Case<'_>; 6] = [
+        (&[], None, None, None),
+        (&["decisions"], None, None, None),
+        (&["decisions", "learnings"], None, None, Some(0.8)),
+        (&[], Some("2026-11-12"), Some("2026-11-16"), None),
+        (&["learnings"], Some("2026-11-13"), None, Some(0.5)),
+        (&[], None, Some("2026-11-09"), None),
+    ];
+    for (sections, since, until, min) in cases {
+        let mut args: Vec<String> = vec![
+            "export".into(),
+            "demo".into(),
+            "-".into(),
+            "--format".into(),
+            "jsonl".into(),
+        ];
+        for s in sections {
+            args.extend(["--section".into(), (*s).into()]);
+        }
+        if let Some(t) = since {
+            args.extend(["--since".into(), t.into()]);
+        }
+        if let Some(t) = until {
+            args.extend(["--until".into(), t.into()]);
+        }
+        if let Some(c) = min {
+            args.extend(["--min-confidence".into(), c.to_string()]);
+        }
+        let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = env.run(&argv).ok().stdout;
+        let got: Vec<String> = out
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<Value>(l).unwrap_or_default()["subject"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_owned()
+            })
+            .collect();
+        let want: Vec<String> = specs
+            .iter()
+            .enumerate()
+            .filter(|(_, (now, section, conf))| {
+                let day = &now[..10];
+                (sections.is_empty() || sections.contains(section))
+                    && since.is_none_or(|t| day >= t)
+                    && until.is_none_or(|t| day <= t)
+                    && min.is_none_or(|c| conf.parse::<f64>().unwrap_or(0.0) >= c)
+            })
+            .map(|(i, _)| format!("s{i}"))
+            .collect();
+        let mut got_sorted = got.clone();
+        got_sorted.sort();
+        assert_eq!(got_sorted, want, "{sections:?} {since:?} {until:?} {min:?}");
+    }
+}
+
+#[test]
+fn export_refuses_paths_outside_the_workspace_and_bad_filters() {
+    let env = Env::nested();
+    env.run(&["init", "demo"]).ok();
+    for path in ["../out.json", "/tmp/../tmp/memlog-export-outside.json"] {
+        let r = env.run(&["export", "demo", path]);
+        assert_eq!(r.code, 2, "{path}: {}", r.stderr);
+        assert!(r.stderr.contains("outside the workspace"), "{}", r.stderr);
+    }
+    assert!(!env.dir.path().join("out.json").exists());
+    let r = env.run(&["export", "demo", "x.json", "--section", "misc"]);
+    assert_eq!(r.code, 2);
+    let r = env.run(&["export", "demo", "x.json", "--min-confidence", "2"]);
+    assert_eq!(r.code, 2);
+    let r = env.run(&["import", "demo", "missing.json"]);
+    assert_eq!(r.code, 7, "{}", r.stderr);
+    assert!(r.stderr.contains("missing.json"), "{}", r.stderr);
+}
+
+#[test]
+fn a_record_twice_in_one_input_is_imported_once() {
+    let env = two_projects();
+    let rec = json!({"section": "decisions", "kind": "decision", "subject": "ok", "scope": "repo", "summary": "Fine", "content": "x", "confidence": 0.9, "evidence": [{"type": "code", "uri": "src/a.rs#L1-L2", "note": "n"}], "created_by": "alice", "created_at": "2026-11-01T00:00:00Z"});
+    let mut higher = rec.clone();
+    higher["confidence"] = json!(0.95);
+    std::fs::write(
+        env.root().join("in.json"),
+        json!([rec, rec, higher]).to_string(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let r = env
+        .run(&[
+            "import",
+            "demo",
+            "in.json",
+            "--conflict-strategy",
+            "merge",
+            "--json",
+        ])
+        .ok()
+        .json();
+    assert_eq!(r["imported"].as_array().map(Vec::len), Some(1), "{r}");
+    assert_eq!(
+        r["skipped"][0]["reason"], "the same record appears earlier in the input",
+        "{r}"
+    );
+    // The third is another version of the same entry (same subject, scope and summary, no id
+    // the project knows): the strategy applies to it.
+    let id = r["imported"][0]["entry"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert_eq!(r["merged"][0]["entry"], id.as_str(), "{r}");
+    let shown = env.run(&["-p", "demo", "show", &id, "--json"]).ok().json();
+    assert_eq!(
+        (shown["created_by"].clone(), shown["created_at"].clone()),
+        (json!("alice"), json!("2026-11-01T00:00:00.000Z"))
+    );
+    assert_eq!(shown["confidence"], 0.95);
+}
