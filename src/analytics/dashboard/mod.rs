@@ -181,10 +181,41 @@ pub fn run(mut app: App, mut load: impl FnMut(&App) -> Result<Loaded>) -> Result
     ] {
         signal_hook::flag::register(signal, Arc::clone(&stop))?;
     }
+    let done = Arc::new(AtomicBool::new(false));
+    watchdog(Arc::clone(&stop), Arc::clone(&done));
     let mut terminal = ratatui::try_init()?;
     let result = event_loop(&mut terminal, &mut app, &mut load, &stop);
+    done.store(true, Ordering::Relaxed);
     ratatui::try_restore()?;
     result
+}
+
+/// How long the event loop has to end after a signal before the watchdog ends the process.
+const STOP_GRACE: Duration = Duration::from_secs(1);
+
+/// Ends the process once a signal asked the dashboard to stop and the event loop did not
+/// within [`STOP_GRACE`]: when the terminal goes away (a closed window, a killed tmux
+/// session), reading its events can block or spin forever, and the loop never sees the flag.
+/// A dashboard left behind that way kept one core busy until killed with SIGKILL.
+fn watchdog(stop: Arc<AtomicBool>, done: Arc<AtomicBool>) {
+    std::thread::spawn(move || {
+        while !stop.load(Ordering::Relaxed) {
+            if done.load(Ordering::Relaxed) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let asked = Instant::now();
+        while asked.elapsed() < STOP_GRACE {
+            if done.load(Ordering::Relaxed) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // Best effort: the terminal may already be gone.
+        let _ = ratatui::try_restore();
+        std::process::exit(0);
+    });
 }
 
 fn event_loop(
