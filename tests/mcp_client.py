@@ -40,7 +40,7 @@ def body(result, tool=None):
     if result.structured_content is not None:
         assert result.structured_content == data, "structured content differs from the text"
     if tool is not None:
-        name = COMMAND_OF.get(tool, tool)
+        name = COMMAND_OF.get(tool, tool.replace("_", "-"))
         schema = json.loads((SCHEMAS / f"{name}.schema.json").read_text())
         jsonschema.Draft202012Validator(schema).validate(data)
     return data
@@ -167,6 +167,12 @@ async def main(binary, workspace):
             assert checked["results"][0]["valid"] is True, checked
             projects = await call(session, "projects", {})
             assert projects["results"][0]["entries"] == 3, projects
+            week = await call(session, "stats", {"range": "7d"})
+            assert week["results"]["range"]["label"] == "7d", week
+            ran = await call(session, "lifecycle_run", {"dry_run": True})
+            assert ran["results"]["dry_run"] is True, ran
+            fresh = await call(session, "check_freshness", {})
+            assert isinstance(fresh["results"], list), fresh
     print("ok")
 
 

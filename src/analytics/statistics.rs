@@ -354,7 +354,9 @@ fn percent(part: i64, whole: i64) -> f64 {
     p
 }
 
-fn access_buckets(counts: &BTreeMap<String, u64>) -> BTreeMap<String, i64> {
+/// Entries by number of accesses; `total` entries in all, so those the log never names count
+/// in `0` (the log names only entries that were read).
+fn access_buckets(counts: &BTreeMap<String, u64>, total: i64) -> BTreeMap<String, i64> {
     let mut out: BTreeMap<String, i64> = ["0", "1-4", "5-19", "20+"]
         .iter()
         .map(|b| ((*b).to_owned(), 0))
@@ -368,6 +370,8 @@ fn access_buckets(counts: &BTreeMap<String, u64>) -> BTreeMap<String, i64> {
         };
         *out.entry(b.to_owned()).or_insert(0) += 1;
     }
+    let accessed: i64 = out.iter().filter(|(b, _)| *b != "0").map(|(_, n)| *n).sum();
+    *out.entry("0".to_owned()).or_insert(0) += total.saturating_sub(accessed).max(0);
     out
 }
 
@@ -489,7 +493,10 @@ impl MemoryStatistics {
                 archival_rate_by_kind,
                 entries_past_valid_to: past_valid_to,
                 last_run: lifecycle.last_run,
-                access_frequency_distribution: lifecycle.access_counts.as_ref().map(access_buckets),
+                access_frequency_distribution: lifecycle
+                    .access_counts
+                    .as_ref()
+                    .map(|a| access_buckets(a, c.total_entries)),
             },
             pinned_count: c.pinned_count,
             conflict_count: c.conflict_count,

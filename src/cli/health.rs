@@ -17,8 +17,7 @@ pub struct HealthArgs {
 }
 
 /// What this version cannot report yet, said as such rather than as a made-up value.
-const NO_LIFECYCLE_RUNS: &str =
-    "unknown: this version of memlog records no lifecycle runs (no lifecycle engine yet)";
+const NO_LIFECYCLE_RUNS: &str = "never: run `memlog lifecycle run` (or `memlog lifecycle daemon`)";
 const NO_CONSOLIDATION: &str =
     "unknown: this version of memlog records no consolidation runs (no consolidation yet)";
 
@@ -79,6 +78,25 @@ fn check(ctx: &Ctx, project: &Project) -> (Value, Vec<String>) {
     projections["store"] = json!(store);
     projections["bytes_on_disk"] = json!(dir_size(&store));
     projections["state_dir_bytes_on_disk"] = json!(dir_size(&project.state_dir()));
+    // The last run report the lifecycle engine kept (.memlog/lifecycle-runs.jsonl).
+    let (last_run, last_run_note) = match crate::lifecycle::metrics::last_run(project) {
+        Ok(Some(r)) => {
+            let note = format!(
+                "{} ({} entries, {} transitions, {} skipped, {} ms)",
+                r.now,
+                r.processed,
+                r.transitions.len(),
+                r.skipped.len(),
+                r.duration_ms
+            );
+            (json!(r.now), note)
+        }
+        Ok(None) => (Value::Null, NO_LIFECYCLE_RUNS.to_owned()),
+        Err(e) => (
+            Value::Null,
+            format!("unknown: the lifecycle run history cannot be read: {e}"),
+        ),
+    };
     let report = json!({
         "project": project.name.as_str(),
         "healthy": unhealthy.is_empty(),
@@ -88,8 +106,8 @@ fn check(ctx: &Ctx, project: &Project) -> (Value, Vec<String>) {
         "projections": projections,
         "entries": entries,
         "events": events,
-        "last_lifecycle_run": Value::Null,
-        "last_lifecycle_run_note": NO_LIFECYCLE_RUNS,
+        "last_lifecycle_run": last_run,
+        "last_lifecycle_run_note": last_run_note,
         "last_consolidation": Value::Null,
         "last_consolidation_note": NO_CONSOLIDATION,
         "config": config,

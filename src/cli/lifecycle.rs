@@ -309,6 +309,9 @@ fn daemon_cmd(ctx: &Ctx, args: &DaemonArgs, out: &mut Out) -> Result<ExitCode> {
         args.every
     ));
     let mut failed = false;
+    // Under --json: every report, printed once at the end as one array (the contract's one
+    // document, whatever the number of evaluations).
+    let mut reports: Vec<RunReport> = Vec::new();
     let schedule = daemon::Schedule {
         every,
         max_rounds: args.max_runs,
@@ -326,7 +329,7 @@ fn daemon_cmd(ctx: &Ctx, args: &DaemonArgs, out: &mut Out) -> Result<ExitCode> {
             Ok(r) => {
                 print_report(&r, out);
                 if out.json {
-                    out.json(&r);
+                    reports.push(r);
                 }
             }
             Err(e) => {
@@ -337,6 +340,9 @@ fn daemon_cmd(ctx: &Ctx, args: &DaemonArgs, out: &mut Out) -> Result<ExitCode> {
     );
     handle.close();
     let _ = waiter.join();
+    if out.json {
+        out.json(&reports);
+    }
     note(&format!(
         "lifecycle daemon: stopped after {rounds} evaluation{}",
         if rounds == 1 { "" } else { "s" }

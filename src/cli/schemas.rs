@@ -235,24 +235,7 @@ fn results() -> Vec<(&'static str, &'static str, Value)> {
         ),
         ("history", "memlog history", array(history_record)),
         ("audit", "memlog audit", array(audit_record)),
-        (
-            "stats",
-            "memlog stats",
-            object(&[
-                ("project", string()),
-                ("computed_at", string()),
-                (
-                    "statistics",
-                    object(&[
-                        ("total_entries", integer()),
-                        ("entries_by_section", counts()),
-                        ("entries_by_status", counts()),
-                        ("entries_by_kind", counts()),
-                        ("avg_confidence", json!({"type": "number"})),
-                    ]),
-                ),
-            ]),
-        ),
+        ("stats", "memlog stats", stats_results()),
         (
             "verify",
             "memlog verify",
@@ -373,7 +356,395 @@ fn results() -> Vec<(&'static str, &'static str, Value)> {
             json!({"type": "string", "description": "The completion script"}),
         ),
         ("bench", "memlog bench", json!({"type": "object"})),
+        (
+            "lifecycle-run",
+            "memlog lifecycle run",
+            json!({
+                "description": "The run report of the project; with --all, one per project",
+                "anyOf": [run_report(), array(run_report())]
+            }),
+        ),
+        ("lifecycle-daemon", "memlog lifecycle daemon", {
+            let mut a = array(run_report());
+            a["description"] = json!("The report of every evaluation, in the order they ran");
+            a
+        }),
+        (
+            "lifecycle-report",
+            "memlog lifecycle report",
+            lifecycle_metrics(),
+        ),
+        ("purge", "memlog purge", {
+            let mut w = object(&[("id", string()), ("events", array(string()))]);
+            w["description"] = json!(
+                "The purged entry's id and the purge event; with --dry-run no event, and the \
+                 entry as it is before the purge"
+            );
+            w["properties"]["entry"] = entry();
+            w
+        }),
+        (
+            "gc",
+            "memlog gc",
+            object(&[
+                ("project", string()),
+                ("dry_run", boolean()),
+                ("purges", integer()),
+                ("tombstoned", integer()),
+                ("duplicates_dropped", integer()),
+                ("bytes_before", integer()),
+                ("bytes_after", integer()),
+                ("problems", array(string())),
+            ]),
+        ),
+        ("pinned", "memlog pinned", array(entry())),
+        (
+            "drop",
+            "memlog drop",
+            object(&[
+                ("project", string()),
+                ("dropped", json!({"const": true})),
+                ("unpinned", array(string())),
+            ]),
+        ),
+        (
+            "check-freshness",
+            "memlog check-freshness",
+            array(object(&[
+                ("id", string()),
+                ("section", string()),
+                ("subject", string()),
+                ("summary", string()),
+                (
+                    "problem",
+                    json!({"enum": ["expired", "expiring", "review_due"]}),
+                ),
+                ("due", string()),
+                ("days", json!({"type": "number"})),
+            ])),
+        ),
+        (
+            "validate-evidence",
+            "memlog validate-evidence",
+            object(&[
+                ("project", string()),
+                ("online", boolean()),
+                (
+                    "entries",
+                    array(object(&[
+                        ("id", string()),
+                        (
+                            "checks",
+                            array(object(&[
+                                ("uri", string()),
+                                ("result", json!({"enum": ["ok", "stale", "unchecked"]})),
+                                ("detail", string()),
+                            ])),
+                        ),
+                        ("stale", array(string())),
+                        ("complete", boolean()),
+                    ])),
+                ),
+                ("marked_stale", array(string())),
+                ("cleared", array(string())),
+            ]),
+        ),
+        (
+            "conflicts",
+            "memlog conflicts",
+            array(object(&[
+                ("entry", string()),
+                ("summary", string()),
+                ("status", string()),
+                ("base", array(string())),
+                (
+                    "sides",
+                    array(object(&[
+                        ("head", string()),
+                        ("actors", array(string())),
+                        (
+                            "events",
+                            array(object(&[
+                                ("event", string()),
+                                ("type", string()),
+                                ("actor", string()),
+                                ("at", string()),
+                            ])),
+                        ),
+                        ("set", json!({"type": "object"})),
+                    ])),
+                ),
+                ("disputed", array(string())),
+                ("current", json!({"type": "object"})),
+            ])),
+        ),
+        (
+            "merge-driver",
+            "memlog merge-driver",
+            object(&[
+                ("path", string()),
+                ("ours", integer()),
+                ("added", integer()),
+                ("duplicates", integer()),
+            ]),
+        ),
+        ("git-install", "memlog git install", git_steps()),
+        ("git-uninstall", "memlog git uninstall", git_steps()),
+        (
+            "git-pre-commit",
+            "memlog git pre-commit",
+            object(&[
+                ("ok", boolean()),
+                (
+                    "secrets",
+                    array(object(&[
+                        ("path", string()),
+                        ("line", integer()),
+                        ("column", integer()),
+                        ("rule", string()),
+                        ("description", string()),
+                    ])),
+                ),
+                (
+                    "stale_context",
+                    array(object(&[("project", string()), ("stale", staleness())])),
+                ),
+            ]),
+        ),
+        ("sync-context", "memlog sync-context", {
+            let mut o = object(&[
+                ("path", string()),
+                ("entries", integer()),
+                ("stale", staleness()),
+            ]);
+            o["description"] = json!(
+                "The context file and how it differs from memory: `written` when it was \
+                 (re)written, `up_to_date` with --check or --dry-run, and with --dry-run the \
+                 `content` that would be written"
+            );
+            o["properties"]["written"] = boolean();
+            o["properties"]["up_to_date"] = boolean();
+            o["properties"]["content"] = string();
+            o
+        }),
+        (
+            "export",
+            "memlog export",
+            json!({
+                "description": "What was written (to a file or a directory); with `-` as the \
+                    path, the exported text itself",
+                "anyOf": [
+                    {
+                        "type": "object",
+                        "required": ["path", "format", "files"],
+                        "properties": {
+                            "path": string(),
+                            "format": {"enum": ["json", "jsonl", "events"]},
+                            "files": integer(),
+                            "entries": integer(),
+                            "events": integer()
+                        }
+                    },
+                    string()
+                ]
+            }),
+        ),
+        (
+            "import",
+            "memlog import",
+            object(&[
+                ("imported", array(import_outcome())),
+                ("merged", array(import_outcome())),
+                ("overwritten", array(import_outcome())),
+                ("skipped", array(import_outcome())),
+                ("rejected", array(import_outcome())),
+            ]),
+        ),
+        (
+            "fork",
+            "memlog fork",
+            object(&[
+                ("from", string()),
+                ("project", string()),
+                ("events", integer()),
+            ]),
+        ),
+        (
+            "merge-project",
+            "memlog merge-project",
+            object(&[
+                ("added", integer()),
+                ("already", integer()),
+                (
+                    "rejected",
+                    array(json!({
+                        "type": "array",
+                        "description": "[event id, why it was rejected]",
+                        "items": string(),
+                        "minItems": 2,
+                        "maxItems": 2
+                    })),
+                ),
+                (
+                    "duplicates",
+                    array(object(&[("kept", string()), ("deprecated", string())])),
+                ),
+                ("conflicts", array(string())),
+            ]),
+        ),
+        (
+            "dashboard",
+            "memlog dashboard",
+            json!({
+                "description": "dashboard prints no JSON: with --json it always fails \
+                    (USAGE_ERROR, pointing to `memlog stats --json`)",
+                "not": {}
+            }),
+        ),
     ]
+}
+
+/// The results of `stats`: the schema documented in docs/ANALYTICS.md (between its markers),
+/// with its own `$defs` written in place.
+fn stats_results() -> Value {
+    const DOC: &str = include_str!("../../docs/ANALYTICS.md");
+    let schema = DOC
+        .split_once("<!-- schema:start -->\n```json\n")
+        .and_then(|(_, rest)| rest.split_once("```\n<!-- schema:end -->"))
+        .and_then(|(text, _)| serde_json::from_str::<Value>(text).ok())
+        .unwrap_or_else(|| json!({"type": "object"}));
+    let defs = schema.get("$defs").cloned().unwrap_or(Value::Null);
+    fn inline(v: &mut Value, defs: &Value) {
+        if let Some(name) = v
+            .get("$ref")
+            .and_then(Value::as_str)
+            .and_then(|r| r.strip_prefix("#/$defs/"))
+            && let Some(def) = defs.get(name)
+        {
+            *v = def.clone();
+            return;
+        }
+        match v {
+            Value::Object(m) => m.values_mut().for_each(|x| inline(x, defs)),
+            Value::Array(a) => a.iter_mut().for_each(|x| inline(x, defs)),
+            _ => {}
+        }
+    }
+    let mut results = schema;
+    if let Some(m) = results.as_object_mut() {
+        m.remove("$schema");
+        m.remove("$defs");
+        m.remove("title");
+    }
+    inline(&mut results, &defs);
+    results
+}
+
+/// A lifecycle run report (`lifecycle run`, `lifecycle daemon`).
+fn run_report() -> Value {
+    let tier = object(&[("entries", integer()), ("bytes", integer())]);
+    let kind = object(&[
+        ("entries", integer()),
+        ("archived", integer()),
+        ("lifespan_days_sum", json!({"type": "number"})),
+    ]);
+    object(&[
+        ("project", string()),
+        ("now", string()),
+        ("dry_run", boolean()),
+        ("duration_ms", integer()),
+        ("processed", integer()),
+        ("batches", integer()),
+        ("pinned", integer()),
+        (
+            "transitions",
+            array({
+                let mut t = object(&[
+                    ("entry", string()),
+                    ("from", string()),
+                    ("to", string()),
+                    ("reason", string()),
+                ]);
+                t["properties"]["event"] = json!({"type": "string", "description": "The event appended (none in a dry run)"});
+                t
+            }),
+        ),
+        (
+            "skipped",
+            array(object(&[("entry", string()), ("error", string())])),
+        ),
+        ("archived", integer()),
+        ("stopped", boolean()),
+        (
+            "storage",
+            json!({"type": "object", "additionalProperties": tier}),
+        ),
+        (
+            "kinds",
+            json!({"type": "object", "additionalProperties": kind}),
+        ),
+    ])
+}
+
+/// `lifecycle report`: the lifecycle metrics of a project.
+fn lifecycle_metrics() -> Value {
+    let numbers = json!({"type": "object", "additionalProperties": {"type": "number"}});
+    object(&[
+        ("entries_by_lifecycle", counts()),
+        ("pinned", integer()),
+        ("purged", integer()),
+        ("stale_evidence", integer()),
+        ("access_frequency", counts()),
+        (
+            "storage",
+            json!({"type": "object", "additionalProperties":
+                object(&[("entries", integer()), ("bytes", integer())])}),
+        ),
+        ("average_lifespan_days", numbers.clone()),
+        ("archival_rate", numbers),
+        (
+            "last_run",
+            json!({"anyOf": [
+                object(&[
+                    ("now", string()),
+                    ("duration_ms", integer()),
+                    ("processed", integer()),
+                    ("transitions", counts()),
+                    ("skipped", integer()),
+                ]),
+                {"type": "null"}
+            ]}),
+        ),
+    ])
+}
+
+fn git_steps() -> Value {
+    object(&[(
+        "steps",
+        array(object(&[
+            ("action", string()),
+            ("what", string()),
+            ("path", string()),
+        ])),
+    )])
+}
+
+fn staleness() -> Value {
+    object(&[
+        ("added", array(string())),
+        ("removed", array(string())),
+        ("changed", array(string())),
+        ("missing", boolean()),
+        ("other", boolean()),
+    ])
+}
+
+fn import_outcome() -> Value {
+    let mut o = object(&[("source", string())]);
+    o["properties"]["record"] = string();
+    o["properties"]["entry"] = string();
+    o["properties"]["reason"] = string();
+    o
 }
 
 /// Every command's schema, by file name (without `.schema.json`).

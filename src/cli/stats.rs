@@ -2,9 +2,10 @@
 //! delta-maintained statistics projection without scanning entries.
 
 use super::{Ctx, ExitCode, Out};
-use crate::analytics::statistics::{self, LifecycleInputs, MemoryStatistics};
+use crate::analytics::statistics::{self, LifecycleInputs, LifecycleRun, MemoryStatistics};
 use crate::analytics::{DateRange, RangeSpec};
 use crate::error::{Error, Result};
+use crate::lifecycle::{access_log, metrics};
 use crate::project::Project;
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -82,9 +83,43 @@ pub fn read(
         )?);
         // The session (and its store lock) ends here, before the next project is read.
     }
-    // Integration point: the lifecycle engine's last run report and access counts go here.
-    let stats = MemoryStatistics::build(&parts, &dates, LifecycleInputs::default());
+    let stats = MemoryStatistics::build(&parts, &dates, lifecycle_inputs(projects, &at)?);
     Ok((stats, dates, at))
+}
+
+/// What the lifecycle engine knows of `projects` at `now`: the last run of each (from
+/// `.memlog/lifecycle-runs.jsonl`; several projects' last runs are added up, `at` the latest)
+/// and the accesses per entry recorded at or before `now` (from the access log).
+///
+/// # Errors
+/// When a run history exists but cannot be read.
+pub fn lifecycle_inputs(projects: &[Project], now: &str) -> Result<LifecycleInputs> {
+    let mut last_run: Option<LifecycleRun> = None;
+    let mut access_counts: BTreeMap<String, u64> = BTreeMap::new();
+    for p in projects {
+        if let Some(r) = metrics::last_run(p)? {
+            let run = last_run.get_or_insert_with(LifecycleRun::default);
+            if r.now > run.at {
+                run.at.clone_from(&r.now);
+            }
+            for (to, n) in r.counts() {
+                let n = i64::try_from(n).unwrap_or(i64::MAX);
+                if to == "purged" {
+                    run.purged += n;
+                } else {
+                    *run.transitions.entry(to).or_insert(0) += n;
+                }
+            }
+        }
+        // The access log is a hint: unreadable, it counts as empty (as in `lifecycle report`).
+        for (id, a) in access_log::load(&p.state_dir(), now).unwrap_or_default() {
+            *access_counts.entry(id).or_insert(0) += a.count;
+        }
+    }
+    Ok(LifecycleInputs {
+        last_run,
+        access_counts: Some(access_counts),
+    })
 }
 
 pub fn run(ctx: &Ctx, args: StatsArgs, out: &mut Out) -> Result<ExitCode> {
@@ -188,6 +223,41 @@ fn print_summary(out: &mut Out, project: &str, dates: &DateRange, s: &MemoryStat
         "lifecycle          {}  pinned {}",
         list(&s.lifecycle.entries_by_lifecycle),
         s.pinned_count
+    ));
+    let l = &s.lifecycle;
+    out.line(format!(
+        "last run           {}",
+        l.last_run.as_ref().map_or_else(
+            || "never (run `memlog lifecycle run`)".to_owned(),
+            |r| {
+                let mut moved: Vec<String> = r
+                    .transitions
+                    .iter()
+                    .map(|(k, v)| format!("{k} {v}"))
+                    .collect();
+                if r.purged > 0 {
+                    moved.push(format!("purged {}", r.purged));
+                }
+                if moved.is_empty() {
+                    format!("{} (no transitions)", r.at)
+                } else {
+                    format!("{} ({})", r.at, moved.join(", "))
+                }
+            }
+        )
+    ));
+    out.line(format!(
+        "accesses           {}",
+        l.access_frequency_distribution.as_ref().map_or_else(
+            || "-".to_owned(),
+            |d| {
+                ["0", "1-4", "5-19", "20+"]
+                    .iter()
+                    .map(|b| format!("{b} {}", d.get(*b).copied().unwrap_or(0)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            }
+        )
     ));
     out.line(format!(
         "superseded         {}%  compaction candidates {}  conflicts {}",

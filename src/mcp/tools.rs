@@ -5,6 +5,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
+mod more;
+
 /// A command line being built: flags first, then `--` and the positional arguments, so that no
 /// value (an id, a query text) can ever be read as a flag.
 #[derive(Default)]
@@ -665,15 +667,7 @@ pub fn all() -> Vec<ToolDef> {
             argv: audit_argv,
             post: None,
         },
-        ToolDef {
-            name: "stats",
-            description: "Statistics of a project: entries by section, kind, status and \
-                lifecycle state, confidence, evidence and expiry.",
-            read_only: true,
-            schema: schema::<ProjectOnly>,
-            argv: argv_fn!(project_argv("stats")),
-            post: None,
-        },
+        more::stats_tool(),
         ToolDef {
             name: "verify",
             description: "Check every event of the project's log: canonical form, hash, \
@@ -711,4 +705,7 @@ pub fn all() -> Vec<ToolDef> {
             post: None,
         },
     ]
+    .into_iter()
+    .chain(more::all())
+    .collect()
 }

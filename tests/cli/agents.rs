@@ -49,13 +49,14 @@ fn health_reports_a_healthy_project_and_names_why_one_is_not() {
         h["projections"]["bytes_on_disk"].as_u64().unwrap_or(0) > 0,
         "{r}"
     );
-    // Not recorded by this version: said so, with no made-up value.
+    // No lifecycle run yet: said so, with no made-up value.
     assert!(h["last_lifecycle_run"].is_null(), "{r}");
     assert!(
         h["last_lifecycle_run_note"]
             .as_str()
             .unwrap_or_default()
-            .starts_with("unknown")
+            .starts_with("never"),
+        "{r}"
     );
     let all = env.run(&["health", "--all", "--json"]).ok().json();
     assert_eq!(all.as_array().map(Vec::len), Some(2), "{all}");

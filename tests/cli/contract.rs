@@ -379,6 +379,15 @@ fn resolve_answers_in_the_contract() {
     .ok();
     git(&env, &["commit", "-qam", "b"]);
     git(&env, &["merge", "-q", "--no-edit", "agent-a"]);
+    let r = env.run(&["conflicts", "--check", "--json"]);
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    let v = check("conflicts", &r);
+    assert_eq!(v["results"][0]["entry"], shared.as_str(), "{v}");
+    assert_eq!(
+        v["results"][0]["sides"].as_array().map(Vec::len),
+        Some(2),
+        "{v}"
+    );
     let r = env.run_at(
         "2026-11-24T00:00:00Z",
         &[
@@ -397,4 +406,283 @@ fn resolve_answers_in_the_contract() {
     let r = env.run(&["resolve", &shared, "--json"]);
     assert_eq!(r.code, 3, "{}", r.stdout);
     check("resolve", &r);
+}
+
+/// Runs `args` with `--json` and checks the answer against `name`'s schema; the answer.
+#[track_caller]
+fn json_run(env: &Env, name: &str, args: &[&str]) -> (Run, Value) {
+    let mut all = args.to_vec();
+    all.push("--json");
+    let r = env.run(&all);
+    let v = check(name, &r);
+    (r, v)
+}
+
+/// A success (exit code 0 or 1, `success: true`) of `name`.
+#[track_caller]
+fn succeeds(env: &Env, name: &str, args: &[&str]) -> Value {
+    let (r, v) = json_run(env, name, args);
+    assert!(r.code <= 1, "{args:?}: {}{}", r.stdout, r.stderr);
+    assert_eq!(v["success"], true, "{args:?}: {v}");
+    v
+}
+
+/// A failure with `code` of `name`.
+#[track_caller]
+fn fails(env: &Env, name: &str, args: &[&str], code: &str) -> Value {
+    let (r, v) = json_run(env, name, args);
+    assert!(r.code >= 2, "{args:?}: {}", r.stdout);
+    assert_eq!(v["error"]["code"], code, "{args:?}: {v}");
+    v
+}
+
+#[test]
+fn lifecycle_commands_answer_in_the_contract() {
+    let env = Env::with_project();
+    let id = env.add("auth.tokens", "Use short-lived tokens");
+    let other = env.add("auth.refresh", "Refresh in the gateway");
+    env.run(&["pin", &id, "--reason", "core"]).ok();
+
+    let v = succeeds(&env, "lifecycle-run", &["lifecycle", "run"]);
+    assert_eq!(v["results"]["project"], "demo", "{v}");
+    let v = succeeds(
+        &env,
+        "lifecycle-run",
+        &["lifecycle", "run", "--all", "--dry-run"],
+    );
+    assert!(v["results"].is_array(), "{v}");
+    fails(
+        &env,
+        "lifecycle-run",
+        &["lifecycle", "run", "nope"],
+        "NOT_FOUND",
+    );
+
+    let v = succeeds(
+        &env,
+        "lifecycle-daemon",
+        &["lifecycle", "daemon", "--every", "1h", "--max-runs", "1"],
+    );
+    assert_eq!(v["results"].as_array().map(Vec::len), Some(1), "{v}");
+    fails(
+        &env,
+        "lifecycle-daemon",
+        &["lifecycle", "daemon", "--every", "soon"],
+        "USAGE_ERROR",
+    );
+
+    let v = succeeds(&env, "lifecycle-report", &["lifecycle", "report"]);
+    assert!(v["results"]["last_run"].is_object(), "{v}");
+    fails(
+        &env,
+        "lifecycle-report",
+        &["lifecycle", "report", "nope"],
+        "NOT_FOUND",
+    );
+
+    let v = succeeds(&env, "pinned", &["pinned"]);
+    assert_eq!(v["results"][0]["id"], id.as_str(), "{v}");
+    fails(&env, "pinned", &["pinned", "nope"], "NOT_FOUND");
+
+    succeeds(&env, "check-freshness", &["check-freshness"]);
+    fails(
+        &env,
+        "check-freshness",
+        &["check-freshness", "nope"],
+        "NOT_FOUND",
+    );
+
+    // The evidence files do not exist here: found stale, still a success (exit code 1).
+    let v = succeeds(
+        &env,
+        "validate-evidence",
+        &["validate-evidence", "--dry-run"],
+    );
+    assert!(!v["results"]["entries"][0]["stale"].is_null(), "{v}");
+    succeeds(&env, "validate-evidence", &["validate-evidence"]);
+    fails(
+        &env,
+        "validate-evidence",
+        &["validate-evidence", "nope"],
+        "NOT_FOUND",
+    );
+
+    succeeds(
+        &env,
+        "purge",
+        &[
+            "purge",
+            &other,
+            "--reason",
+            "pasted by mistake",
+            "--dry-run",
+        ],
+    );
+    let v = succeeds(
+        &env,
+        "purge",
+        &["purge", &other, "--reason", "pasted by mistake"],
+    );
+    assert_eq!(v["results"]["id"], other.as_str(), "{v}");
+    fails(
+        &env,
+        "purge",
+        &["purge", "m-zzzzzzzzzz", "--reason", "gone"],
+        "NOT_FOUND",
+    );
+    fails(
+        &env,
+        "purge",
+        &["purge", &id, "--reason", " "],
+        "VALIDATION_ERROR",
+    );
+
+    let v = succeeds(&env, "gc", &["gc", "--dry-run"]);
+    assert_eq!(v["results"]["purges"], 1, "{v}");
+    succeeds(&env, "gc", &["gc"]);
+    fails(&env, "gc", &["gc", "nope"], "NOT_FOUND");
+
+    env.run(&["init", "scratch"]).ok();
+    fails(&env, "drop", &["drop", "scratch"], "USAGE_ERROR");
+    let v = succeeds(&env, "drop", &["drop", "scratch", "--yes"]);
+    assert_eq!(v["results"]["dropped"], true, "{v}");
+
+    fails(&env, "dashboard", &["dashboard"], "USAGE_ERROR");
+    fails(
+        &env,
+        "dashboard",
+        &["dashboard", "--once", "--size", "80x24"],
+        "USAGE_ERROR",
+    );
+
+    // stats: the full documented document, with the lifecycle run and the access counts.
+    env.run(&["show", &id]).ok();
+    let v = succeeds(&env, "stats", &["stats"]);
+    assert!(
+        v["results"]["statistics"]["lifecycle"]["last_run"].is_object(),
+        "{v}"
+    );
+    let v = succeeds(&env, "stats", &["stats", "--all", "--range", "7d"]);
+    assert!(v["results"]["projects"].is_array(), "{v}");
+    fails(&env, "stats", &["stats", "--range", "soon"], "USAGE_ERROR");
+}
+
+#[test]
+fn git_commands_answer_in_the_contract() {
+    use crate::common::git;
+    let env = Env::new();
+    // Outside a git repository: the hooks cannot be installed.
+    env.run(&["init", "demo"]).ok();
+    let v = json_run(&env, "git-install", &["git", "install"]).1;
+    assert_eq!(v["success"], false, "{v}");
+    json_run(&env, "git-pre-commit", &["git", "pre-commit"]);
+
+    git(&env, &["init", "-q", "-b", "main"]);
+    let id = env.add("auth.tokens", "Use short-lived tokens");
+    let v = succeeds(&env, "git-install", &["git", "install"]);
+    assert!(
+        !v["results"]["steps"].as_array().is_none_or(Vec::is_empty),
+        "{v}"
+    );
+
+    succeeds(&env, "conflicts", &["conflicts"]);
+    fails(&env, "conflicts", &["conflicts", "nope"], "NOT_FOUND");
+
+    // sync-context: --dry-run, write, --check.
+    let v = succeeds(&env, "sync-context", &["sync-context", "--dry-run"]);
+    assert!(v["results"]["content"].is_string(), "{v}");
+    let v = succeeds(&env, "sync-context", &["sync-context"]);
+    assert_eq!(v["results"]["written"], true, "{v}");
+    let v = succeeds(&env, "sync-context", &["sync-context", "--check"]);
+    assert_eq!(v["results"]["up_to_date"], true, "{v}");
+    fails(&env, "sync-context", &["sync-context", "nope"], "NOT_FOUND");
+
+    git(&env, &["add", "-A"]);
+    let v = succeeds(&env, "git-pre-commit", &["git", "pre-commit"]);
+    assert_eq!(v["results"]["ok"], true, "{v}");
+
+    // merge-driver: two copies of the log, one with a line more.
+    let log = std::fs::read_to_string(env.log()).unwrap_or_else(|e| panic!("{e}"));
+    env.run_at(
+        "2026-11-23T00:00:00Z",
+        &["update", &id, "--confidence", "0.9"],
+    )
+    .ok();
+    let theirs = std::fs::read_to_string(env.log()).unwrap_or_else(|e| panic!("{e}"));
+    let dir = env.root().join("merge");
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    for (name, text) in [("base", &log), ("ours", &log), ("theirs", &theirs)] {
+        std::fs::write(dir.join(name), text).unwrap_or_else(|e| panic!("{e}"));
+    }
+    let path = |n: &str| dir.join(n).display().to_string();
+    let v = succeeds(
+        &env,
+        "merge-driver",
+        &[
+            "merge-driver",
+            &path("base"),
+            &path("ours"),
+            &path("theirs"),
+            "ai-memory/demo/events.jsonl",
+        ],
+    );
+    assert_eq!(v["results"]["added"], 1, "{v}");
+    json_run(
+        &env,
+        "merge-driver",
+        &[
+            "merge-driver",
+            &path("base"),
+            &path("missing"),
+            &path("theirs"),
+        ],
+    );
+
+    // export, import, fork, merge-project.
+    let v = succeeds(&env, "export", &["export", "demo", "out/demo.json"]);
+    assert_eq!(v["results"]["entries"], 1, "{v}");
+    let v = succeeds(
+        &env,
+        "export",
+        &["export", "demo", "-", "--format", "jsonl"],
+    );
+    assert!(v["results"].is_string(), "{v}");
+    fails(
+        &env,
+        "export",
+        &["export", "demo", "out/x.json", "--section", "bogus"],
+        "USAGE_ERROR",
+    );
+    env.run(&["init", "other"]).ok();
+    let v = succeeds(&env, "import", &["import", "other", "out/demo.json"]);
+    assert_eq!(
+        v["results"]["imported"].as_array().map(Vec::len),
+        Some(1),
+        "{v}"
+    );
+    fails(
+        &env,
+        "import",
+        &["import", "other", "out/missing.json"],
+        "STORAGE_ERROR",
+    );
+
+    let v = succeeds(&env, "fork", &["fork", "demo", "demo-fork"]);
+    assert_eq!(v["results"]["project"], "demo-fork", "{v}");
+    let v = json_run(&env, "fork", &["fork", "demo", "demo-fork"]).1;
+    assert_eq!(v["success"], false, "{v}");
+    succeeds(
+        &env,
+        "merge-project",
+        &["merge-project", "demo-fork", "demo"],
+    );
+    fails(
+        &env,
+        "merge-project",
+        &["merge-project", "nope", "demo"],
+        "NOT_FOUND",
+    );
+
+    let v = succeeds(&env, "git-uninstall", &["git", "uninstall"]);
+    assert!(v["results"]["steps"].is_array(), "{v}");
 }

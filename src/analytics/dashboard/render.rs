@@ -410,8 +410,9 @@ fn draw_lifecycle(frame: &mut Frame<'_>, area: Rect, s: &Screen<'_>, st: &Memory
     lines.push(Line::raw(match &l.access_frequency_distribution {
         Some(d) => format!(
             "accessed: {}",
-            d.iter()
-                .map(|(k, v)| format!("{k}:{v}"))
+            ["0", "1-4", "5-19", "20+"]
+                .iter()
+                .map(|k| format!("{k}:{}", d.get(*k).copied().unwrap_or(0)))
                 .collect::<Vec<_>>()
                 .join(" ")
         ),

@@ -1,0 +1,220 @@
+//! The MCP tools of the lifecycle, git and transfer commands, driven by raw JSON-RPC lines
+//! against `memlog mcp`: each answer is checked against the JSON Schema of the command the tool
+//! runs (docs/schemas/commands/), as the Python client does for the others.
+
+use crate::common::Env;
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Lines, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Stdio};
+
+struct Client {
+    child: Child,
+    stdin: ChildStdin,
+    lines: Lines<BufReader<ChildStdout>>,
+    next: u64,
+}
+
+impl Client {
+    fn start(env: &Env) -> Self {
+        let mut child = env
+            .command(&["mcp"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let stdin = child.stdin.take().unwrap_or_else(|| panic!("stdin"));
+        let stdout = child.stdout.take().unwrap_or_else(|| panic!("stdout"));
+        let mut c = Self {
+            child,
+            stdin,
+            lines: BufReader::new(stdout).lines(),
+            next: 1,
+        };
+        c.request(
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "raw", "version": "0"}}),
+        );
+        c.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        c
+    }
+
+    fn send(&mut self, v: Value) {
+        writeln!(self.stdin, "{v}").unwrap_or_else(|e| panic!("{e}"));
+        self.stdin.flush().unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next;
+        self.next += 1;
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        for line in self.lines.by_ref() {
+            let line = line.unwrap_or_else(|e| panic!("{e}"));
+            let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"));
+            if v["id"] == id {
+                return v;
+            }
+        }
+        panic!("the server closed its output before answering {method}");
+    }
+
+    /// Calls `tool` and checks its answer against the schema of `command`.
+    #[track_caller]
+    fn call(&mut self, tool: &str, command: &str, args: Value) -> Value {
+        let r = self.request("tools/call", json!({"name": tool, "arguments": args}));
+        let body = r["result"]["structuredContent"].clone();
+        let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join(format!("docs/schemas/commands/{command}.schema.json"));
+        let schema: Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}")))
+                .unwrap_or_else(|e| panic!("{e}"));
+        let problems = memlog::cli::json_schema::problems(&schema, &body);
+        assert!(
+            problems.is_empty(),
+            "tool {tool}: {}\n{body}",
+            problems
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+        assert_eq!(
+            r["result"]["isError"] == true,
+            body["success"] == false,
+            "{r}"
+        );
+        body
+    }
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn the_lifecycle_git_and_transfer_tools_run_their_commands() {
+    let env = Env::with_project();
+    let id = env.add("auth.tokens", "Use short-lived tokens");
+    let other = env.add("auth.refresh", "Refresh in the gateway");
+    let mut c = Client::start(&env);
+
+    let tools = c.request("tools/list", json!({}));
+    let listed: Vec<&str> = tools["result"]["tools"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|t| t["name"].as_str()).collect())
+        .unwrap_or_default();
+    for name in [
+        "lifecycle_run",
+        "lifecycle_report",
+        "pinned",
+        "purge",
+        "check_freshness",
+        "validate_evidence",
+        "conflicts",
+        "resolve",
+        "sync_context",
+        "export",
+        "import",
+        "stats",
+    ] {
+        assert!(listed.contains(&name), "{name} missing from {listed:?}");
+    }
+
+    // A dry run writes nothing: no run report afterwards.
+    let v = c.call("lifecycle_run", "lifecycle-run", json!({"dry_run": true}));
+    assert_eq!(v["results"]["dry_run"], true, "{v}");
+    let v = c.call("lifecycle_report", "lifecycle-report", json!({}));
+    assert!(v["results"]["last_run"].is_null(), "{v}");
+    let v = c.call("lifecycle_run", "lifecycle-run", json!({}));
+    assert_eq!(v["results"]["processed"], 2, "{v}");
+    let v = c.call("lifecycle_report", "lifecycle-report", json!({}));
+    assert_eq!(v["results"]["last_run"]["processed"], 2, "{v}");
+
+    let v = c.call("stats", "stats", json!({"range": "7d"}));
+    assert_eq!(v["results"]["range"]["label"], "7d", "{v}");
+    assert!(
+        v["results"]["statistics"]["lifecycle"]["last_run"].is_object(),
+        "{v}"
+    );
+    let v = c.call("stats", "stats", json!({"range": "soon"}));
+    assert_eq!(v["error"]["code"], "USAGE_ERROR", "{v}");
+
+    env.run(&["pin", &id, "--reason", "core"]).ok();
+    let v = c.call("pinned", "pinned", json!({}));
+    assert_eq!(v["results"][0]["id"], id.as_str(), "{v}");
+
+    let v = c.call("check_freshness", "check-freshness", json!({}));
+    assert!(v["results"].is_array(), "{v}");
+    let v = c.call(
+        "validate_evidence",
+        "validate-evidence",
+        json!({"dry_run": true}),
+    );
+    assert_eq!(
+        v["results"]["entries"].as_array().map(Vec::len),
+        Some(2),
+        "{v}"
+    );
+
+    let v = c.call("conflicts", "conflicts", json!({}));
+    assert_eq!(v["results"], json!([]), "{v}");
+    // Nothing to resolve: a refusal in the error format.
+    let v = c.call("resolve", "resolve", json!({"id": id, "reason": "none"}));
+    assert_eq!(v["success"], false, "{v}");
+
+    let v = c.call("sync_context", "sync-context", json!({"check": true}));
+    assert_eq!(v["results"]["up_to_date"], false, "{v}");
+    let v = c.call("sync_context", "sync-context", json!({}));
+    assert_eq!(v["results"]["written"], true, "{v}");
+
+    let v = c.call(
+        "export",
+        "export",
+        json!({"project": "demo", "path": "out/demo.jsonl", "format": "jsonl"}),
+    );
+    assert_eq!(v["results"]["entries"], 2, "{v}");
+    env.run(&["init", "copy"]).ok();
+    let v = c.call(
+        "import",
+        "import",
+        json!({"project": "copy", "path": "out/demo.jsonl"}),
+    );
+    assert_eq!(
+        v["results"]["imported"].as_array().map(Vec::len),
+        Some(2),
+        "{v}"
+    );
+    let v = c.call("import", "import", json!({"project": "copy", "path": "-"}));
+    assert_eq!(v["error"]["code"], "USAGE_ERROR", "{v}");
+
+    let v = c.call(
+        "purge",
+        "purge",
+        json!({"id": other, "reason": "pasted by mistake", "dry_run": true, "project": "demo"}),
+    );
+    assert_eq!(v["results"]["id"], other.as_str(), "{v}");
+    assert_eq!(
+        env.run(&["--project", "demo", "list", "--json"])
+            .ok()
+            .json()
+            .as_array()
+            .map(Vec::len),
+        Some(2)
+    );
+    let v = c.call(
+        "purge",
+        "purge",
+        json!({"id": other, "reason": "pasted by mistake", "project": "demo"}),
+    );
+    assert_eq!(v["success"], true, "{v}");
+    let v = c.call(
+        "purge",
+        "purge",
+        json!({"id": "m-zzzzzzzzzz", "reason": "x", "project": "demo"}),
+    );
+    assert_eq!(v["error"]["code"], "NOT_FOUND", "{v}");
+}
