@@ -92,6 +92,10 @@ thread_local! {
     static LOGGED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
+/// The file under `.memlog/` that names the configuration last found valid (memlog's version
+/// and a hash of `memlog.json`).
+const VALID_CONFIG_FILE: &str = "config-valid";
+
 /// Refuses a project whose `memlog.json` is invalid, with the one message every command gives;
 /// under `--debug`, logs the active configuration and the store's state the first time.
 ///
@@ -100,6 +104,17 @@ thread_local! {
 pub fn refuse_invalid(ctx: &Ctx, project: &Project) -> Result<()> {
     let path = project.config_path();
     let text = fs_err::read_to_string(&path)?;
+    // Checking against the schema means generating it (a tenth of a short command's time):
+    // a configuration found valid is remembered, by content, in the project's local state.
+    let seen = project.state_dir().join(VALID_CONFIG_FILE);
+    let key = format!(
+        "{} {}",
+        env!("CARGO_PKG_VERSION"),
+        blake3::hash(text.as_bytes()).to_hex()
+    );
+    if !ctx.global.debug && std::fs::read_to_string(&seen).is_ok_and(|k| k == key) {
+        return Ok(());
+    }
     let found = problems(&text);
     if ctx.global.debug && !LOGGED.replace(true) {
         let store = project.store_dir();
@@ -124,6 +139,10 @@ pub fn refuse_invalid(ctx: &Ctx, project: &Project) -> Result<()> {
         ));
     }
     if found.is_empty() {
+        // Best effort: without it the next command checks again.
+        if project.state_dir().is_dir() {
+            let _ = crate::log::durable::write_atomic(&seen, key.as_bytes());
+        }
         return Ok(());
     }
     Err(Error::InvalidConfig {

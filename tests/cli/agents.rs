@@ -265,3 +265,21 @@ fn bass_agents_help_and_version_exit_zero() {
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn a_configuration_found_valid_before_is_checked_again_once_it_changes() {
+    let env = Env::with_project();
+    env.add("a.subject", "first");
+    // The valid configuration is remembered; a command after an edit still sees the edit.
+    env.run(&["list"]).ok();
+    let seen = env.root().join("ai-memory/demo/.memlog/config-valid");
+    assert!(seen.is_file(), "the valid configuration is remembered");
+    break_config(&env);
+    let r = env.run(&["list"]);
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("policies.write.low_confidence_warning"),
+        "{}",
+        r.stderr
+    );
+}
