@@ -784,6 +784,27 @@ fn take_string(map: &mut Map<String, Value>, key: &'static str) -> Result<String
     }
 }
 
+/// Removes `parents` from an event object: `None` when absent, an error when not an array of
+/// strings.
+fn take_parents(map: &mut Map<String, Value>) -> Result<Option<Vec<String>>, EventError> {
+    let wrong = || EventError::WrongType {
+        key: "parents",
+        expected: "an array of strings",
+    };
+    match map.remove("parents") {
+        None => Ok(None),
+        Some(Value::Array(items)) => items
+            .into_iter()
+            .map(|p| match p {
+                Value::String(s) => Ok(s),
+                _ => Err(wrong()),
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(Some),
+        Some(_) => Err(wrong()),
+    }
+}
+
 /// Byte offsets in an event body's canonical encoding (without `id`) of the commas that start
 /// the top-level `"entry"` and `"parents"` members.
 #[derive(Clone, Copy)]
@@ -977,25 +998,7 @@ fn decode(line: &str) -> Result<Event, EventError> {
     let entry = take_string(&mut map, "entry")?;
     let actor = take_string(&mut map, "actor")?;
     let at = take_string(&mut map, "at")?;
-    let parents = match map.remove("parents") {
-        Some(Value::Array(items)) => items
-            .into_iter()
-            .map(|p| match p {
-                Value::String(s) => Ok(s),
-                _ => Err(EventError::WrongType {
-                    key: "parents",
-                    expected: "an array of strings",
-                }),
-            })
-            .collect::<Result<Vec<_>, _>>()?,
-        Some(_) => {
-            return Err(EventError::WrongType {
-                key: "parents",
-                expected: "an array of strings",
-            });
-        }
-        None => return Err(EventError::MissingKey("parents")),
-    };
+    let parents = take_parents(&mut map)?.ok_or(EventError::MissingKey("parents"))?;
     let data_value = map.remove("data").ok_or(EventError::MissingKey("data"))?;
     if !data_value.is_object() {
         return Err(EventError::WrongType {
@@ -1068,24 +1071,10 @@ fn decode_tombstone(
     let entry = take_string(&mut map, "entry")?;
     let actor = take_string(&mut map, "actor")?;
     let at = take_string(&mut map, "at")?;
-    let parents = match map.remove("parents") {
-        Some(Value::Array(items)) => items
-            .into_iter()
-            .map(|p| match p {
-                Value::String(s) => Ok(s),
-                _ => Err(EventError::WrongType {
-                    key: "parents",
-                    expected: "an array of strings",
-                }),
-            })
-            .collect::<Result<Vec<_>, _>>()?,
-        _ => {
-            return Err(EventError::WrongType {
-                key: "parents",
-                expected: "an array of strings",
-            });
-        }
-    };
+    let parents = take_parents(&mut map)?.ok_or(EventError::WrongType {
+        key: "parents",
+        expected: "an array of strings",
+    })?;
     let data_value = map.remove("data").ok_or(EventError::MissingKey("data"))?;
     let data = EventData::from_value(kind, data_value).map_err(|e| EventError::BadData {
         event_type: kind,
