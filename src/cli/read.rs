@@ -218,7 +218,7 @@ pub fn list(ctx: &Ctx, args: ListArgs, out: &mut Out) -> Result<ExitCode> {
         .resolve(&policy, super::query::Defaults::None)?;
     let now = crate::retrieval::features::unix_millis(&ctx.now()).unwrap_or(0);
     let keep = |s: &EntryState| filters.passes(s, now);
-    let entries = session.store().recent(limit, keep)?;
+    let entries = recent_passing(&session, limit, &filters, now, keep)?;
     if out.json {
         let items: Vec<Value> = entries
             .iter()
@@ -259,6 +259,36 @@ pub fn list(ctx: &Ctx, args: ListArgs, out: &mut Out) -> Result<ExitCode> {
         ));
     }
     Ok(ExitCode::Ok)
+}
+
+/// The most recent entries that pass `filters`. The newest entries are read first; when a
+/// few hundred of them yield fewer than `limit`, the filters are selective, and the candidates
+/// are taken from the text index's feature records (no entry decoded) before any entry is read.
+fn recent_passing(
+    session: &Session,
+    limit: usize,
+    filters: &crate::retrieval::filters::Filters,
+    now: i64,
+    keep: impl Fn(&EntryState) -> bool,
+) -> Result<Vec<EntryState>> {
+    const BUDGET: usize = 512;
+    let store = session.store();
+    let (entries, whole) = store.recent_among(limit, BUDGET, |_| true, &keep)?;
+    if whole || entries.len() >= limit {
+        return Ok(entries);
+    }
+    let mut admitted = std::collections::HashSet::new();
+    store.scan_index(crate::retrieval::text_index::DOC_PREFIX, |id, value| {
+        if crate::retrieval::features::DocFeatures::decode(value)
+            .is_some_and(|f| filters.admits(&f, now))
+        {
+            admitted.insert(id.to_vec());
+        }
+        true
+    })?;
+    Ok(store
+        .recent_among(limit, usize::MAX, |id| admitted.contains(id), keep)?
+        .0)
 }
 
 pub fn history(ctx: &Ctx, args: HistoryArgs, out: &mut Out) -> Result<ExitCode> {

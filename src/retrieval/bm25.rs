@@ -32,11 +32,16 @@ pub fn field_frequency(tf: [u8; 4], f: &DocFeatures, average: [f64; 4]) -> f64 {
     sum
 }
 
-/// BM25F contribution of one term: `idf * tf~ * (k1 + 1) / (tf~ + k1)`.
+/// BM25F contribution of one term: `idf * saturate(tf~)`.
 pub fn term_score(idf: f64, tf_weighted: f64) -> f64 {
+    idf * saturate(tf_weighted)
+}
+
+/// The saturated frequency `tf~ * (k1 + 1) / (tf~ + k1)`: a term's contribution before its idf.
+pub fn saturate(tf_weighted: f64) -> f64 {
     if tf_weighted <= 0.0 {
         0.0
     } else {
-        idf * tf_weighted * (K1 + 1.0) / (tf_weighted + K1)
+        tf_weighted * (K1 + 1.0) / (tf_weighted + K1)
     }
 }

@@ -94,12 +94,95 @@ pub struct Answer {
 /// A corrected term counts this much of a term typed right.
 const CORRECTION_WEIGHT: f64 = 0.8;
 
+/// An entry id held inline: a broad query has a candidate per entry, and an allocation per
+/// candidate was a tenth of its time. Entry ids are at most 28 bytes (`m-` and 26 characters).
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+struct Id {
+    len: u8,
+    bytes: [u8; 28],
+}
+
+impl Id {
+    /// `None` for a key that cannot be an entry id.
+    fn new(id: &[u8]) -> Option<Self> {
+        let mut bytes = [0; 28];
+        bytes.get_mut(..id.len())?.copy_from_slice(id);
+        Some(Self {
+            len: u8::try_from(id.len()).ok()?,
+            bytes,
+        })
+    }
+
+    fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
+
+    fn as_str(&self) -> &str {
+        std::str::from_utf8(self.as_bytes()).unwrap_or_default()
+    }
+}
+
+impl Ord for Id {
+    /// The order of the store's keys.
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.as_bytes().cmp(other.as_bytes())
+    }
+}
+
+impl PartialOrd for Id {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// An entry that passed the cheap filters (and holds a query term, with text).
+#[derive(Clone, Copy)]
 struct Candidate {
     src: usize,
-    id: String,
+    id: Id,
     features: DocFeatures,
     bm25: f64,
-    matched: Vec<u16>,
+    /// The saturated frequency of the term being added (its BM25F contribution before the
+    /// idf, which is known only once every posting of the term has been counted).
+    pending: f64,
+    /// Bit `i` set when the entry holds the query's `i`-th term (the first 64).
+    matched: u64,
+}
+
+/// Candidates in (source, id) order, in chunks, so that a merge frees the old list as it goes
+/// and a broad query holds about one list at a time.
+#[derive(Default)]
+struct Candidates {
+    chunks: Vec<Vec<Candidate>>,
+    len: usize,
+}
+
+const CHUNK: usize = 4096;
+
+impl Candidates {
+    fn push(&mut self, c: Candidate) {
+        match self.chunks.last_mut() {
+            Some(last) if last.len() < CHUNK => last.push(c),
+            _ => {
+                let mut chunk = Vec::with_capacity(CHUNK);
+                chunk.push(c);
+                self.chunks.push(chunk);
+            }
+        }
+        self.len += 1;
+    }
+
+    fn get(&self, i: usize) -> &Candidate {
+        &self.chunks[i / CHUNK][i % CHUNK]
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &Candidate> {
+        self.chunks.iter().flatten()
+    }
+
+    fn into_iter(self) -> impl Iterator<Item = Candidate> {
+        self.chunks.into_iter().flatten()
+    }
 }
 
 /// Runs `req` over `sources`.
@@ -110,73 +193,87 @@ pub fn search(sources: &[Source<'_>], req: &Request) -> Result<Answer> {
     let words = req.text.as_deref().map(tokenize::words).unwrap_or_default();
     let mut scanned = 0;
     let mut terms = Vec::new();
-    let mut cands: Vec<Candidate> = Vec::new();
     let text = !words.is_empty();
-    if text {
-        cands = text_candidates(sources, req, &words, &mut terms, &mut scanned)?;
+    let cands = if text {
+        text_candidates(sources, req, &words, &mut terms, &mut scanned)?
     } else {
+        let mut cands = Candidates::default();
         for (src, s) in sources.iter().enumerate() {
             s.store.scan_index(DOC_PREFIX, |id, value| {
                 scanned += 1;
                 if let Some(f) = DocFeatures::decode(value)
                     && req.filters.admits(&f, req.params.now)
+                    && let Some(id) = Id::new(id)
                 {
                     cands.push(Candidate {
                         src,
-                        id: String::from_utf8_lossy(id).into_owned(),
+                        id,
                         features: f,
                         bm25: 0.0,
-                        matched: Vec::new(),
+                        pending: 0.0,
+                        matched: 0,
                     });
                 }
                 true
             })?;
         }
-    }
+        cands
+    };
 
-    let mut loaded: HashMap<(usize, String), Option<EntryState>> = HashMap::new();
-    let mut load = |src: usize, id: &str| -> Result<Option<EntryState>> {
-        if let Some(s) = loaded.get(&(src, id.to_owned())) {
+    let mut loaded: HashMap<(usize, Id), Option<EntryState>> = HashMap::new();
+    let mut load = |c: &Candidate| -> Result<Option<EntryState>> {
+        if let Some(s) = loaded.get(&(c.src, c.id)) {
             return Ok(s.clone());
         }
-        let s = sources[src].store.hot_entries(&[id])?.pop();
+        let s = sources[c.src].store.hot_entries(&[c.id.as_str()])?.pop();
         let ok = s.filter(|s| req.filters.confirms(s));
-        loaded.insert((src, id.to_owned()), ok.clone());
+        loaded.insert((c.src, c.id), ok.clone());
         Ok(ok)
     };
 
     // The best BM25F among entries that really pass the filters: relevance is relative to it.
     let mut best = 0.0;
     if text {
-        let mut order: Vec<usize> = (0..cands.len()).collect();
-        order.sort_by(|&a, &b| cands[b].bm25.total_cmp(&cands[a].bm25));
-        for i in order {
-            let c = &cands[i];
-            if !req.filters.needs_confirmation() || load(c.src, &c.id)?.is_some() {
-                best = c.bm25;
-                break;
+        if req.filters.needs_confirmation() {
+            let mut order: Vec<usize> = (0..cands.len).collect();
+            order.sort_unstable_by(|&a, &b| cands.get(b).bm25.total_cmp(&cands.get(a).bm25));
+            for i in order {
+                let c = cands.get(i);
+                if load(c)?.is_some() {
+                    best = c.bm25;
+                    break;
+                }
             }
+        } else {
+            best = cands.iter().map(|c| c.bm25).fold(0.0, f64::max);
         }
     }
 
-    let mut scored: Vec<(Components, Vec<Rule>, usize)> = cands
+    let score_of = |c: &Candidate| {
+        let rules = rank::rules(&c.features, &req.params);
+        let sm = scope_match(c.features.scope_hash, req.filters.scope.as_deref());
+        let comp = rank::composite(&c.features, sm, &rules, &req.params);
+        let comp = if text {
+            rank::with_relevance(comp, c.bm25, best)
+        } else {
+            comp
+        };
+        (comp, rules)
+    };
+    // Only the score is kept for every candidate; components and rules are made again for
+    // the few returned.
+    let mut scored: Vec<(f64, usize)> = cands
         .iter()
         .enumerate()
-        .map(|(i, c)| {
-            let rules = rank::rules(&c.features, &req.params);
-            let sm = scope_match(c.features.scope_hash, req.filters.scope.as_deref());
-            let comp = rank::composite(&c.features, sm, &rules, &req.params);
-            let comp = if text {
-                rank::with_relevance(comp, c.bm25, best)
-            } else {
-                comp
-            };
-            (comp, rules, i)
+        .filter_map(|(i, c)| {
+            let (comp, _) = score_of(c);
+            comp.relevance
+                .is_none_or(|r| r >= req.min_relevance)
+                .then_some((comp.score, i))
         })
-        .filter(|(comp, _, _)| comp.relevance.is_none_or(|r| r >= req.min_relevance))
         .collect();
-    scored.sort_by(|a, b| {
-        let (ca, cb) = (&cands[a.2], &cands[b.2]);
+    let order = |a: &(f64, usize), b: &(f64, usize)| {
+        let (ca, cb) = (cands.get(a.1), cands.get(b.1));
         let first = match req.order {
             Order::Score => std::cmp::Ordering::Equal,
             Order::Confidence => cb.features.confidence.cmp(&ca.features.confidence).then(
@@ -186,30 +283,50 @@ pub fn search(sources: &[Source<'_>], req: &Request) -> Result<Answer> {
             ),
         };
         first
-            .then(b.0.score.total_cmp(&a.0.score))
+            .then(b.0.total_cmp(&a.0))
             .then(cb.features.confidence.cmp(&ca.features.confidence))
             .then(cb.features.updated.cmp(&ca.features.updated))
             .then(sources[ca.src].global.cmp(&sources[cb.src].global))
             .then(ca.id.cmp(&cb.id))
-    });
+    };
 
     let matched = scored.len();
     let mut hits = Vec::new();
-    for (comp, rules, i) in scored {
-        if hits.len() >= req.limit {
-            break;
+    // The order is total, so sorting only the head (and the rest when entries that fail
+    // confirmation use it up) returns what a full sort would.
+    let head = (req.limit * 2 + 16).min(scored.len());
+    if head < scored.len() {
+        scored.select_nth_unstable_by(head, order);
+    }
+    scored[..head].sort_unstable_by(order);
+    let mut next = 0;
+    while hits.len() < req.limit && next < scored.len() {
+        if next == head {
+            scored[head..].sort_unstable_by(order);
         }
-        let c = &cands[i];
-        let Some(entry) = load(c.src, &c.id)? else {
+        let c = cands.get(scored[next].1);
+        next += 1;
+        let Some(entry) = load(c)? else {
             continue;
+        };
+        let (components, rules) = score_of(c);
+        let matched_terms = if !text {
+            Vec::new()
+        } else if terms.len() <= 64 {
+            (0..terms.len())
+                .filter(|&t| c.matched & (1 << t) != 0)
+                .map(|t| terms[t].term.clone())
+                .collect()
+        } else {
+            matched_terms(&entry, &terms)
         };
         hits.push(Hit {
             entry,
             project: sources[c.src].project.clone(),
             global: sources[c.src].global,
-            components: comp,
+            components,
             rules,
-            matched_terms: c.matched.iter().map(|&t| terms_term(&terms, t)).collect(),
+            matched_terms,
             related_to: None,
         });
     }
@@ -224,22 +341,29 @@ pub fn search(sources: &[Source<'_>], req: &Request) -> Result<Answer> {
     })
 }
 
-fn terms_term(terms: &[TermReport], i: u16) -> String {
+/// The searched terms an entry holds, in query order (for queries of more than 64 terms).
+fn matched_terms(entry: &EntryState, terms: &[TermReport]) -> Vec<String> {
+    let have = super::text_index::analyze(entry).tfs;
     terms
-        .get(usize::from(i))
+        .iter()
+        .filter(|t| {
+            have.binary_search_by(|(h, _)| h.as_str().cmp(&t.term))
+                .is_ok()
+        })
         .map(|t| t.term.clone())
-        .unwrap_or_default()
+        .collect()
 }
 
 /// Candidates of a text query: every entry holding at least one query term and passing the
-/// filters, with its BM25F.
+/// filters, with its BM25F. Each term's postings arrive in (source, id) order, so they are
+/// merged into the candidates found so far by one linear merge, with no hashing.
 fn text_candidates(
     sources: &[Source<'_>],
     req: &Request,
     words: &[String],
     terms: &mut Vec<TermReport>,
     scanned: &mut usize,
-) -> Result<Vec<Candidate>> {
+) -> Result<Candidates> {
     let mut stats = TextStats::default();
     for s in sources {
         stats.merge(&s.store.text_stats()?);
@@ -250,8 +374,7 @@ fn text_candidates(
     )]
     let docs = stats.docs.max(0) as f64;
     let average = stats.average_lengths();
-    let mut by_id: HashMap<(usize, String), usize> = HashMap::new();
-    let mut cands: Vec<Candidate> = Vec::new();
+    let mut cands = Candidates::default();
     let mut seen_terms: Vec<String> = Vec::new();
     for word in words {
         let stem = tokenize::stem(word);
@@ -259,7 +382,11 @@ fn text_candidates(
             continue;
         }
         seen_terms.push(stem.clone());
-        let (mut postings, mut df) = postings_of(sources, req, &stem, scanned)?;
+        let bit = 1u64
+            .checked_shl(u32::try_from(terms.len()).unwrap_or(64))
+            .unwrap_or(0);
+        let mut df;
+        (cands, df) = add_term(sources, req, &stem, bit, &average, cands, scanned)?;
         let mut term = stem.clone();
         let mut weight = 1.0;
         let mut corrected_to = None;
@@ -267,13 +394,12 @@ fn text_candidates(
             && let Some((fixed, fixed_term)) = typo::correction(sources, word)?
             && !seen_terms.contains(&fixed_term)
         {
-            (postings, df) = postings_of(sources, req, &fixed_term, scanned)?;
+            (cands, df) = add_term(sources, req, &fixed_term, bit, &average, cands, scanned)?;
             seen_terms.push(fixed_term.clone());
             term = fixed_term;
             weight = CORRECTION_WEIGHT;
             corrected_to = Some(fixed);
         }
-        let t = u16::try_from(terms.len()).unwrap_or(u16::MAX);
         terms.push(TermReport {
             word: word.clone(),
             term,
@@ -282,49 +408,66 @@ fn text_candidates(
         });
         #[expect(clippy::cast_precision_loss, reason = "document counts fit easily")]
         let idf = bm25::idf(docs, df as f64) * weight;
-        for (src, id, p) in postings {
-            let score = bm25::term_score(idf, bm25::field_frequency(p.tf, &p.features, average));
-            let slot = *by_id.entry((src, id.clone())).or_insert_with(|| {
-                cands.push(Candidate {
-                    src,
-                    id,
-                    features: p.features,
-                    bm25: 0.0,
-                    matched: Vec::new(),
-                });
-                cands.len() - 1
-            });
-            cands[slot].bm25 += score;
-            cands[slot].matched.push(t);
+        for c in cands.chunks.iter_mut().flatten() {
+            c.bm25 += idf * c.pending;
+            c.pending = 0.0;
         }
     }
     Ok(cands)
 }
 
-type Postings = Vec<(usize, String, Posting)>;
-
-/// The postings of `term` that pass the cheap filters, and the term's document frequency over
-/// all entries of all sources (filters do not change corpus statistics).
-fn postings_of(
+/// Merges the postings of `term` that pass the cheap filters into `old` in one pass (both are
+/// in (source, id) order), leaving each candidate's saturated frequency of the term in
+/// `pending`; also returns the term's document frequency over all entries of all sources
+/// (filters do not change corpus statistics).
+fn add_term(
     sources: &[Source<'_>],
     req: &Request,
     term: &str,
+    bit: u64,
+    average: &[f64; 4],
+    old: Candidates,
     scanned: &mut usize,
-) -> Result<(Postings, u64)> {
+) -> Result<(Candidates, u64)> {
     let prefix = term_prefix(term);
-    let mut out = Vec::new();
+    let mut out = Candidates::default();
     let mut df = 0;
-    for (src, s) in sources.iter().enumerate() {
-        s.store.scan_index(&prefix, |id, value| {
+    let mut rest = old.into_iter().peekable();
+    for (src, store) in sources.iter().enumerate() {
+        store.store.scan_index(&prefix, |key, value| {
             *scanned += 1;
             df += 1;
-            if let Some(p) = Posting::decode(value)
-                && req.filters.admits(&p.features, req.params.now)
-            {
-                out.push((src, String::from_utf8_lossy(id).into_owned(), p));
+            let Some(id) = Id::new(key) else {
+                return true;
+            };
+            while let Some(c) = rest.next_if(|c| (c.src, c.id) < (src, id)) {
+                out.push(c);
+            }
+            let Some(p) = Posting::decode(value) else {
+                return true;
+            };
+            let pending = bm25::saturate(bm25::field_frequency(p.tf, &p.features, *average));
+            if let Some(c) = rest.next_if(|c| (c.src, c.id) == (src, id)) {
+                out.push(Candidate {
+                    pending,
+                    matched: c.matched | bit,
+                    ..c
+                });
+            } else if req.filters.admits(&p.features, req.params.now) {
+                out.push(Candidate {
+                    src,
+                    id,
+                    features: p.features,
+                    bm25: 0.0,
+                    pending,
+                    matched: bit,
+                });
             }
             true
         })?;
+    }
+    for c in rest {
+        out.push(c);
     }
     Ok((out, df))
 }

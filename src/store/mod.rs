@@ -1258,16 +1258,38 @@ impl Store {
         limit: usize,
         keep: impl Fn(&EntryState) -> bool,
     ) -> Result<Vec<EntryState>> {
+        Ok(self.recent_among(limit, usize::MAX, |_| true, keep)?.0)
+    }
+
+    /// [`Store::recent`] that reads only entries whose id passes `pre` (a cheap test made
+    /// before the entry is decoded) and gives up after looking at `budget` ids; also says
+    /// whether every id was looked at.
+    ///
+    /// # Errors
+    /// When the store cannot be read.
+    pub fn recent_among(
+        &self,
+        limit: usize,
+        budget: usize,
+        pre: impl Fn(&[u8]) -> bool,
+        keep: impl Fn(&EntryState) -> bool,
+    ) -> Result<(Vec<EntryState>, bool)> {
         let mut out = Vec::new();
         let prefix = [INDEX, b"updated\0"].concat();
-        for item in self.ks[K_PROJ].prefix(&prefix).rev() {
+        for (looked, item) in self.ks[K_PROJ].prefix(&prefix).rev().enumerate() {
             if out.len() >= limit {
-                break;
+                return Ok((out, false));
+            }
+            if looked >= budget {
+                return Ok((out, false));
             }
             let key = item.key().map_err(|e| self.err(e))?;
             let Some(pos) = key.iter().rposition(|b| *b == 0) else {
                 continue;
             };
+            if !pre(&key[pos + 1..]) {
+                continue;
+            }
             let id = String::from_utf8_lossy(&key[pos + 1..]);
             if let Some(s) = self.get_json::<EntryState>(&entry_key(&id, T_HOT, b""))?
                 && keep(&s)
@@ -1275,7 +1297,7 @@ impl Store {
                 out.push(s);
             }
         }
-        Ok(out)
+        Ok((out, true))
     }
 
     /// Ids of hot entries whose index dimension `dim` (e.g. `subject`) equals `value`.
