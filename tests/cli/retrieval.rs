@@ -391,3 +391,60 @@ fn queries_are_logged() {
         r.stderr
     );
 }
+
+/// `list` with a filter that few entries pass: the newest entries are read first, and when they
+/// yield too few the candidates come from the feature records. Either way the answer is every
+/// passing entry, newest first.
+#[test]
+fn list_finds_the_few_entries_a_selective_filter_keeps() {
+    let env = Env::with_project();
+    let mut old = entry("Cache invalidation is event driven", "repo", 0.9, "doc");
+    old["section"] = "learnings".into();
+    old["kind"] = "other".into();
+    let file = env.dir.path().join("old.jsonl");
+    std::fs::write(
+        &file,
+        format!("{}\n", json!({"operation": "create", "entry": old})),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let first = env
+        .run_at(
+            "2026-11-01T00:00:00Z",
+            &["--json", "apply", "demo", &file.display().to_string()],
+        )
+        .ok();
+    let old_id = first.json()["applied"][0]["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    // More newer entries than `list` reads before it turns to the feature records.
+    let newer: Vec<Value> = (0..600)
+        .map(|i| {
+            entry(
+                &format!("Deploy step {i} runs after the checks"),
+                "repo",
+                0.9,
+                "doc",
+            )
+        })
+        .collect();
+    assert_eq!(apply(&env, "demo", &newer).len(), 600);
+    let found = env.run(&["--json", "list", "demo", "--kind", "other"]).ok();
+    assert_eq!(ids(&found.json()), vec![old_id.clone()]);
+    let none = env
+        .run(&[
+            "--json",
+            "list",
+            "demo",
+            "--kind",
+            "other",
+            "--section",
+            "state",
+        ])
+        .ok();
+    assert_eq!(ids(&none.json()), Vec::<String>::new());
+    // The newest entries still come first without a selective filter.
+    let recent = env.run(&["--json", "list", "demo", "--limit", "3"]).ok();
+    assert_eq!(ids(&recent.json()).len(), 3);
+    assert!(!ids(&recent.json()).contains(&old_id));
+}

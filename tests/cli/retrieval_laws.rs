@@ -607,6 +607,28 @@ proptest! {
         prop_assert_eq!(&ids(&permuted.search(&req)), &order, "another write order");
     }
 
+    /// The answer to a query with limit `k` is the first `k` entries of its answer with the
+    /// largest limit, for texts of one to three words (candidates merged term by term) and
+    /// scope filters confirmed on the entries: only the head of the ranking is sorted, and
+    /// that must never change what is returned.
+    #[test]
+    fn a_smaller_limit_returns_a_prefix_of_the_answer(
+        specs in prop::collection::vec(spec(), 20..60),
+        scope in prop::option::of(prop::sample::select(&SCOPES[..])),
+        words in prop::collection::vec(prop::sample::select(&WORDS[..]), 0..4),
+        k in 1usize..6,
+    ) {
+        let c = Corpus::of(&specs);
+        let mut filters = unfiltered();
+        filters.scope = scope.map(str::to_owned);
+        let text = (!words.is_empty()).then(|| words.join(" "));
+        let full = ids(&c.search(&request(text.clone(), filters.clone(), Order::Score)));
+        let mut req = request(text, filters, Order::Score);
+        req.limit = k;
+        let head = ids(&c.search(&req));
+        prop_assert_eq!(&head[..], &full[..k.min(full.len())]);
+    }
+
     /// Properties 20, 21 and 24 (AgentTask memory context): `context` chooses at most 10
     /// entries, all active, unexpired and of at least the policy's confidence, in descending
     /// order of confidence, code/artifact evidence before weaker evidence at equal confidence;
