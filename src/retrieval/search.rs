@@ -149,12 +149,14 @@ struct Candidate {
     matched: u64,
 }
 
-/// Candidates in (source, id) order, in chunks, so that a merge frees the old list as it goes
-/// and a broad query holds about one list at a time.
+/// Candidates in (source, id) order, in chunks, so that a merge hands the chunks of the old
+/// list to the new one as it goes and a broad query holds about one list at a time.
 #[derive(Default)]
 struct Candidates {
     chunks: Vec<Vec<Candidate>>,
     len: usize,
+    /// Emptied chunks of an older list, used before allocating.
+    spare: Vec<Vec<Candidate>>,
 }
 
 const CHUNK: usize = 4096;
@@ -164,7 +166,10 @@ impl Candidates {
         match self.chunks.last_mut() {
             Some(last) if last.len() < CHUNK => last.push(c),
             _ => {
-                let mut chunk = Vec::with_capacity(CHUNK);
+                let mut chunk = self
+                    .spare
+                    .pop()
+                    .unwrap_or_else(|| Vec::with_capacity(CHUNK));
                 chunk.push(c);
                 self.chunks.push(chunk);
             }
@@ -179,9 +184,44 @@ impl Candidates {
     fn iter(&self) -> impl Iterator<Item = &Candidate> {
         self.chunks.iter().flatten()
     }
+}
 
-    fn into_iter(self) -> impl Iterator<Item = Candidate> {
-        self.chunks.into_iter().flatten()
+/// Reads a list of candidates once, in order, giving each emptied chunk to `spare`.
+struct Cursor {
+    chunks: Vec<Vec<Candidate>>,
+    chunk: usize,
+    at: usize,
+}
+
+impl Cursor {
+    fn new(c: Candidates) -> Self {
+        Self {
+            chunks: c.chunks,
+            chunk: 0,
+            at: 0,
+        }
+    }
+
+    fn peek(&self) -> Option<Candidate> {
+        self.chunks.get(self.chunk)?.get(self.at).copied()
+    }
+
+    /// The next candidate, when `want` accepts it.
+    fn next_if(
+        &mut self,
+        spare: &mut Vec<Vec<Candidate>>,
+        want: impl Fn(&Candidate) -> bool,
+    ) -> Option<Candidate> {
+        let c = self.peek().filter(|c| want(c))?;
+        self.at += 1;
+        if self.at == self.chunks[self.chunk].len() {
+            let mut done = std::mem::take(&mut self.chunks[self.chunk]);
+            done.clear();
+            spare.push(done);
+            self.chunk += 1;
+            self.at = 0;
+        }
+        Some(c)
     }
 }
 
@@ -432,7 +472,7 @@ fn add_term(
     let prefix = term_prefix(term);
     let mut out = Candidates::default();
     let mut df = 0;
-    let mut rest = old.into_iter().peekable();
+    let mut rest = Cursor::new(old);
     for (src, store) in sources.iter().enumerate() {
         store.store.scan_index(&prefix, |key, value| {
             *scanned += 1;
@@ -440,14 +480,14 @@ fn add_term(
             let Some(id) = Id::new(key) else {
                 return true;
             };
-            while let Some(c) = rest.next_if(|c| (c.src, c.id) < (src, id)) {
+            while let Some(c) = rest.next_if(&mut out.spare, |c| (c.src, c.id) < (src, id)) {
                 out.push(c);
             }
             let Some(p) = Posting::decode(value) else {
                 return true;
             };
             let pending = bm25::saturate(bm25::field_frequency(p.tf, &p.features, *average));
-            if let Some(c) = rest.next_if(|c| (c.src, c.id) == (src, id)) {
+            if let Some(c) = rest.next_if(&mut out.spare, |c| (c.src, c.id) == (src, id)) {
                 out.push(Candidate {
                     pending,
                     matched: c.matched | bit,
@@ -466,9 +506,10 @@ fn add_term(
             true
         })?;
     }
-    for c in rest {
+    while let Some(c) = rest.next_if(&mut out.spare, |_| true) {
         out.push(c);
     }
+    out.spare = Vec::new();
     Ok((out, df))
 }
 
