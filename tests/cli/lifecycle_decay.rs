@@ -240,3 +240,76 @@ fn lifespans_archival_rates_and_tiers_are_live_and_survive_a_rebuild() {
     let after = env.run_at(&day(121), &["stats", "--json"]).ok().json();
     assert_eq!(before["statistics"], after["statistics"]);
 }
+
+fn listed_ids(env: &Env, now: &str, args: &[&str]) -> Vec<String> {
+    let v = env.run_at(now, args).ok().json();
+    v.as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|e| e["id"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `pinned` and `list --archived` read the cold index, which follows every move between the
+/// tiers: archival, pinning while archived, restore by a read, expiry, and a rebuild.
+#[test]
+fn pinned_and_archived_listings_follow_the_cold_index() {
+    let env = Env::with_project();
+    let mut ids = vec![
+        env.add("a.subject", "first decision"),
+        env.add("b.subject", "second decision"),
+        env.add("c.subject", "third decision"),
+    ];
+    ids.sort();
+    let (a, b, c) = (ids[0].clone(), ids[1].clone(), ids[2].clone());
+    env.run_at(&day(120), &["lifecycle", "run", "--json"]).ok();
+    let archived = ["list", "--archived", "--json"];
+    assert_eq!(listed_ids(&env, &day(120), &archived), ids);
+    assert_eq!(
+        listed_ids(
+            &env,
+            &day(120),
+            &[
+                "list",
+                "--archived",
+                "--offset",
+                "1",
+                "--limit",
+                "1",
+                "--json"
+            ]
+        ),
+        [b.as_str()]
+    );
+
+    // Pinned while archived: listed by `pinned` from the cold side.
+    env.run_at(&day(121), &["pin", &c]).ok();
+    assert_eq!(
+        listed_ids(&env, &day(121), &["pinned", "--json"]),
+        [c.as_str()]
+    );
+
+    // A read restores `a`: it leaves the archive listing.
+    env.run_at(&day(122), &["show", &a]).ok();
+    assert_eq!(
+        listed_ids(&env, &day(122), &archived),
+        [b.clone(), c.clone()]
+    );
+
+    // A year on, `b` expires (archive retention 365 days) and leaves the listing; `a`, unused
+    // since its restore, is archived again; `c` is pinned and stays archived.
+    env.run_at(&day(500), &["lifecycle", "run", "--json"]).ok();
+    let now_archived = vec![a.clone(), c.clone()];
+    assert_eq!(listed_ids(&env, &day(500), &archived), now_archived);
+    assert_eq!(
+        listed_ids(&env, &day(500), &["pinned", "--json"]),
+        [c.as_str()]
+    );
+
+    // The same after a rebuild from the log.
+    env.run_at(&day(500), &["rebuild"]).ok();
+    assert_eq!(listed_ids(&env, &day(500), &archived), now_archived);
+    assert_eq!(listed_ids(&env, &day(500), &["pinned", "--json"]), [c]);
+}
