@@ -203,6 +203,16 @@ fn lifespans_archival_rates_and_tiers_are_live_and_survive_a_rebuild() {
     assert_eq!(l["ended_by_kind"]["decision"], 1, "{l}");
     assert_eq!(l["average_lifespan_days_by_kind"]["decision"], 10.0, "{l}");
     assert!(l["last_run"].is_null(), "{l}");
+    // `lifecycle report` reads the same counters.
+    let report = env
+        .run_at(&day(10), &["lifecycle", "report", "--json"])
+        .ok()
+        .json();
+    assert_eq!(
+        report["average_lifespan_days"]["decision"], 10.0,
+        "{report}"
+    );
+    assert_eq!(report["archival_rate"]["decision"], 0.0, "{report}");
 
     // A lifecycle run 120 days on archives the other two (TTL 90 days): they ended then, and
     // the deprecated one keeps its 10 days (it ended at its deprecation).
