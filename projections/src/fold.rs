@@ -269,7 +269,7 @@ type Applied = Result<EntryState, Box<(Option<EntryState>, String)>>;
 fn apply(entry: &str, state: Option<EntryState>, event: &Event) -> Applied {
     let mut state = match (state, event.creation_of(entry)) {
         (None, Some((fields, status))) => {
-            return Ok(EntryState {
+            let mut created = EntryState {
                 id: entry.to_owned(),
                 fields: fields.clone(),
                 status,
@@ -288,7 +288,12 @@ fn apply(entry: &str, state: Option<EntryState>, event: &Event) -> Applied {
                 purged: false,
                 version: 0,
                 heads: Vec::new(),
-            });
+                ended_at: None,
+            };
+            if created.is_ended() {
+                created.ended_at = Some(event.at.clone());
+            }
+            return Ok(created);
         }
         (Some(s), Some(_)) => {
             return Err(Box::new((
@@ -378,6 +383,11 @@ fn apply(entry: &str, state: Option<EntryState>, event: &Event) -> Applied {
     if touches_content {
         state.updated_at.clone_from(&event.at);
         state.updated_by.clone_from(&event.actor);
+    }
+    if !state.is_ended() {
+        state.ended_at = None;
+    } else if state.ended_at.is_none() {
+        state.ended_at = Some(event.at.clone());
     }
     Ok(state)
 }

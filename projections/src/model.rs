@@ -176,12 +176,32 @@ pub struct EntryState {
     pub version: u32,
     /// Head event ids of the entry's event DAG; more than one means an unresolved conflict.
     pub heads: Vec<String>,
+    /// When the entry stopped being live (see [`EntryState::is_ended`]): the time of the event
+    /// that ended it, kept while it stays ended (a later archival or purge of a superseded entry
+    /// does not move it) and cleared when it becomes live again. Its lifespan is
+    /// `ended_at - created_at`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_at: Option<String>,
 }
 
 impl EntryState {
     /// True when concurrent writers left more than one head.
     pub fn in_conflict(&self) -> bool {
         self.heads.len() > 1
+    }
+
+    /// True when the entry's life has ended: superseded or deprecated, archived or expired, or
+    /// purged.
+    pub fn is_ended(&self) -> bool {
+        matches!(self.status, Status::Superseded | Status::Deprecated) || self.is_cold()
+    }
+
+    /// The entry's lifespan in milliseconds (`ended_at - created_at`, at least 0) once it has
+    /// ended.
+    pub fn lifespan_ms(&self) -> Option<i64> {
+        let end = crate::time::millis_of(self.ended_at.as_deref()?)?;
+        let start = crate::time::millis_of(&self.created_at)?;
+        Some((end - start).max(0))
     }
 
     /// True when the entry lives in the cold keyspace rather than the active indexes.

@@ -53,6 +53,12 @@ pub struct Counters {
     pub pinned_count: i64,
     pub conflict_count: i64,
     pub purged_count: i64,
+    /// Per kind: entries whose life has ended (superseded, deprecated, archived, expired or
+    /// purged; `EntryState::is_ended`).
+    pub ended_by_kind: BTreeMap<String, i64>,
+    /// Per kind: the lifespans of those entries summed, in milliseconds (`created_at` to
+    /// `ended_at`, the event that ended them).
+    pub lifespan_ms_by_kind: BTreeMap<String, i64>,
 }
 
 fn bump(map: &mut BTreeMap<String, i64>, key: &str, delta: i64) {
@@ -143,6 +149,15 @@ impl Counters {
         if s.purged {
             self.purged_count += sign;
         }
+        if s.is_ended() {
+            let kind = s.fields.kind.as_str();
+            bump(&mut self.ended_by_kind, kind, sign);
+            bump(
+                &mut self.lifespan_ms_by_kind,
+                kind,
+                sign * s.lifespan_ms().unwrap_or(0),
+            );
+        }
     }
 
     /// Adds every counter of `other` (counters of a disjoint set of entries) to `self`.
@@ -187,6 +202,8 @@ impl Counters {
                 &other.entries_superseded_per_day,
             ),
             (&mut self.valid_to_per_day, &other.valid_to_per_day),
+            (&mut self.ended_by_kind, &other.ended_by_kind),
+            (&mut self.lifespan_ms_by_kind, &other.lifespan_ms_by_kind),
         ] {
             for (key, delta) in theirs {
                 bump(mine, key, *delta);
@@ -412,6 +429,23 @@ mod tests {
             purged: false,
             version: 1,
             heads: vec![],
+            ended_at: None,
+        }
+        .with_end()
+    }
+
+    trait WithEnd {
+        fn with_end(self) -> Self;
+    }
+
+    impl WithEnd for EntryState {
+        /// An ended entry ended some hours after its creation; a live one has no end.
+        fn with_end(mut self) -> Self {
+            self.ended_at = self.is_ended().then(|| {
+                let hours = self.id.len() % 24 + self.fields.content.len();
+                format!("{}T{:02}:30:00.000Z", day_of(&self.created_at), hours % 24)
+            });
+            self
         }
     }
 
@@ -450,6 +484,13 @@ mod tests {
             prop_assert_eq!(s.entries_by_section.values().sum::<i64>(), s.total_entries);
             prop_assert_eq!(s.entries_by_lifecycle.values().sum::<i64>(), s.total_entries);
             prop_assert_eq!(s.confidence_distribution.values().sum::<i64>(), s.total_entries);
+            // Lifespans: one per ended entry, summed per kind.
+            let ended: Vec<&EntryState> = entries.iter().filter(|e| e.is_ended()).collect();
+            prop_assert_eq!(s.ended_by_kind.values().sum::<i64>(), i64::try_from(ended.len()).unwrap_or(-1));
+            prop_assert_eq!(
+                s.lifespan_ms_by_kind.values().sum::<i64>(),
+                ended.iter().map(|e| e.lifespan_ms().unwrap_or(-1)).sum::<i64>()
+            );
             if !entries.is_empty() {
                 #[expect(clippy::cast_precision_loss, reason = "small counts")]
                 let mean = entries.iter().map(|e| confidence_micros(e.fields.confidence)).sum::<i64>() as f64
@@ -492,6 +533,7 @@ mod tests {
                 e.lifecycle = Lifecycle::ALL[lifecycle];
                 e.status = Status::ALL[status];
                 e.superseded_at = (e.status == Status::Superseded).then(|| "2026-11-29T00:00:00.000Z".to_owned());
+                e.ended_at = e.is_ended().then(|| "2026-11-29T00:00:00.000Z".to_owned());
                 s.apply(e, 1);
             }
             prop_assert_eq!(&s, &scratch(&current));

@@ -48,6 +48,16 @@ pub fn day_of(timestamp: &str) -> &str {
     timestamp.get(..10).unwrap_or(timestamp)
 }
 
+/// Unix milliseconds of an event timestamp; `None` when it is not in the event layout.
+pub fn millis_of(timestamp: &str) -> Option<i64> {
+    if !is_event_timestamp(timestamp) {
+        return None;
+    }
+    chrono::NaiveDateTime::parse_from_str(timestamp, TIMESTAMP_FORMAT)
+        .ok()
+        .map(|t| t.and_utc().timestamp_millis())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -65,6 +75,12 @@ mod tests {
         assert!(!is_event_timestamp("2026-11-22T24:00:00.000Z"));
         assert!(!is_event_timestamp("+026-11-22T10:31:12.123Z"));
         assert!(!is_event_timestamp("2026-11-22T10:31:1 .123Z"));
+    }
+
+    #[test]
+    fn millis_of_event_timestamps() {
+        assert_eq!(millis_of("1970-01-01T00:00:01.250Z"), Some(1250));
+        assert_eq!(millis_of("2026-11-22T10:31:12Z"), None);
     }
 
     /// Section 6.2 of the event format: years 0001 to 9999, seconds 00 to 59.

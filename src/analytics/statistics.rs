@@ -114,12 +114,39 @@ pub struct LifecycleMetrics {
     pub storage_bytes_by_lifecycle: BTreeMap<String, i64>,
     /// Per kind: the share of its entries (percent) that are archived or expired.
     pub archival_rate_by_kind: BTreeMap<String, f64>,
+    /// Per kind: entries whose life has ended (superseded, deprecated, archived, expired or
+    /// purged).
+    pub ended_by_kind: BTreeMap<String, i64>,
+    /// Per kind with ended entries: their mean lifespan in days, from `created_at` to the event
+    /// that ended them (2 decimals).
+    pub average_lifespan_days_by_kind: BTreeMap<String, f64>,
+    /// Entries and bytes of summary and content per storage tier: `hot` (active and decaying
+    /// entries, in the active indexes) and `cold` (archived, expired and purged entries).
+    pub storage_by_tier: BTreeMap<String, TierStorage>,
     /// Active entries already past `valid_to` that no lifecycle run has expired yet.
     pub entries_past_valid_to: i64,
     /// The last lifecycle run (`null`: not available).
     pub last_run: Option<LifecycleRun>,
     /// Entries by number of accesses: `0`, `1-4`, `5-19`, `20+` (`null`: not available).
     pub access_frequency_distribution: Option<BTreeMap<String, i64>>,
+}
+
+/// Entries and bytes in one storage tier.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct TierStorage {
+    pub entries: i64,
+    /// Bytes of summary and content.
+    pub bytes: i64,
+}
+
+/// Mean lifespan in days of `ended` entries whose lifespans sum to `ms`, 2 decimals.
+fn average_days(ms: i64, ended: i64) -> f64 {
+    if ended <= 0 {
+        return 0.0;
+    }
+    #[expect(clippy::cast_precision_loss, reason = "sums of spans far below 2^52")]
+    let days = ms as f64 / ended as f64 / 86_400_000.0;
+    (days * 100.0).round() / 100.0
 }
 
 /// The MemoryStatistics of the requirements, plus the lifecycle and bookkeeping counters.
@@ -406,6 +433,36 @@ impl MemoryStatistics {
                 .sum();
             archival_rate_by_kind.insert(kind.clone(), percent(gone, *total));
         }
+        let average_lifespan_days_by_kind: BTreeMap<String, f64> = c
+            .ended_by_kind
+            .iter()
+            .map(|(kind, n)| {
+                let ms = c.lifespan_ms_by_kind.get(kind).copied().unwrap_or(0);
+                (kind.clone(), average_days(ms, *n))
+            })
+            .collect();
+        let bytes = |states: &[&str]| -> i64 {
+            states
+                .iter()
+                .filter_map(|l| c.content_bytes_by_lifecycle.get(*l))
+                .sum()
+        };
+        let storage_by_tier = BTreeMap::from([
+            (
+                "hot".to_owned(),
+                TierStorage {
+                    entries: c.hot_entries,
+                    bytes: bytes(&["active", "decaying"]),
+                },
+            ),
+            (
+                "cold".to_owned(),
+                TierStorage {
+                    entries: c.total_entries - c.hot_entries,
+                    bytes: bytes(&["archived", "expired", "purged"]),
+                },
+            ),
+        ]);
         let avg = c.avg_confidence();
         let by_lifecycle: BTreeMap<String, i64> = projections::Lifecycle::ALL
             .iter()
@@ -491,6 +548,9 @@ impl MemoryStatistics {
                 pinned_count: c.pinned_count,
                 storage_bytes_by_lifecycle: c.content_bytes_by_lifecycle.clone(),
                 archival_rate_by_kind,
+                ended_by_kind: c.ended_by_kind.clone(),
+                average_lifespan_days_by_kind,
+                storage_by_tier,
                 entries_past_valid_to: past_valid_to,
                 last_run: lifecycle.last_run,
                 access_frequency_distribution: lifecycle

@@ -419,11 +419,13 @@ pub fn pinned(ctx: &Ctx, args: ProjectArgs, out: &mut Out) -> Result<ExitCode> {
     let p = ctx.project(args.project.as_deref())?;
     let session = ctx.open_session(&p)?;
     let store = session.store();
+    // Both from indexes: pinned hot entries, then pinned cold ones (no scan of the entries).
     let mut ids = store.ids_with("pinned", "true")?;
-    let (cold, _) = store.cold_entries(0, usize::MAX, |s| s.pinned)?;
+    let cold_ids = store.cold_pinned_ids()?;
     let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
     let mut entries = store.hot_entries(&refs)?;
-    entries.extend(cold);
+    let cold_refs: Vec<&str> = cold_ids.iter().map(String::as_str).collect();
+    entries.extend(store.cold_entries_by_id(&cold_refs)?);
     entries.sort_by(|a, b| (&a.pinned_at, &a.id).cmp(&(&b.pinned_at, &b.id)));
     ids.clear();
     if out.json {
@@ -471,12 +473,12 @@ pub fn drop_cmd(ctx: &Ctx, args: DropArgs, out: &mut Out) -> Result<ExitCode> {
     let mut unpinned = Vec::new();
     {
         let mut batch = Batch::open(&project, &wctx)?;
-        let mut ids = batch.session().store().ids_with("pinned", "true")?;
-        let (cold, _) = batch
-            .session()
-            .store()
-            .cold_entries(0, usize::MAX, |s| s.pinned && !s.purged)?;
-        ids.extend(cold.into_iter().map(|s| s.id));
+        let store = batch.session().store();
+        let mut ids = store.ids_with("pinned", "true")?;
+        let cold_ids = store.cold_pinned_ids()?;
+        let cold_refs: Vec<&str> = cold_ids.iter().map(String::as_str).collect();
+        let cold = store.cold_entries_by_id(&cold_refs)?;
+        ids.extend(cold.into_iter().filter(|s| !s.purged).map(|s| s.id));
         for id in ids {
             let change = Change::Unpin {
                 target: id.clone(),

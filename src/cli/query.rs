@@ -275,10 +275,20 @@ pub fn record_accesses(ctx: &Ctx, sources: &Sources, hits: &[Hit], via: &str) {
 pub fn rank_params(ctx: &Ctx, project: &Project) -> Result<(RetrievalPolicy, RankParams)> {
     let config = project.config()?;
     let now = unix_millis(&ctx.now()).unwrap_or(0);
+    // `config()` validated the policy, so this only fails on a file changed since.
+    let decay = config
+        .policies
+        .lifecycle
+        .decay_function()
+        .map_err(|problem| Error::CorruptFile {
+            path: project.config_path(),
+            problem: format!("{problem}; fix it in the file (see docs/LIFECYCLE.md)"),
+        })?;
     let params = RankParams {
         now,
         expiry_warning_days: config.policies.retrieval.expiry_warning_days,
         recency_half_life_days: config.policies.lifecycle.decay_half_life_days,
+        decay,
     };
     Ok((config.policies.retrieval, params))
 }
@@ -333,6 +343,7 @@ fn explain_json(h: &Hit) -> Value {
         "bm25": c.bm25.map(round),
         "matched_terms": h.matched_terms,
         "composite": round(c.composite),
+        "decay": round(c.decay),
         "composite_before_demotions": round(c.composite_raw),
         "confidence": round(c.confidence),
         "evidence_quality": round(c.evidence_quality),
@@ -353,8 +364,9 @@ pub fn explain_lines(h: &Hit) -> Vec<String> {
     match (c.relevance, c.bm25) {
         (Some(rel), Some(bm25)) => {
             out.push(format!(
-                "score {:.4} = {RELEVANCE_WEIGHT} x relevance {rel:.4} + {:.1} x composite {:.4}",
+                "score {:.4} = {RELEVANCE_WEIGHT} x relevance {rel:.4} x decay {:.4} + {:.1} x composite {:.4}",
                 c.score,
+                c.decay,
                 1.0 - RELEVANCE_WEIGHT,
                 c.composite
             ));
@@ -367,8 +379,20 @@ pub fn explain_lines(h: &Hit) -> Vec<String> {
                 }
             ));
         }
-        _ => out.push(format!("score {:.4} = composite", c.score)),
+        _ => out.push(format!(
+            "score {:.4} = composite (no text: decay {:.4} not applied)",
+            c.score, c.decay
+        )),
     }
+    out.push(if h.entry.pinned {
+        format!("decay {:.4}: pinned entries do not decay", c.decay)
+    } else {
+        format!(
+            "decay {:.4} = policies.lifecycle decay function at the days since last use {}",
+            c.decay,
+            (&h.entry.updated_at).max(&h.entry.created_at)
+        )
+    });
     out.push(format!(
         "composite {:.4} = confidence {:.2} x {W_CONFIDENCE} + evidence {:.2} x {W_EVIDENCE} + recency {:.4} x {W_RECENCY} + scope {:.2} x {W_SCOPE} - demotions {:.2}",
         c.composite, c.confidence, c.evidence_quality, c.recency, c.scope_match, c.demotion

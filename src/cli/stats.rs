@@ -225,6 +225,33 @@ fn print_summary(out: &mut Out, project: &str, dates: &DateRange, s: &MemoryStat
         s.pinned_count
     ));
     let l = &s.lifecycle;
+    let lifespans: Vec<String> = l
+        .average_lifespan_days_by_kind
+        .iter()
+        .map(|(kind, days)| {
+            let ended = l.ended_by_kind.get(kind).copied().unwrap_or(0);
+            let rate = l.archival_rate_by_kind.get(kind).copied().unwrap_or(0.0);
+            format!("{kind} {days} days ({ended} ended, {rate}% archived)")
+        })
+        .collect();
+    out.line(format!(
+        "lifespan           {}",
+        if lifespans.is_empty() {
+            "- (no entry has ended)".to_owned()
+        } else {
+            lifespans.join(", ")
+        }
+    ));
+    let tier = |name: &str| {
+        l.storage_by_tier.get(name).map_or_else(String::new, |t| {
+            format!("{name} {} entries {} bytes", t.entries, t.bytes)
+        })
+    };
+    out.line(format!(
+        "storage            {}, {}",
+        tier("hot"),
+        tier("cold")
+    ));
     out.line(format!(
         "last run           {}",
         l.last_run.as_ref().map_or_else(

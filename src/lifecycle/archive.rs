@@ -35,7 +35,8 @@ pub fn restore_if_archived(
     write(project, ctx, change.clone(), |_, _| Ok(change)).map(Some)
 }
 
-/// One page of archived entries (by id), and how many there are in all.
+/// One page of archived entries (by id), and how many there are in all. Reads the cold index
+/// and the entries of the page only.
 ///
 /// # Errors
 /// When the store cannot be read.
@@ -44,13 +45,18 @@ pub fn archived_page(
     offset: usize,
     limit: usize,
 ) -> Result<(Vec<EntryState>, usize)> {
-    store.cold_entries(offset, limit, |s| {
-        s.lifecycle == Lifecycle::Archived && !s.purged
-    })
+    let ids = store.cold_ids(Lifecycle::Archived.as_str())?;
+    let page: Vec<&str> = ids
+        .iter()
+        .skip(offset)
+        .take(limit)
+        .map(String::as_str)
+        .collect();
+    Ok((store.cold_entries_by_id(&page)?, ids.len()))
 }
 
 /// Archived entries that pass `keep`, in id order: the separate retrieval path by which a query
-/// can include archived entries (they are in no index).
+/// can include archived entries (they are in no text index). Reads the archived entries only.
 ///
 /// # Errors
 /// When the store cannot be read.
@@ -58,9 +64,11 @@ pub fn archived_matching(
     store: &Store,
     keep: impl Fn(&EntryState) -> bool,
 ) -> Result<Vec<EntryState>> {
+    let ids = store.cold_ids(Lifecycle::Archived.as_str())?;
+    let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
     Ok(store
-        .cold_entries(0, usize::MAX, |s| {
-            s.lifecycle == Lifecycle::Archived && !s.purged && keep(s)
-        })?
-        .0)
+        .cold_entries_by_id(&refs)?
+        .into_iter()
+        .filter(|s| keep(s))
+        .collect())
 }

@@ -1,6 +1,6 @@
-//! Lifecycle metrics for `memlog stats` and the dashboard, without scanning entries: counts
-//! from the statistics projection, access frequencies from the access log, storage and
-//! lifespans from the last run report.
+//! Lifecycle metrics for `memlog lifecycle report`, without scanning entries: counts, lifespans
+//! and archival rates from the statistics projection (live), access frequencies from the access
+//! log, storage as the last run report measured it.
 
 use super::access_log;
 use super::run::{self, RunReport, Tier};
@@ -22,9 +22,10 @@ pub struct LifecycleMetrics {
     pub access_frequency: BTreeMap<String, u64>,
     /// Storage per tier as of the last run (empty before the first run).
     pub storage: BTreeMap<String, Tier>,
-    /// Per kind, as of the last run: average days from creation to archival.
+    /// Per kind with ended entries (superseded, deprecated, archived, expired or purged): their
+    /// mean lifespan in days, from creation to the event that ended them. Live.
     pub average_lifespan_days: BTreeMap<String, f64>,
-    /// Per kind, as of the last run: share of entries archived, expired or purged.
+    /// Per kind: the share of its entries that are archived or expired (0 to 1). Live.
     pub archival_rate: BTreeMap<String, f64>,
     /// The last run, if any.
     pub last_run: Option<RunSummary>,
@@ -82,16 +83,24 @@ pub fn metrics(project: &Project, store: &Store, now: &str) -> Result<LifecycleM
     }
     let last = last_run(project)?;
     let (mut lifespan, mut rate) = (BTreeMap::new(), BTreeMap::new());
-    if let Some(r) = &last {
-        for (kind, k) in &r.kinds {
-            if k.entries > 0 {
-                #[expect(clippy::cast_precision_loss, reason = "small counts")]
-                rate.insert(kind.clone(), round(k.archived as f64 / k.entries as f64));
-            }
-            if k.archived > 0 {
-                #[expect(clippy::cast_precision_loss, reason = "small counts")]
-                lifespan.insert(kind.clone(), round(k.lifespan_days_sum / k.archived as f64));
-            }
+    for (kind, entries) in &stats.entries_by_kind {
+        let gone: i64 = ["archived", "expired"]
+            .iter()
+            .filter_map(|l| stats.entries_by_kind_lifecycle.get(&format!("{kind}/{l}")))
+            .sum();
+        if *entries > 0 {
+            #[expect(clippy::cast_precision_loss, reason = "counts far below 2^52")]
+            rate.insert(kind.clone(), round(gone as f64 / *entries as f64));
+        }
+    }
+    for (kind, ended) in &stats.ended_by_kind {
+        let ms = stats.lifespan_ms_by_kind.get(kind).copied().unwrap_or(0);
+        if *ended > 0 {
+            #[expect(clippy::cast_precision_loss, reason = "sums of spans far below 2^52")]
+            lifespan.insert(
+                kind.clone(),
+                round(ms as f64 / *ended as f64 / 86_400_000.0),
+            );
         }
     }
     Ok(LifecycleMetrics {

@@ -1,21 +1,32 @@
-//! The composite score of the requirements, the rules that demote or annotate an entry, and how
-//! text relevance combines with both.
+//! The composite score of the requirements, the rules that demote or annotate an entry, the
+//! decay of the lifecycle policy, and how text relevance combines with them.
 //!
 //! `composite = confidence*0.5 + evidence_quality*0.3 + recency*0.1 + scope_match*0.1`, minus
 //! [`DEMOTION`] for each demoting rule (approaching expiry, stale evidence).
 //!
-//! With text, `score = RELEVANCE_WEIGHT * relevance + (1 - RELEVANCE_WEIGHT) * composite`, where
-//! `relevance` is the entry's BM25F divided by the best BM25F among the entries that pass the
-//! filters (so the best text match has relevance 1). Relevance leads because a query is a
+//! `decay` is the project's decay function (`policies.lifecycle`: `decay_function`,
+//! `decay_half_life_days`, `decay`) at the days since the entry was last used, where last use is
+//! the later of `created_at` and `updated_at` ([`decay`]); a pinned entry has decay 1. It is
+//! computed from the entry's features alone: the access log is not read per query (a query stays
+//! a scan of the text index), so an entry that is read often but never written decays in ranking
+//! as if unread, and the faster decay of never-accessed entries (`grace_period_days`,
+//! `never_accessed_decay_multiplier`) applies only in `memlog lifecycle run`.
+//!
+//! With text, `score = RELEVANCE_WEIGHT * relevance * decay + (1 - RELEVANCE_WEIGHT) * composite`
+//! (requirement 1.4 of the lifecycle requirements: similarity multiplied by the decay score),
+//! where `relevance` is the entry's BM25F divided by the best BM25F among the entries that pass
+//! the filters (so the best text match has relevance 1). Relevance leads because a query is a
 //! question: a perfect answer with confidence 0.7 must beat a confident entry that merely shares
 //! a word. The composite still decides between matches of similar relevance, and a demotion
 //! costs `(1 - RELEVANCE_WEIGHT) * DEMOTION` = 0.12 of score, as much as a third of the way from
-//! the best match. Without text the score is the composite alone. Ties are broken by confidence,
-//! then updated_at (newer first), then the project (own before global), then id, so the order is
+//! the best match. Without text there is no similarity to multiply: the score is the composite
+//! alone and decay is shown (`--explain`) but not applied. Ties are broken by confidence, then
+//! updated_at (newer first), then the project (own before global), then id, so the order is
 //! total and the same on every run.
 
 use super::features::DocFeatures;
 use super::filters::Filters;
+use crate::lifecycle::decay::DecayFunction;
 use serde::Serialize;
 
 pub const W_CONFIDENCE: f64 = 0.5;
@@ -35,7 +46,7 @@ pub const LOW_CONFIDENCE: f64 = 0.5;
 pub const MS_PER_DAY: i64 = 86_400_000;
 
 /// What the ranking knows besides the entry: the time and the policy.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct RankParams {
     /// Unix milliseconds.
     pub now: i64,
@@ -43,6 +54,8 @@ pub struct RankParams {
     pub expiry_warning_days: u32,
     /// Recency halves every this many days since `updated_at`.
     pub recency_half_life_days: u32,
+    /// The project's decay function (`policies.lifecycle`), built once per query.
+    pub decay: DecayFunction,
 }
 
 /// A rule that demoted or annotated an entry.
@@ -84,6 +97,9 @@ pub struct Components {
     /// Total subtracted by demoting rules.
     pub demotion: f64,
     pub composite: f64,
+    /// The decay score in [0, 1] at the days since last use (1 when pinned); multiplies
+    /// `relevance` in a text query, unused without text.
+    pub decay: f64,
     /// BM25F of the entry for the query's terms (text queries).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bm25: Option<f64>,
@@ -123,6 +139,21 @@ pub fn recency(updated: i64, p: &RankParams) -> f64 {
     (-(age_days / half) * std::f64::consts::LN_2).exp()
 }
 
+/// The decay score of an entry at `p.now`: the policy's decay function at the days since last
+/// use, the later of `created` and `updated` (1 for a pinned entry, and for a last use at or
+/// after `now`).
+pub fn decay(f: &DocFeatures, p: &RankParams) -> f64 {
+    if f.pinned {
+        return 1.0;
+    }
+    #[expect(
+        clippy::cast_precision_loss,
+        reason = "ages in milliseconds fit easily"
+    )]
+    let days = (p.now - f.created.max(f.updated)).max(0) as f64 / MS_PER_DAY as f64;
+    p.decay.score(days)
+}
+
 /// The composite score and its components (text fields left empty).
 pub fn composite(f: &DocFeatures, scope_match: f64, rules: &[Rule], p: &RankParams) -> Components {
     let confidence = f.confidence();
@@ -143,18 +174,20 @@ pub fn composite(f: &DocFeatures, scope_match: f64, rules: &[Rule], p: &RankPara
         composite_raw: raw,
         demotion,
         composite,
+        decay: decay(f, p),
         bm25: None,
         relevance: None,
         score: composite,
     }
 }
 
-/// Adds text relevance to a composite: `bm25 / best` weighted with the composite.
+/// Adds text relevance to a composite: `bm25 / best`, multiplied by the decay score, weighted
+/// with the composite.
 pub fn with_relevance(mut c: Components, bm25: f64, best: f64) -> Components {
     let relevance = if best > 0.0 { bm25 / best } else { 0.0 };
     c.bm25 = Some(bm25);
     c.relevance = Some(relevance);
-    c.score = RELEVANCE_WEIGHT * relevance + (1.0 - RELEVANCE_WEIGHT) * c.composite;
+    c.score = RELEVANCE_WEIGHT * relevance * c.decay + (1.0 - RELEVANCE_WEIGHT) * c.composite;
     c
 }
 
@@ -171,6 +204,9 @@ mod tests {
             now: NOW,
             expiry_warning_days: 7,
             recency_half_life_days: 30,
+            decay: DecayFunction::Exponential {
+                lambda: std::f64::consts::LN_2 / 30.0,
+            },
         }
     }
 
@@ -185,6 +221,7 @@ mod tests {
             confidence: conf,
             evidence_quality: quality,
             evidence_stale: stale,
+            pinned: false,
             status: Status::Active,
             section: Section::State,
             kind: Kind::Metric,
@@ -241,6 +278,69 @@ mod tests {
             let f = features(conf, 10, 0, None, false);
             let marked = rules(&f, &params()).contains(&Rule::LowConfidence);
             prop_assert_eq!(marked, conf < 500_000);
+        }
+    }
+
+    fn any_decay() -> impl Strategy<Value = DecayFunction> {
+        prop_oneof![
+            (1e-4f64..1.0).prop_map(|lambda| DecayFunction::Exponential { lambda }),
+            (1.0f64..400.0).prop_map(|period| DecayFunction::Linear { period }),
+        ]
+    }
+
+    proptest! {
+        /// Requirement 1.4 of the lifecycle requirements: at equal BM25 and composite, an entry
+        /// with a lower decay score never ranks higher; a decay of 1 leaves the score as
+        /// `0.7 * relevance + 0.3 * composite`.
+        #[test]
+        fn lower_decay_never_ranks_higher(
+            conf in 0u32..=1_000_000,
+            quality in prop::sample::select(vec![0u8, 4, 6, 8, 10]),
+            age in 0i64..400 * MS_PER_DAY,
+            bm25 in 0.0f64..20.0,
+            extra in 0.0f64..20.0,
+            da in 0.0f64..=1.0,
+            db in 0.0f64..=1.0,
+        ) {
+            let f = features(conf, quality, age, None, false);
+            let base = composite(&f, 1.0, &rules(&f, &params()), &params());
+            let best = bm25 + extra;
+            let (low, high) = if da <= db { (da, db) } else { (db, da) };
+            let mut a = base.clone();
+            a.decay = low;
+            let mut b = base.clone();
+            b.decay = high;
+            prop_assert!(with_relevance(a, bm25, best).score <= with_relevance(b, bm25, best).score);
+            let mut one = base.clone();
+            one.decay = 1.0;
+            let relevance = if best > 0.0 { bm25 / best } else { 0.0 };
+            let undecayed = RELEVANCE_WEIGHT * relevance + (1.0 - RELEVANCE_WEIGHT) * base.composite;
+            prop_assert_eq!(with_relevance(one, bm25, best).score.to_bits(), undecayed.to_bits());
+        }
+
+        /// Decay from the features: in [0, 1], never higher for an older entry, 1 when pinned,
+        /// and an older unpinned entry never outranks an equally relevant newer one.
+        #[test]
+        fn decay_of_features(
+            f in any_decay(),
+            conf in 0u32..=1_000_000,
+            a in 0i64..800 * MS_PER_DAY,
+            b in 0i64..800 * MS_PER_DAY,
+            bm25 in 0.1f64..20.0,
+        ) {
+            let p = RankParams { decay: f, ..params() };
+            let (young, old) = if a <= b { (a, b) } else { (b, a) };
+            let fy = features(conf, 8, young, None, false);
+            let fo = features(conf, 8, old, None, false);
+            let (dy, dold) = (decay(&fy, &p), decay(&fo, &p));
+            prop_assert!((0.0..=1.0).contains(&dy) && (0.0..=1.0).contains(&dold));
+            prop_assert!(dold <= dy);
+            let pinned = DocFeatures { pinned: true, ..fo };
+            prop_assert_eq!(decay(&pinned, &p).to_bits(), 1.0f64.to_bits());
+            let score = |f: &DocFeatures| {
+                with_relevance(composite(f, 1.0, &rules(f, &p), &p), bm25, bm25).score
+            };
+            prop_assert!(score(&fo) <= score(&fy));
         }
     }
 

@@ -174,6 +174,7 @@ mod tests {
             confidence: 900_000,
             evidence_quality: 10,
             evidence_stale: true,
+            pinned: true,
             status: projections::Status::Draft,
             section: projections::Section::State,
             kind: projections::Kind::RunbookStep,

@@ -12,6 +12,7 @@
 //! | version        | entry id `\0v` version (8 digits)          | event, type, actor, time    |
 //! | audit          | `~a\0` entry id `/` sequence (8 digits)    | audit record                |
 //! | index          | `~i\0` dimension `\0` value `\0` entry id  | empty (hot entries only)    |
+//! | cold index     | `~i\0cold\0` state `\0` entry id, `~i\0cold_pinned\0true\0` entry id | empty (cold entries only) |
 //! | text index     | `~i\0doc\0…`, `~i\0text\0…`               | see `crate::retrieval::text_index` |
 //! | meta           | `~m\0format`, `~m\0log`, `~m\0stats`, `~m\0recent_operations` | store format, log fingerprint, statistics, latest operations |
 //! | day statistics | `~m\0stats_day\0` day                     | statistics of the entries created that day |
@@ -34,7 +35,7 @@ use std::path::{Path, PathBuf};
 
 /// Bumped whenever the layout or the meaning of a projection changes: a store of another format
 /// is rebuilt from the log, never misread.
-pub const STORE_FORMAT: &str = "memlog-store-12";
+pub const STORE_FORMAT: &str = "memlog-store-14";
 
 /// Journal size above which opening the store first flushes its memtables and starts a new
 /// journal, so that a process replays little whatever the history of writes. Replaying 512 KiB
@@ -165,6 +166,30 @@ fn index_terms(s: &EntryState) -> Vec<(&'static str, std::borrow::Cow<'_, str>)>
         terms.push(("valid_to", Borrowed(valid_to)));
     }
     terms
+}
+
+/// The index dimensions and values of a cold entry: its storage state (`archived`, `expired`,
+/// `purged`) under `cold`, and `cold_pinned` when it is pinned, so that listing archived or
+/// pinned entries reads those entries only, not every entry of the store.
+fn cold_index_terms(s: &EntryState) -> Vec<(&'static str, std::borrow::Cow<'_, str>)> {
+    use std::borrow::Cow::Borrowed;
+    let state = if s.purged {
+        "purged"
+    } else {
+        s.lifecycle.as_str()
+    };
+    let mut terms = vec![("cold", Borrowed(state))];
+    if s.pinned {
+        terms.push(("cold_pinned", Borrowed("true")));
+    }
+    terms
+}
+
+fn cold_index_keys(s: &EntryState) -> Vec<Vec<u8>> {
+    cold_index_terms(s)
+        .into_iter()
+        .map(|(dim, value)| [index_prefix(dim, &value), s.id.as_bytes().to_vec()].concat())
+        .collect()
 }
 
 /// `dimension \0 value \0`, the part of an index key before the entry id.
@@ -383,7 +408,7 @@ fn keyspace_options() -> KeyspaceCreateOptions {
 const TABLE_TARGET_BYTES: u64 = 8 * 1024 * 1024;
 
 /// Index terms gathered over a whole replay: per dimension and value, the positions (in entry
-/// order) of the hot entries that have it.
+/// order) of the entries that have it (hot entries' terms, and cold entries' cold-index terms).
 #[derive(Default)]
 struct IndexBuckets {
     by_term: HashMap<(&'static str, String), Vec<u32>>,
@@ -393,7 +418,12 @@ struct IndexBuckets {
 
 impl IndexBuckets {
     fn add(&mut self, position: u32, state: &EntryState) {
-        for (dim, value) in index_terms(state) {
+        let terms = if state.is_cold() {
+            cold_index_terms(state)
+        } else {
+            index_terms(state)
+        };
+        for (dim, value) in terms {
             self.has_nul |= value.contains('\0');
             self.by_term
                 .entry((dim, value.into_owned()))
@@ -764,6 +794,9 @@ impl Store {
                 new_kvs.extend(index_keys(s).into_iter().map(|k| (k, Vec::new())));
                 new_kvs.extend(text_records(&s.id, t));
             }
+            if let Some(s) = new.state.as_ref().filter(|s| s.is_cold()) {
+                new_kvs.extend(cold_index_keys(s).into_iter().map(|k| (k, Vec::new())));
+            }
             // A key written twice in one batch has no defined winner: remove only what the new
             // records do not write again.
             let rewritten: BTreeSet<&[u8]> = new_kvs.iter().map(|(k, _)| k.as_slice()).collect();
@@ -818,6 +851,9 @@ impl Store {
         if let (Some(s), Some(t)) = (&state, &text) {
             keys.extend(index_keys(s));
             keys.extend(text_records(&s.id, t).into_iter().map(|(k, _)| k));
+        }
+        if let Some(s) = state.as_ref().filter(|s| s.is_cold()) {
+            keys.extend(cold_index_keys(s));
         }
         let mut own = entry.as_bytes().to_vec();
         own.push(0);
@@ -1107,9 +1143,7 @@ impl Store {
                 }
                 if let Some(s) = &records.state {
                     stats.apply(s, 1);
-                    if !s.is_cold() {
-                        index.add(position, s);
-                    }
+                    index.add(position, s);
                 }
                 if let Some(analysis) = records.text.take() {
                     text_stats.apply_features(&analysis.features, 1);
@@ -1355,6 +1389,37 @@ impl Store {
             }
         }
         Ok(out)
+    }
+
+    /// Cold entries by id, in the order given (ids that are not cold are left out).
+    ///
+    /// # Errors
+    /// When the store cannot be read.
+    pub fn cold_entries_by_id(&self, ids: &[&str]) -> Result<Vec<EntryState>> {
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            if let Some(s) = self.get_json(&entry_key(id, T_COLD, b""))? {
+                out.push(s);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Ids of cold entries in storage state `state` (`archived`, `expired` or `purged`), in id
+    /// order, from the cold index (no scan of the entries).
+    ///
+    /// # Errors
+    /// When the store cannot be read.
+    pub fn cold_ids(&self, state: &str) -> Result<Vec<String>> {
+        self.ids_with("cold", state)
+    }
+
+    /// Ids of pinned cold entries, in id order, from the cold index.
+    ///
+    /// # Errors
+    /// When the store cannot be read.
+    pub fn cold_pinned_ids(&self) -> Result<Vec<String>> {
+        self.ids_with("cold_pinned", "true")
     }
 
     /// Cold entries (archived, expired, purged) that pass `keep`, in id order: the page after

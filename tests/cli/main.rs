@@ -9,6 +9,7 @@ mod end_to_end;
 mod failures;
 mod foundation;
 mod lifecycle;
+mod lifecycle_decay;
 mod lifecycle_stats;
 mod mcp;
 mod mcp_tools;

@@ -42,6 +42,8 @@ fn params() -> RankParams {
         now: now(),
         expiry_warning_days: 7,
         recency_half_life_days: 30,
+        decay: memlog::lifecycle::decay::DecayFunction::from_policy("exponential", 30, None)
+            .unwrap_or_else(|e| panic!("{e}")),
     }
 }
 
@@ -576,6 +578,17 @@ proptest! {
             );
             if word.is_none() {
                 prop_assert!((h.components.score - want).abs() < 1e-9);
+            } else {
+                // With text: 0.7 x relevance x decay + 0.3 x composite, decay halving every 30
+                // days since the later of created_at and updated_at (1 when pinned).
+                #[expect(clippy::cast_precision_loss, reason = "ages of a few months")]
+                let days = (now() - secs(&h.entry.created_at).max(secs(&h.entry.updated_at))).max(0) as f64
+                    / DAY as f64;
+                let decay = if h.entry.pinned { 1.0 } else { 0.5_f64.powf(days / 30.0) };
+                let relevance = h.components.relevance.unwrap_or(-1.0);
+                let documented = 0.7 * relevance * decay + 0.3 * want;
+                prop_assert!((h.components.decay - decay).abs() < 1e-9, "decay {} != {}", h.components.decay, decay);
+                prop_assert!((h.components.score - documented).abs() < 1e-9);
             }
         }
         for pair in hits.windows(2) {

@@ -13,7 +13,7 @@ use memlog::project::Project;
 use memlog::store::Store;
 use projections::{
     Dimension, EntryFields, EntryState, Event, EventData, EventType, Evidence, EvidenceType, Kind,
-    Section, Status, decode_line, project,
+    Lifecycle, Section, Status, decode_line, project,
 };
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
@@ -233,6 +233,15 @@ impl Writers {
             4 => EventData::Pin {
                 reason: Some("keep".into()),
             },
+            // Archival and restore: the entry's life ends and resumes (lifespan statistics).
+            6 => EventData::Transition {
+                to: if state.lifecycle == Lifecycle::Archived {
+                    Lifecycle::Active
+                } else {
+                    Lifecycle::Archived
+                },
+                reason: "lifecycle".into(),
+            },
             5 if state.in_conflict() => EventData::Resolve {
                 set: if v.is_multiple_of(2) {
                     Map::new()
@@ -265,7 +274,8 @@ impl Writers {
                     2 => 0,
                     3 => 1,
                     4 => 2,
-                    5 | 6 => 3,
+                    5 => 3,
+                    6 => 6,
                     7 => 4,
                     _ => 5,
                 };

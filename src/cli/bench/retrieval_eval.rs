@@ -135,6 +135,14 @@ pub fn run(memlog: &Memlog, dir: &Path, seed: u64) -> Result<Report> {
         crate::store::session::Session::open(&project, std::time::Duration::from_secs(30))?;
     let config = project.config()?;
     let now = crate::retrieval::features::unix_millis(NOW).unwrap_or(0);
+    let decay = config
+        .policies
+        .lifecycle
+        .decay_function()
+        .map_err(|problem| crate::error::Error::CorruptFile {
+            path: project.config_path(),
+            problem,
+        })?;
     let sources = [Source {
         store: session.store(),
         project: project.name.to_string(),
@@ -151,6 +159,7 @@ pub fn run(memlog: &Memlog, dir: &Path, seed: u64) -> Result<Report> {
                 now,
                 expiry_warning_days: config.policies.retrieval.expiry_warning_days,
                 recency_half_life_days: config.policies.lifecycle.decay_half_life_days,
+                decay: decay.clone(),
             },
             order: Order::Score,
             min_relevance: 0.0,
