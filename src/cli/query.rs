@@ -364,14 +364,14 @@ pub fn explain_lines(h: &Hit) -> Vec<String> {
     match (c.relevance, c.bm25) {
         (Some(rel), Some(bm25)) => {
             out.push(format!(
-                "score {:.4} = {RELEVANCE_WEIGHT} x relevance {rel:.4} x decay {:.4} + {:.1} x composite {:.4}",
+                "score {:.4} = {RELEVANCE_WEIGHT} x relevance {rel:.4} + {:.1} x composite {:.4}",
                 c.score,
-                c.decay,
                 1.0 - RELEVANCE_WEIGHT,
                 c.composite
             ));
             out.push(format!(
-                "relevance {rel:.4} = bm25f {bm25:.4} / best bm25f among matches; terms matched: {}",
+                "relevance {rel:.4} = bm25f {bm25:.4} x decay {:.4} / best (bm25f x decay) among matches; terms matched: {}",
+                c.decay,
                 if h.matched_terms.is_empty() {
                     "-".into()
                 } else {

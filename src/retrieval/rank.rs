@@ -12,10 +12,13 @@
 //! as if unread, and the faster decay of never-accessed entries (`grace_period_days`,
 //! `never_accessed_decay_multiplier`) applies only in `memlog lifecycle run`.
 //!
-//! With text, `score = RELEVANCE_WEIGHT * relevance * decay + (1 - RELEVANCE_WEIGHT) * composite`
+//! With text, `score = RELEVANCE_WEIGHT * relevance + (1 - RELEVANCE_WEIGHT) * composite`, where
+//! `relevance = bm25 * decay / best`: the entry's BM25F multiplied by its decay score
 //! (requirement 1.4 of the lifecycle requirements: similarity multiplied by the decay score),
-//! where `relevance` is the entry's BM25F divided by the best BM25F among the entries that pass
-//! the filters (so the best text match has relevance 1). Relevance leads because a query is a
+//! divided by the best such product among the entries that pass the filters (so the best match
+//! has relevance 1). Normalizing after the decay keeps the balance of relevance and composite
+//! whatever the age of the corpus: an old entry loses to an equally relevant fresh one, but a
+//! corpus that is old as a whole ranks as it did when it was new. Relevance leads because a query is a
 //! question: a perfect answer with confidence 0.7 must beat a confident entry that merely shares
 //! a word. The composite still decides between matches of similar relevance, and a demotion
 //! costs `(1 - RELEVANCE_WEIGHT) * DEMOTION` = 0.12 of score, as much as a third of the way from
@@ -181,14 +184,23 @@ pub fn composite(f: &DocFeatures, scope_match: f64, rules: &[Rule], p: &RankPara
     }
 }
 
-/// Adds text relevance to a composite: `bm25 / best`, multiplied by the decay score, weighted
-/// with the composite.
+/// Adds text relevance to a composite: `bm25 * decay / best`, where `best` is the largest
+/// `bm25 * decay` among the matches ([`decayed`]), weighted with the composite.
 pub fn with_relevance(mut c: Components, bm25: f64, best: f64) -> Components {
-    let relevance = if best > 0.0 { bm25 / best } else { 0.0 };
+    let relevance = if best > 0.0 {
+        bm25 * c.decay / best
+    } else {
+        0.0
+    };
     c.bm25 = Some(bm25);
     c.relevance = Some(relevance);
-    c.score = RELEVANCE_WEIGHT * relevance * c.decay + (1.0 - RELEVANCE_WEIGHT) * c.composite;
+    c.score = RELEVANCE_WEIGHT * relevance + (1.0 - RELEVANCE_WEIGHT) * c.composite;
     c
+}
+
+/// An entry's BM25F multiplied by its decay score: what relevance compares between matches.
+pub fn decayed(bm25: f64, f: &DocFeatures, p: &RankParams) -> f64 {
+    bm25 * decay(f, p)
 }
 
 #[cfg(test)]
@@ -341,6 +353,33 @@ mod tests {
                 with_relevance(composite(f, 1.0, &rules(f, &p), &p), bm25, bm25).score
             };
             prop_assert!(score(&fo) <= score(&fy));
+        }
+    }
+
+    proptest! {
+        /// A corpus old as a whole ranks as it did when it was new: relevance is normalized after
+        /// the decay, so a decay shared by every match changes no score.
+        #[test]
+        fn a_shared_decay_changes_no_score(
+            matches in prop::collection::vec((0.0f64..20.0, 0u32..=1_000_000), 1..12),
+            shared in 0.001f64..=1.0,
+        ) {
+            let scores = |d: f64| -> Vec<f64> {
+                let comps: Vec<(f64, Components)> = matches
+                    .iter()
+                    .map(|&(bm25, conf)| {
+                        let f = features(conf, 8, 0, None, false);
+                        let mut c = composite(&f, 1.0, &[], &params());
+                        c.decay = d;
+                        (bm25, c)
+                    })
+                    .collect();
+                let best = comps.iter().map(|(b, c)| b * c.decay).fold(0.0, f64::max);
+                comps.into_iter().map(|(b, c)| with_relevance(c, b, best).score).collect()
+            };
+            for (old, new) in scores(shared).iter().zip(scores(1.0)) {
+                prop_assert!((old - new).abs() < 1e-9, "{} vs {}", old, new);
+            }
         }
     }
 

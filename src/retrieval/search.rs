@@ -271,21 +271,26 @@ pub fn search(sources: &[Source<'_>], req: &Request) -> Result<Answer> {
         Ok(ok)
     };
 
-    // The best BM25F among entries that really pass the filters: relevance is relative to it.
+    // The best decayed BM25F among entries that really pass the filters: relevance is relative
+    // to it.
+    let decayed = |c: &Candidate| rank::decayed(c.bm25, &c.features, &req.params);
     let mut best = 0.0;
     if text {
         if req.filters.needs_confirmation() {
-            let mut order: Vec<usize> = (0..cands.len).collect();
-            order.sort_unstable_by(|&a, &b| cands.get(b).bm25.total_cmp(&cands.get(a).bm25));
-            for i in order {
-                let c = cands.get(i);
-                if load(c)?.is_some() {
-                    best = c.bm25;
+            let mut order: Vec<(f64, usize)> = cands
+                .iter()
+                .enumerate()
+                .map(|(i, c)| (decayed(c), i))
+                .collect();
+            order.sort_unstable_by(|a, b| b.0.total_cmp(&a.0));
+            for (d, i) in order {
+                if load(cands.get(i))?.is_some() {
+                    best = d;
                     break;
                 }
             }
         } else {
-            best = cands.iter().map(|c| c.bm25).fold(0.0, f64::max);
+            best = cands.iter().map(decayed).fold(0.0, f64::max);
         }
     }
 

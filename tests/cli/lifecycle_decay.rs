@@ -86,8 +86,11 @@ fn an_old_entry_ranks_below_an_equally_relevant_fresh_one_because_of_decay() {
     let hits = query(&env, &day(60), "eviction");
     assert_eq!(ids(&hits), vec![fresh.clone(), old.clone()], "{hits:?}");
     let (o, f) = (&hit(&hits, &old)["explain"], &hit(&hits, &fresh)["explain"]);
-    // Equally relevant, the old one has the better composite, yet ranks lower: decay.
-    assert_eq!(o["relevance"], f["relevance"], "{hits:?}");
+    // Equally relevant (the same BM25F), the old one has the better composite, yet ranks lower:
+    // its relevance is its BM25F times its decay, over the best such product (the fresh one's).
+    assert_eq!(o["bm25"], f["bm25"], "{hits:?}");
+    assert_eq!(o["relevance"], 0.25, "{o}");
+    assert_eq!(f["relevance"], 1.0, "{f}");
     assert!(
         o["composite"].as_f64() > f["composite"].as_f64(),
         "{hits:?}"
@@ -134,8 +137,14 @@ fn explain_shows_the_decay_of_each_result() {
         .run_at(&day(30), &["query", "eviction", "--explain"])
         .ok()
         .stdout;
+    // Alone, the old entry is still the best match: relevance is normalized after the decay,
+    // so a corpus old as a whole ranks as it did when it was new.
     assert!(
-        text.contains("x relevance 1.0000 x decay 0.5000 + 0.3 x composite"),
+        text.contains("x relevance 1.0000 + 0.3 x composite"),
+        "{text}"
+    );
+    assert!(
+        text.contains("x decay 0.5000 / best (bm25f x decay) among matches"),
         "{text}"
     );
     assert!(

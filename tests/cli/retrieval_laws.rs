@@ -443,6 +443,18 @@ fn documented_composite(e: &EntryState, scope: Option<&str>) -> f64 {
     x.confidence * 0.5 + quality * 0.3 + recency * 0.1 + scope_match * 0.1 - demotion
 }
 
+/// The decay score as the documentation states it: halving every 30 days since the later of
+/// `created_at` and `updated_at`, 1 for a pinned entry.
+fn documented_decay(e: &EntryState) -> f64 {
+    #[expect(clippy::cast_precision_loss, reason = "ages of a few months")]
+    let days = (now() - secs(&e.created_at).max(secs(&e.updated_at))).max(0) as f64 / DAY as f64;
+    if e.pinned {
+        1.0
+    } else {
+        0.5_f64.powf(days / 30.0)
+    }
+}
+
 fn quality_of(e: &EntryState) -> f64 {
     e.fields
         .evidence
@@ -579,15 +591,19 @@ proptest! {
             if word.is_none() {
                 prop_assert!((h.components.score - want).abs() < 1e-9);
             } else {
-                // With text: 0.7 x relevance x decay + 0.3 x composite, decay halving every 30
-                // days since the later of created_at and updated_at (1 when pinned).
-                #[expect(clippy::cast_precision_loss, reason = "ages of a few months")]
-                let days = (now() - secs(&h.entry.created_at).max(secs(&h.entry.updated_at))).max(0) as f64
-                    / DAY as f64;
-                let decay = if h.entry.pinned { 1.0 } else { 0.5_f64.powf(days / 30.0) };
-                let relevance = h.components.relevance.unwrap_or(-1.0);
-                let documented = 0.7 * relevance * decay + 0.3 * want;
+                // With text: 0.7 x relevance + 0.3 x composite, relevance = bm25 x decay over
+                // the best such product among the matches, decay halving every 30 days since
+                // the later of created_at and updated_at (1 when pinned).
+                let decay = documented_decay(&h.entry);
+                let bm25 = h.components.bm25.unwrap_or(-1.0);
+                let best = hits
+                    .iter()
+                    .map(|h| h.components.bm25.unwrap_or(0.0) * documented_decay(&h.entry))
+                    .fold(0.0, f64::max);
+                let relevance = bm25 * decay / best;
                 prop_assert!((h.components.decay - decay).abs() < 1e-9, "decay {} != {}", h.components.decay, decay);
+                prop_assert!((h.components.relevance.unwrap_or(-1.0) - relevance).abs() < 1e-9);
+                let documented = 0.7 * relevance + 0.3 * want;
                 prop_assert!((h.components.score - documented).abs() < 1e-9);
             }
         }
