@@ -131,28 +131,36 @@ impl Env {
 
     /// Adds a valid decision and returns its id.
     pub fn add(&self, subject: &str, summary: &str) -> String {
+        self.add_at(NOW, subject, summary, "0.8")
+    }
+
+    /// Adds a valid decision at `now` with the given confidence and returns its id.
+    pub fn add_at(&self, now: &str, subject: &str, summary: &str, confidence: &str) -> String {
         let r = self
-            .run(&[
-                "add",
-                "--section",
-                "decisions",
-                "--kind",
-                "decision",
-                "--subject",
-                subject,
-                "--scope",
-                "repo",
-                "--summary",
-                summary,
-                "--content",
-                "Details of the decision.",
-                "--confidence",
-                "0.8",
-                "--evidence",
-                "code:src/lib.rs#L1-L9:where it happens",
-                "--tag",
-                "test",
-            ])
+            .run_at(
+                now,
+                &[
+                    "add",
+                    "--section",
+                    "decisions",
+                    "--kind",
+                    "decision",
+                    "--subject",
+                    subject,
+                    "--scope",
+                    "repo",
+                    "--summary",
+                    summary,
+                    "--content",
+                    "Details of the decision.",
+                    "--confidence",
+                    confidence,
+                    "--evidence",
+                    "code:src/lib.rs#L1-L9:where it happens",
+                    "--tag",
+                    "test",
+                ],
+            )
             .ok();
         r.stdout.trim().to_owned()
     }

@@ -13,36 +13,6 @@ fn day(n: i64) -> String {
     (base + chrono::Duration::days(n)).to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
-/// Adds a decision at `now` with the given subject, summary and confidence.
-fn add_at(env: &Env, now: &str, subject: &str, summary: &str, confidence: &str) -> String {
-    env.run_at(
-        now,
-        &[
-            "add",
-            "--section",
-            "decisions",
-            "--kind",
-            "decision",
-            "--subject",
-            subject,
-            "--scope",
-            "repo",
-            "--summary",
-            summary,
-            "--content",
-            "Details of the decision.",
-            "--confidence",
-            confidence,
-            "--evidence",
-            "code:src/lib.rs#L1-L9:where it happens",
-        ],
-    )
-    .ok()
-    .stdout
-    .trim()
-    .to_owned()
-}
-
 fn query(env: &Env, now: &str, text: &str) -> Vec<Value> {
     env.run_at(now, &["query", text, "--json", "--explain"])
         .ok()
@@ -68,15 +38,8 @@ fn hit<'a>(hits: &'a [Value], id: &str) -> &'a Value {
 fn an_old_entry_ranks_below_an_equally_relevant_fresh_one_because_of_decay() {
     let env = Env::with_project();
     // The old entry is the more confident one: without decay its composite would win.
-    let old = add_at(
-        &env,
-        NOW,
-        "cache.alpha",
-        "Cache eviction uses LRU alpha",
-        "1.0",
-    );
-    let fresh = add_at(
-        &env,
+    let old = env.add_at(NOW, "cache.alpha", "Cache eviction uses LRU alpha", "1.0");
+    let fresh = env.add_at(
         &day(60),
         "cache.bravo",
         "Cache eviction uses LRU bravo",
@@ -126,13 +89,7 @@ fn an_old_entry_ranks_below_an_equally_relevant_fresh_one_because_of_decay() {
 #[test]
 fn explain_shows_the_decay_of_each_result() {
     let env = Env::with_project();
-    add_at(
-        &env,
-        NOW,
-        "cache.alpha",
-        "Cache eviction uses LRU alpha",
-        "0.9",
-    );
+    env.add_at(NOW, "cache.alpha", "Cache eviction uses LRU alpha", "0.9");
     let text = env
         .run_at(&day(30), &["query", "eviction", "--explain"])
         .ok()
@@ -169,13 +126,7 @@ fn the_decay_function_of_the_policy_is_the_one_ranking_uses() {
     doc["policies"]["lifecycle"]["decay"] =
         serde_json::json!({"function": "linear", "period_days": 40});
     std::fs::write(&config, doc.to_string()).unwrap_or_else(|e| panic!("{e}"));
-    let id = add_at(
-        &env,
-        NOW,
-        "cache.alpha",
-        "Cache eviction uses LRU alpha",
-        "0.9",
-    );
+    let id = env.add_at(NOW, "cache.alpha", "Cache eviction uses LRU alpha", "0.9");
     let hits = query(&env, &day(10), "eviction");
     // Linear over 40 days, 10 days on: 0.75.
     assert_eq!(hit(&hits, &id)["explain"]["decay"], 0.75, "{hits:?}");
