@@ -88,6 +88,23 @@ pub enum Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
+    /// An input file named on the command line that cannot be read: a missing file, a
+    /// directory or one without permission is the caller's mistake (a usage error naming the
+    /// path and the way out), anything else an I/O error.
+    pub fn input(path: &std::path::Path, e: std::io::Error) -> Self {
+        use std::io::ErrorKind;
+        let why = match e.kind() {
+            ErrorKind::NotFound => "no such file",
+            ErrorKind::PermissionDenied => "permission denied",
+            ErrorKind::IsADirectory => "it is a directory",
+            _ => return Self::Io(e),
+        };
+        Self::Usage(format!(
+            "cannot read `{}`: {why}; give the path of a readable file, or `-` to read standard input",
+            path.display()
+        ))
+    }
+
     pub(crate) fn store(path: &std::path::Path, e: impl std::fmt::Display) -> Self {
         Self::Store {
             path: path.to_path_buf(),

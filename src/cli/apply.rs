@@ -308,7 +308,15 @@ impl Updates {
                 }
                 Box::new(std::io::BufReader::new(super::invoke::stdin()))
             }
-            Some(p) => Box::new(std::io::BufReader::new(fs_err::File::open(p)?)),
+            Some(p) => {
+                let path = std::path::Path::new(p);
+                if path.is_dir() {
+                    let e = std::io::Error::from(std::io::ErrorKind::IsADirectory);
+                    return Err(Error::input(path, e));
+                }
+                let file = std::fs::File::open(path).map_err(|e| Error::input(path, e))?;
+                Box::new(std::io::BufReader::new(file))
+            }
         };
         let mut first = Vec::new();
         loop {

@@ -52,7 +52,9 @@ fn read_input(file: Option<&str>) -> Result<String> {
             super::invoke::stdin().read_to_string(&mut s)?;
             Ok(s)
         }
-        Some(path) => Ok(fs_err::read_to_string(path)?),
+        Some(path) => {
+            std::fs::read_to_string(path).map_err(|e| Error::input(std::path::Path::new(path), e))
+        }
     }
 }
 

@@ -67,7 +67,7 @@ pub fn read(path: &Path, bytes: Option<Vec<u8>>) -> Result<Input> {
     }
     let bytes = match bytes {
         Some(b) => b,
-        None => fs_err::read(path)?,
+        None => std::fs::read(path).map_err(|e| crate::error::Error::input(path, e))?,
     };
     let text = String::from_utf8_lossy(&bytes);
     match serde_json::from_str::<Value>(&text) {

@@ -323,3 +323,34 @@ fn a_duplicated_line_is_counted_once_and_verify_says_so() {
     let stats = env.run(&["stats", "--json"]).ok().json();
     assert_eq!(stats["statistics"]["total_entries"], 2, "{stats}");
 }
+
+/// An input file that cannot be read (missing, a directory) is the caller's mistake: a usage
+/// error naming the path and the way out, for every command that reads one, and nothing is
+/// written.
+#[test]
+fn an_unreadable_input_file_is_a_usage_error_naming_it() {
+    let env = Env::with_project();
+    let before = tree(env.dir.path());
+    let missing = env.dir.path().join("missing.jsonl");
+    let missing = missing.display().to_string();
+    let dir = env.dir.path().display().to_string();
+    for args in [
+        vec!["--json", "apply", "demo", missing.as_str()],
+        vec!["--json", "validate", "demo", missing.as_str()],
+        vec!["--json", "import", "demo", missing.as_str()],
+        vec!["--json", "context", "demo", missing.as_str()],
+        vec!["--json", "apply", "demo", dir.as_str()],
+        vec!["--json", "context", "demo", dir.as_str()],
+    ] {
+        let r = env.run(&args);
+        assert_eq!(r.code, 2, "{args:?}: {}", r.stdout);
+        let error = &r.envelope()["error"];
+        assert_eq!(error["code"], "USAGE_ERROR", "{args:?}");
+        let message = error["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains(args[3]) && message.contains("`-` to read standard input"),
+            "{args:?}: {message}"
+        );
+    }
+    assert_eq!(tree(env.dir.path()), before, "nothing written");
+}
