@@ -664,7 +664,7 @@ fn git_commands_answer_in_the_contract() {
         &env,
         "import",
         &["import", "other", "out/missing.json"],
-        "STORAGE_ERROR",
+        "USAGE_ERROR",
     );
 
     let v = succeeds(&env, "fork", &["fork", "demo", "demo-fork"]);

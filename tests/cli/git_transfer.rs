@@ -445,7 +445,7 @@ fn export_refuses_paths_outside_the_workspace_and_bad_filters() {
     let r = env.run(&["export", "demo", "x.json", "--min-confidence", "2"]);
     assert_eq!(r.code, 2);
     let r = env.run(&["import", "demo", "missing.json"]);
-    assert_eq!(r.code, 7, "{}", r.stderr);
+    assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("missing.json"), "{}", r.stderr);
 }
 

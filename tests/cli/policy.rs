@@ -451,7 +451,7 @@ fn a_missing_input_file_is_named_not_taken_for_a_project() {
     let env = Env::with_project();
     for command in ["validate", "apply"] {
         let r = env.run(&[command, "missing-update.json"]);
-        assert_eq!(r.code, 7, "{command}: {}", r.stderr);
+        assert_eq!(r.code, 2, "{command}: {}", r.stderr);
         assert!(r.stderr.contains("missing-update.json"), "{}", r.stderr);
     }
 }
