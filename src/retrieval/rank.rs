@@ -106,7 +106,7 @@ pub struct Components {
     /// BM25F of the entry for the query's terms (text queries).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bm25: Option<f64>,
-    /// `bm25` divided by the best among the matches (text queries).
+    /// `bm25 * decay` divided by the best such product among the matches (text queries).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub relevance: Option<f64>,
     pub score: f64,
