@@ -12,7 +12,9 @@ use super::features::DocFeatures;
 use super::filters::Filters;
 use super::rank::{self, Components, RankParams, Rule};
 use super::scope::scope_match;
-use super::text_index::{DOC_PREFIX, Posting, TextStats, term_prefix};
+use super::text_index::{
+    DOC_PREFIX, Posting, TextStats, block_prefix, for_each_in_block, term_prefix,
+};
 use super::{tokenize, typo};
 use crate::error::Result;
 use crate::store::Store;
@@ -419,6 +421,7 @@ fn text_candidates(
     )]
     let docs = stats.docs.max(0) as f64;
     let average = stats.average_lengths();
+    let masks = masks(sources)?;
     let mut cands = Candidates::default();
     let mut seen_terms: Vec<String> = Vec::new();
     for word in words {
@@ -431,15 +434,24 @@ fn text_candidates(
             .checked_shl(u32::try_from(terms.len()).unwrap_or(64))
             .unwrap_or(0);
         let mut df;
-        (cands, df) = add_term(sources, req, &stem, bit, &average, cands, scanned)?;
+        (cands, df) = add_term(sources, &masks, req, &stem, bit, &average, cands, scanned)?;
         let mut term = stem.clone();
         let mut weight = 1.0;
         let mut corrected_to = None;
         if df == 0
-            && let Some((fixed, fixed_term)) = typo::correction(sources, word)?
+            && let Some((fixed, fixed_term)) = typo::correction(sources, &masks, word)?
             && !seen_terms.contains(&fixed_term)
         {
-            (cands, df) = add_term(sources, req, &fixed_term, bit, &average, cands, scanned)?;
+            (cands, df) = add_term(
+                sources,
+                &masks,
+                req,
+                &fixed_term,
+                bit,
+                &average,
+                cands,
+                scanned,
+            )?;
             seen_terms.push(fixed_term.clone());
             term = fixed_term;
             weight = CORRECTION_WEIGHT;
@@ -461,12 +473,85 @@ fn text_candidates(
     Ok(cands)
 }
 
-/// Merges the postings of `term` that pass the cheap filters into `old` in one pass (both are
-/// in (source, id) order), leaving each candidate's saturated frequency of the term in
-/// `pending`; also returns the term's document frequency over all entries of all sources
-/// (filters do not change corpus statistics).
+/// Ids whose postings in blocks are masked, per source, in order.
+pub(super) type Masks = Vec<Vec<Vec<u8>>>;
+
+/// The masks of every source.
+///
+/// # Errors
+/// When a store cannot be read.
+pub(super) fn masks(sources: &[Source<'_>]) -> Result<Masks> {
+    sources.iter().map(|s| s.store.text_masks()).collect()
+}
+
+fn masked(masks: &[Vec<u8>], id: &[u8]) -> bool {
+    !masks.is_empty() && masks.binary_search_by(|m| m.as_slice().cmp(id)).is_ok()
+}
+
+/// Visits the postings of `term` in every source as two runs, each in (source, id) order: the
+/// postings in blocks (masked entries left out), then those written one by one (see
+/// [`super::text_index`]); the two never name the same entry.
+fn for_each_run(
+    sources: &[Source<'_>],
+    masks: &Masks,
+    term: &str,
+    mut run: impl FnMut(
+        &mut dyn FnMut(&mut dyn FnMut(usize, &[u8], Posting)) -> Result<()>,
+    ) -> Result<()>,
+) -> Result<()> {
+    let blocks = block_prefix(term);
+    run(&mut |visit| {
+        for (src, s) in sources.iter().enumerate() {
+            let none = Vec::new();
+            let masks = masks.get(src).unwrap_or(&none);
+            s.store.scan_index(&blocks, |_, value| {
+                // A block that does not decode is skipped like a posting that does not.
+                let _ = for_each_in_block(value, |id, p| {
+                    if !masked(masks, id) {
+                        visit(src, id, p);
+                    }
+                    true
+                });
+                true
+            })?;
+        }
+        Ok(())
+    })?;
+    let single = term_prefix(term);
+    run(&mut |visit| {
+        for (src, s) in sources.iter().enumerate() {
+            s.store.scan_index(&single, |id, value| {
+                if let Some(p) = Posting::decode(value) {
+                    visit(src, id, p);
+                }
+                true
+            })?;
+        }
+        Ok(())
+    })
+}
+
+/// Entries holding `term` over all sources.
+///
+/// # Errors
+/// When a store cannot be read.
+pub(super) fn document_frequency(sources: &[Source<'_>], masks: &Masks, term: &str) -> Result<u64> {
+    let mut df = 0;
+    for_each_run(sources, masks, term, |each| each(&mut |_, _, _| df += 1))?;
+    Ok(df)
+}
+
+/// Merges the postings of `term` that pass the cheap filters into `old` (each run of them in
+/// one pass: both are in (source, id) order), leaving each candidate's saturated frequency of
+/// the term in `pending`; also returns the term's document frequency over all entries of all
+/// sources (filters do not change corpus statistics).
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one query's state, passed down once"
+)]
 fn add_term(
     sources: &[Source<'_>],
+    masks: &Masks,
     req: &Request,
     term: &str,
     bit: u64,
@@ -474,27 +559,24 @@ fn add_term(
     old: Candidates,
     scanned: &mut usize,
 ) -> Result<(Candidates, u64)> {
-    let prefix = term_prefix(term);
-    let mut out = Candidates::default();
     let mut df = 0;
-    let mut rest = Cursor::new(old);
-    for (src, store) in sources.iter().enumerate() {
-        store.store.scan_index(&prefix, |key, value| {
+    let mut cands = Some(old);
+    for_each_run(sources, masks, term, |each| {
+        let mut out = Candidates::default();
+        let mut rest = Cursor::new(cands.take().unwrap_or_default());
+        each(&mut |src, key, p| {
             *scanned += 1;
             df += 1;
             let Some(id) = Id::new(key) else {
-                return true;
+                return;
             };
             while let Some(c) = rest.next_if(&mut out.spare, |c| (c.src, c.id) < (src, id)) {
                 out.push(c);
             }
-            let Some(p) = Posting::decode(value) else {
-                return true;
-            };
             let pending = bm25::saturate(bm25::field_frequency(p.tf, &p.features, *average));
             if let Some(c) = rest.next_if(&mut out.spare, |c| (c.src, c.id) == (src, id)) {
                 out.push(Candidate {
-                    pending,
+                    pending: c.pending + pending,
                     matched: c.matched | bit,
                     ..c
                 });
@@ -508,14 +590,15 @@ fn add_term(
                     matched: bit,
                 });
             }
-            true
         })?;
-    }
-    while let Some(c) = rest.next_if(&mut out.spare, |_| true) {
-        out.push(c);
-    }
-    out.spare = Vec::new();
-    Ok((out, df))
+        while let Some(c) = rest.next_if(&mut out.spare, |_| true) {
+            out.push(c);
+        }
+        out.spare = Vec::new();
+        cands = Some(out);
+        Ok(())
+    })?;
+    Ok((cands.unwrap_or_default(), df))
 }
 
 /// Appends the entries that results name in `related_entries` (once each, at most

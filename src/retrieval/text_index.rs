@@ -5,7 +5,18 @@
 //! | key                          | value                                             |
 //! |------------------------------|---------------------------------------------------|
 //! | `doc\0<entry id>`            | the entry's [`DocFeatures`]                       |
+//! | `tblk\0<term>\0<first id>`   | a block of up to [`BLOCK_POSTINGS`] postings      |
 //! | `text\0<term>\0<entry id>`   | term frequency per field (4 bytes), then features |
+//! | `tmask\0<entry id>`          | nothing: the entry's postings in blocks are stale |
+//!
+//! A rebuild writes each term's postings as blocks, in entry-id order: a few records per term
+//! instead of one per entry, which is what makes a rebuild and the scan of a common word cheap.
+//! Later writes keep the blocks and write the postings of the entries they change one by one
+//! (`text`), and mask the entry's postings in the blocks (`tmask`), which may be stale. So the
+//! postings of a term are those of its blocks whose entry is not masked, then its `text`
+//! records; the two never name the same entry. The next rebuild folds everything into blocks
+//! again. [`crate::store::Store::dump`] prints the postings so, one per entry, whatever the
+//! layout.
 //!
 //! Every posting carries the features of its entry, so scoring the candidates of a query is
 //! one ordered scan per query term, with no lookup per candidate. (Postings of term frequencies
@@ -23,8 +34,56 @@ use std::collections::BTreeMap;
 
 /// Key prefix of the per-entry feature records.
 pub const DOC_PREFIX: &[u8] = b"doc\0";
-/// Key prefix of the postings.
+/// Key prefix of the postings written one by one.
 pub const TERM_PREFIX: &[u8] = b"text\0";
+/// Key prefix of the blocks of postings a rebuild writes.
+pub const BLOCK_PREFIX: &[u8] = b"tblk\0";
+/// Key prefix of the masks of entries whose postings in blocks are stale.
+pub const MASK_PREFIX: &[u8] = b"tmask\0";
+/// Postings in one block.
+pub const BLOCK_POSTINGS: usize = 128;
+
+/// The key prefix of all blocks of `term`.
+pub fn block_prefix(term: &str) -> Vec<u8> {
+    let mut k = Vec::with_capacity(BLOCK_PREFIX.len() + term.len() + 1);
+    k.extend_from_slice(BLOCK_PREFIX);
+    k.extend_from_slice(term.as_bytes());
+    k.push(0);
+    k
+}
+
+/// The key of the mask of entry `id`.
+pub fn mask_key(id: &str) -> Vec<u8> {
+    [MASK_PREFIX, id.as_bytes()].concat()
+}
+
+/// Appends one posting to a block: the id's length (one byte), the id, the term frequencies,
+/// the encoded features.
+pub fn push_to_block(block: &mut Vec<u8>, id: &[u8], tf: &[u8; 4], features: &[u8]) {
+    block.push(u8::try_from(id.len()).unwrap_or(u8::MAX));
+    block.extend_from_slice(id);
+    block.extend_from_slice(tf);
+    block.extend_from_slice(features);
+}
+
+/// Visits the postings of a block in order, while `visit` returns true; `None` when the bytes
+/// are not a block.
+pub fn for_each_in_block(
+    mut block: &[u8],
+    mut visit: impl FnMut(&[u8], Posting) -> bool,
+) -> Option<()> {
+    while let Some((&len, rest)) = block.split_first() {
+        let len = usize::from(len);
+        let id = rest.get(..len)?;
+        let end = len + 4 + DocFeatures::SIZE;
+        let posting = Posting::decode(rest.get(len..end)?)?;
+        if !visit(id, posting) {
+            break;
+        }
+        block = rest.get(end..)?;
+    }
+    Some(())
+}
 
 /// The key prefix of all postings of `term`.
 pub fn term_prefix(term: &str) -> Vec<u8> {
@@ -167,6 +226,49 @@ impl TextStats {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn block_round_trip() {
+        let f = DocFeatures {
+            confidence: 1,
+            evidence_quality: 8,
+            evidence_stale: false,
+            pinned: true,
+            status: projections::Status::Active,
+            section: projections::Section::Decisions,
+            kind: projections::Kind::Decision,
+            created: 5,
+            updated: 6,
+            valid_to: None,
+            scope_hash: 7,
+            subject_hash: 8,
+            tag_bits: 9,
+            lens: [1, 2, 3, 4],
+        };
+        let mut features = Vec::new();
+        f.encode(&mut features);
+        let mut block = Vec::new();
+        let ids = ["m-0000000001", "m-00000000000000000000000002"];
+        for (i, id) in ids.iter().enumerate() {
+            let n = u8::try_from(i).unwrap_or_default();
+            push_to_block(&mut block, id.as_bytes(), &[n, 0, 0, 1], &features);
+        }
+        let mut seen = Vec::new();
+        let whole = for_each_in_block(&block, |id, p| {
+            seen.push((String::from_utf8_lossy(id).into_owned(), p.tf, p.features));
+            true
+        });
+        assert!(whole.is_some());
+        assert_eq!(
+            seen,
+            vec![
+                (ids[0].to_owned(), [0, 0, 0, 1], f),
+                (ids[1].to_owned(), [1, 0, 0, 1], f)
+            ]
+        );
+        // A cut block is not a block.
+        assert!(for_each_in_block(&block[..block.len() - 3], |_, _| true).is_none());
+    }
 
     #[test]
     fn posting_round_trip() {

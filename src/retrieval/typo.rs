@@ -4,7 +4,6 @@
 //! nothing, so correct words are never second-guessed.
 
 use super::search::Source;
-use super::text_index::term_prefix;
 use super::tokenize;
 use crate::error::Result;
 
@@ -52,7 +51,11 @@ pub fn edits(word: &str) -> Vec<String> {
 ///
 /// # Errors
 /// When a store cannot be read.
-pub fn correction(sources: &[Source<'_>], word: &str) -> Result<Option<(String, String)>> {
+pub fn correction(
+    sources: &[Source<'_>],
+    masks: &super::search::Masks,
+    word: &str,
+) -> Result<Option<(String, String)>> {
     if word.chars().count() < MIN_CHARS || !word.chars().all(|c| c.is_ascii_lowercase()) {
         return Ok(None);
     }
@@ -66,14 +69,7 @@ pub fn correction(sources: &[Source<'_>], word: &str) -> Result<Option<(String, 
         if !tried.insert(term.clone()) {
             continue;
         }
-        let prefix = term_prefix(&term);
-        let mut df = 0u64;
-        for s in sources {
-            s.store.scan_index(&prefix, |_, _| {
-                df += 1;
-                true
-            })?;
-        }
+        let df = super::search::document_frequency(sources, masks, &term)?;
         if df > 0 && best.as_ref().is_none_or(|(d, _, _)| df > *d) {
             best = Some((df, candidate, term));
         }

@@ -35,7 +35,7 @@ use std::path::{Path, PathBuf};
 
 /// Bumped whenever the layout or the meaning of a projection changes: a store of another format
 /// is rebuilt from the log, never misread.
-pub const STORE_FORMAT: &str = "memlog-store-14";
+pub const STORE_FORMAT: &str = "memlog-store-15";
 
 /// Journal size above which opening the store first flushes its memtables and starts a new
 /// journal, so that a process replays little whatever the history of writes. Replaying 512 KiB
@@ -489,9 +489,12 @@ impl TextBuckets {
         }
     }
 
-    /// The `doc` records then the postings, each group in key order, as (key, value) pairs.
+    /// The `doc` records then the blocks of postings, each group in key order, as (key, value)
+    /// pairs.
     fn into_records(self, entries: Vec<String>) -> impl Iterator<Item = (Vec<u8>, Vec<u8>)> {
-        use crate::retrieval::text_index::{DOC_PREFIX, term_prefix};
+        use crate::retrieval::text_index::{
+            BLOCK_POSTINGS, DOC_PREFIX, block_prefix, push_to_block,
+        };
         let features = std::sync::Arc::new(self.features);
         let entries = std::sync::Arc::new(entries);
         let (f1, e1) = (features.clone(), entries.clone());
@@ -502,17 +505,24 @@ impl TextBuckets {
         });
         let mut terms: Vec<(String, Postings)> = self.by_term.into_iter().collect();
         terms.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        let postings = terms.into_iter().flat_map(move |(term, list)| {
-            let prefix = [INDEX, term_prefix(&term).as_slice()].concat();
+        let blocks = terms.into_iter().flat_map(move |(term, list)| {
+            let prefix = [INDEX, block_prefix(&term).as_slice()].concat();
             let (features, entries) = (features.clone(), entries.clone());
-            list.into_iter().filter_map(move |(pos, tf)| {
-                let i = pos as usize;
-                let key = [prefix.as_slice(), entries.get(i)?.as_bytes()].concat();
-                let value = [tf.as_slice(), features.get(i)?.as_slice()].concat();
-                Some((key, value))
-            })
+            let blocks: Vec<(Vec<u8>, Vec<u8>)> = list
+                .chunks(BLOCK_POSTINGS)
+                .filter_map(|chunk| {
+                    let first = entries.get(chunk.first()?.0 as usize)?;
+                    let mut block = Vec::new();
+                    for (pos, tf) in chunk {
+                        let i = *pos as usize;
+                        push_to_block(&mut block, entries.get(i)?.as_bytes(), tf, features.get(i)?);
+                    }
+                    Some(([prefix.as_slice(), first.as_bytes()].concat(), block))
+                })
+                .collect();
+            blocks
         });
-        docs.chain(postings)
+        docs.chain(blocks)
     }
 }
 
@@ -778,6 +788,16 @@ impl Store {
             }
             if let Some(t) = &old_text {
                 text_stats.apply_features(&t.features, -1);
+                // Its postings in blocks, if a rebuild wrote some, no longer hold.
+                batch.insert(
+                    proj,
+                    [
+                        INDEX,
+                        crate::retrieval::text_index::mask_key(&entry).as_slice(),
+                    ]
+                    .concat(),
+                    b"".as_slice(),
+                );
             }
             let refs: Vec<&Event> = all.iter().collect();
             let new = derive(&entry, fold_entry_lean(&entry, &refs));
@@ -1377,6 +1397,49 @@ impl Store {
         Ok(())
     }
 
+    /// Ids of the entries whose postings in blocks are masked, in order (see
+    /// [`crate::retrieval::text_index`]).
+    ///
+    /// # Errors
+    /// When the store cannot be read.
+    pub fn text_masks(&self) -> Result<Vec<Vec<u8>>> {
+        let mut out = Vec::new();
+        self.scan_index(crate::retrieval::text_index::MASK_PREFIX, |id, _| {
+            out.push(id.to_vec());
+            true
+        })?;
+        Ok(out)
+    }
+
+    /// Every posting of the text index as `text\0<term>\0<id>` → value, in key order, whether
+    /// a rebuild wrote it in a block or a later write alone: what [`Store::dump`] prints.
+    fn logical_postings(&self) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        use crate::retrieval::text_index::{BLOCK_PREFIX, TERM_PREFIX, for_each_in_block};
+        let masks = self.text_masks()?;
+        let mut out = Vec::new();
+        self.scan_index(BLOCK_PREFIX, |key, value| {
+            let term = key.split(|b| *b == 0).next().unwrap_or_default();
+            let parsed = for_each_in_block(value, |id, p| {
+                if masks.binary_search_by(|m| m.as_slice().cmp(id)).is_err() {
+                    let mut v = p.tf.to_vec();
+                    p.features.encode(&mut v);
+                    out.push(([TERM_PREFIX, term, b"\0", id].concat(), v));
+                }
+                true
+            });
+            if parsed.is_none() {
+                out.push(([BLOCK_PREFIX, key].concat(), b"<damaged block>".to_vec()));
+            }
+            true
+        })?;
+        self.scan_index(TERM_PREFIX, |key, value| {
+            out.push(([TERM_PREFIX, key].concat(), value.to_vec()));
+            true
+        })?;
+        out.sort();
+        Ok(out)
+    }
+
     /// Hot entries by id, in the order given (ids that are not hot are left out).
     ///
     /// # Errors
@@ -1570,7 +1633,8 @@ impl Store {
 
     /// Writes every projection record canonically, one per line: the kind of record, its key
     /// and its value. The log fingerprint is left out, so two stores built from the same *set*
-    /// of events dump the same bytes whatever the order of their logs.
+    /// of events dump the same bytes whatever the order of their logs; the text index's postings
+    /// come last, one per entry and term, whether they are in blocks or not.
     ///
     /// # Errors
     /// When the store cannot be read or `out` written.
@@ -1586,6 +1650,14 @@ impl Store {
                     }
                     ("meta", rest.to_vec())
                 } else if let Some(rest) = key.strip_prefix(INDEX) {
+                    use crate::retrieval::text_index::{BLOCK_PREFIX, MASK_PREFIX, TERM_PREFIX};
+                    if [BLOCK_PREFIX, MASK_PREFIX, TERM_PREFIX]
+                        .iter()
+                        .any(|p| rest.starts_with(p))
+                    {
+                        // Postings are printed below, one per entry, whatever their layout.
+                        continue;
+                    }
                     ("index", rest.to_vec())
                 } else if let Some(rest) = key.strip_prefix(AUDIT) {
                     ("audit", rest.to_vec())
@@ -1612,6 +1684,14 @@ impl Store {
                     String::from_utf8_lossy(&value)
                 )?;
             }
+        }
+        for (key, value) in self.logical_postings()? {
+            writeln!(
+                out,
+                "index\t{}\t{}",
+                String::from_utf8_lossy(&key).escape_default(),
+                String::from_utf8_lossy(&value)
+            )?;
         }
         Ok(())
     }
