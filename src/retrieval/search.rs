@@ -499,36 +499,55 @@ fn for_each_run(
         &mut dyn FnMut(&mut dyn FnMut(usize, &[u8], Posting)) -> Result<()>,
     ) -> Result<()>,
 ) -> Result<()> {
+    // A run that no source holds is not run at all: merging it would copy every candidate.
+    let holds = |prefix: &[u8]| -> Result<bool> {
+        let mut found = false;
+        for s in sources {
+            s.store.scan_index(prefix, |_, _| {
+                found = true;
+                false
+            })?;
+            if found {
+                break;
+            }
+        }
+        Ok(found)
+    };
     let blocks = block_prefix(term);
-    run(&mut |visit| {
-        for (src, s) in sources.iter().enumerate() {
-            let none = Vec::new();
-            let masks = masks.get(src).unwrap_or(&none);
-            s.store.scan_index(&blocks, |_, value| {
-                // A block that does not decode is skipped like a posting that does not.
-                let _ = for_each_in_block(value, |id, p| {
-                    if !masked(masks, id) {
+    if holds(&blocks)? {
+        run(&mut |visit| {
+            for (src, s) in sources.iter().enumerate() {
+                let none = Vec::new();
+                let masks = masks.get(src).unwrap_or(&none);
+                s.store.scan_index(&blocks, |_, value| {
+                    // A block that does not decode is skipped like a posting that does not.
+                    let _ = for_each_in_block(value, |id, p| {
+                        if !masked(masks, id) {
+                            visit(src, id, p);
+                        }
+                        true
+                    });
+                    true
+                })?;
+            }
+            Ok(())
+        })?;
+    }
+    let single = term_prefix(term);
+    if holds(&single)? {
+        run(&mut |visit| {
+            for (src, s) in sources.iter().enumerate() {
+                s.store.scan_index(&single, |id, value| {
+                    if let Some(p) = Posting::decode(value) {
                         visit(src, id, p);
                     }
                     true
-                });
-                true
-            })?;
-        }
-        Ok(())
-    })?;
-    let single = term_prefix(term);
-    run(&mut |visit| {
-        for (src, s) in sources.iter().enumerate() {
-            s.store.scan_index(&single, |id, value| {
-                if let Some(p) = Posting::decode(value) {
-                    visit(src, id, p);
-                }
-                true
-            })?;
-        }
-        Ok(())
-    })
+                })?;
+            }
+            Ok(())
+        })?;
+    }
+    Ok(())
 }
 
 /// Entries holding `term` over all sources.
