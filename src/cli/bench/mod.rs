@@ -64,7 +64,7 @@ pub struct BenchArgs {
     /// Directory in which to create the bench's own directory [default: the system temp dir]
     #[arg(long, value_name = "DIR")]
     dir: Option<PathBuf>,
-    /// Keep the bench's directory afterwards
+    /// Keep the bench's directory afterwards, with the workspaces it built
     #[arg(long)]
     keep: bool,
     /// Run the retrieval evaluation instead: recall@5 and MRR of `query` on a generated data
@@ -397,7 +397,7 @@ impl Bench<'_> {
             }
             if n == largest {
                 last = Some(built);
-            } else {
+            } else if !self.args.keep {
                 fs_err::remove_dir_all(&built.root)?;
             }
         }
@@ -422,7 +422,9 @@ impl Bench<'_> {
                     config,
                 )?);
             }
-            fs_err::remove_dir_all(&built.root)?;
+            if !self.args.keep {
+                fs_err::remove_dir_all(&built.root)?;
+            }
         }
         if !self.skips(Phase::Grown) {
             let mut grown = self.args.grown.clone();
@@ -431,7 +433,9 @@ impl Bench<'_> {
             for n in grown {
                 let built = self.grown(n)?;
                 self.reads(&built, "grown")?;
-                fs_err::remove_dir_all(&built.root)?;
+                if !self.args.keep {
+                    fs_err::remove_dir_all(&built.root)?;
+                }
             }
         }
         Ok(concurrency)
