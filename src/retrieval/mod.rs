@@ -4,12 +4,14 @@
 //! - [`features`], [`text_index`]: the text index, a projection kept by the store
 //! - [`filters`], [`scope`]: which entries a query may return, smart defaults, scope hierarchy
 //! - [`bm25`], [`rank`]: text relevance, the composite score and how they combine
-//! - [`search`]: candidates, scoring and the final order over the project and `global`
+//! - [`search`]: gathering candidates, scoring and the final order over the project and
+//!   `global`; [`candidates`]: the compact candidate lists it merges
 //! - [`budget`], [`context`]: an AgentTask's `memory_context` and the prompt within a budget
 //! - [`query_log`]: the local log of queries, for statistics and slow-query warnings
 
 pub mod bm25;
 pub mod budget;
+pub mod candidates;
 pub mod context;
 pub mod features;
 pub mod filters;
