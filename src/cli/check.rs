@@ -293,13 +293,15 @@ pub fn secrets(_ctx: &Ctx, command: SecretsCommand, out: &mut Out) -> Result<Exi
                 ("-".to_owned(), buf)
             }
             Some(path) => {
-                if fs_err::metadata(path)?.len() > MAX_SCAN_BYTES {
+                let meta = std::fs::metadata(path).map_err(|e| Error::input(path, e))?;
+                if meta.len() > MAX_SCAN_BYTES {
                     return Err(Error::Usage(format!(
                         "{} is larger than 64 MiB; scan it in parts",
                         path.display()
                     )));
                 }
-                (path.display().to_string(), fs_err::read(path)?)
+                let bytes = std::fs::read(path).map_err(|e| Error::input(path, e))?;
+                (path.display().to_string(), bytes)
             }
         };
         let text = String::from_utf8_lossy(&bytes);

@@ -339,6 +339,7 @@ fn an_unreadable_input_file_is_a_usage_error_naming_it() {
         vec!["--json", "validate", "demo", missing.as_str()],
         vec!["--json", "import", "demo", missing.as_str()],
         vec!["--json", "context", "demo", missing.as_str()],
+        vec!["--json", "secrets", "scan", missing.as_str()],
         vec!["--json", "apply", "demo", dir.as_str()],
         vec!["--json", "context", "demo", dir.as_str()],
     ] {
