@@ -274,15 +274,31 @@ fn every_provider_rule_compiles() {
 
 const PLACEHOLDERS: &str = include_str!("corpus/placeholders.txt");
 
-/// (lines written for this corpus, gitleaks' published false-positive examples)
-fn placeholder_corpora() -> (Vec<&'static str>, Vec<&'static str>) {
-    let (own, published) = PLACEHOLDERS
+/// The three parts of `placeholders.txt`: lines written for this corpus, gitleaks' published
+/// false-positive examples, and the published examples that gitleaks' rule set as a whole still
+/// reports (see the file).
+struct PlaceholderCorpora {
+    own: Vec<&'static str>,
+    published: Vec<&'static str>,
+    credentials: Vec<&'static str>,
+}
+
+fn placeholder_corpora() -> PlaceholderCorpora {
+    let (own, rest) = PLACEHOLDERS
         .split_once("# --- gitleaks published false-positive examples ---")
         .unwrap_or((PLACEHOLDERS, ""));
-    (
-        data_lines(own).collect(),
-        published.lines().filter(|l| !l.is_empty()).collect(),
-    )
+    let (published, credentials) = rest
+        .split_once(
+            "# --- published as false positives of one rule, but credentials for the rule set as a \
+             whole ---",
+        )
+        .unwrap_or((rest, ""));
+    PlaceholderCorpora {
+        own: data_lines(own).collect(),
+        // Published examples are taken verbatim: some begin with `#`.
+        published: published.lines().filter(|l| !l.is_empty()).collect(),
+        credentials: data_lines(credentials).collect(),
+    }
 }
 
 fn flagged(lines: &[&'static str]) -> Vec<(&'static str, &'static str)> {
@@ -292,37 +308,45 @@ fn flagged(lines: &[&'static str]) -> Vec<(&'static str, &'static str)> {
         .collect()
 }
 
+fn assert_false_positives_at_most(lines: &[&'static str], bound: f64) {
+    let bad = flagged(lines);
+    let rate = bad.len() as f64 / lines.len() as f64;
+    assert!(
+        rate <= bound,
+        "false-positive rate {rate:.3} of {}: {bad:#?}",
+        lines.len()
+    );
+}
+
 /// Documentation placeholders in credentials' shapes (`xoxb-xxxx…`, `hf_xxxx…`,
 /// `AKIA…EXAMPLE`, `<your-token>`, `sk-...`): at most 1% flagged.
 #[test]
 fn false_positives_on_placeholders() {
-    let (own, _) = placeholder_corpora();
+    let own = placeholder_corpora().own;
     assert!(own.len() >= 50, "{} lines", own.len());
-    let bad = flagged(&own);
-    let rate = bad.len() as f64 / own.len() as f64;
-    assert!(
-        rate <= 0.01,
-        "false-positive rate {rate:.3} of {}: {bad:#?}",
-        own.len()
-    );
+    assert_false_positives_at_most(&own, 0.01);
 }
 
-/// The false-positive examples published with the gitleaks rules. The target is 1%; 1.9% is
-/// reached (5 of 258): each of the 5 is a random value assigned to a credential name or sent in
-/// an `Authorization` header (`meraki_token = 5cb4…`, `key = adf4b1db…`, a JWT after `Basic`),
-/// a false positive only for the one provider rule it was published under. This bound keeps it
-/// from growing.
+/// The false-positive examples published with the gitleaks rules: at most 1% flagged.
 #[test]
 fn false_positives_on_published_rule_examples() {
-    let (_, published) = placeholder_corpora();
-    assert!(published.len() >= 200, "{} lines", published.len());
-    let bad = flagged(&published);
-    let rate = bad.len() as f64 / published.len() as f64;
-    assert!(
-        rate <= 0.02,
-        "false-positive rate {rate:.3} of {}: {bad:#?}",
-        published.len()
-    );
+    let published = placeholder_corpora().published;
+    assert!(published.len() >= 250, "{} lines", published.len());
+    assert_false_positives_at_most(&published, 0.01);
+}
+
+/// Five published examples are false positives of the one rule they are listed under but not
+/// of the rule set: gitleaks' own generic-api-key and jwt rules report four, and it marks the
+/// fifth (a Mailchimp key) as a false negative. Storing any of them in memory would leak a
+/// credential-shaped value, so each is refused; counting them, the published examples give
+/// 5 of 258 (1.9%).
+#[test]
+fn published_examples_that_the_rule_set_reports_are_refused() {
+    let credentials = placeholder_corpora().credentials;
+    assert_eq!(credentials.len(), 5, "{credentials:#?}");
+    for line in credentials {
+        assert!(!scan_text(line).is_empty(), "not found: {line}");
+    }
 }
 
 /// A provider keyword on one line does not make a bare format elsewhere a credential: a note
