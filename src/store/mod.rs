@@ -14,7 +14,8 @@
 //! | index          | `~i\0` dimension `\0` value `\0` entry id  | empty (hot entries only)    |
 //! | cold index     | `~i\0cold\0` state `\0` entry id, `~i\0cold_pinned\0true\0` entry id | empty (cold entries only) |
 //! | text index     | `~i\0doc\0…`, `~i\0text\0…`               | see `crate::retrieval::text_index` |
-//! | meta           | `~m\0format`, `~m\0log`, `~m\0stats`, `~m\0recent_operations` | store format, log fingerprint, statistics, latest operations |
+//! | meta           | `~m\0format`, `~m\0log`, `~m\0stats`      | store format, log fingerprint, statistics |
+//! | latest operations | `~m\0recent\0` time `\0` event id      | the operation (the latest 20 only) |
 //! | day statistics | `~m\0stats_day\0` day                     | statistics of the entries created that day |
 //!
 //! A version record says which event made the version and when; the entry's state at that
@@ -35,7 +36,7 @@ use std::path::{Path, PathBuf};
 
 /// Bumped whenever the layout or the meaning of a projection changes: a store of another format
 /// is rebuilt from the log, never misread.
-pub const STORE_FORMAT: &str = "memlog-store-15";
+pub const STORE_FORMAT: &str = "memlog-store-16";
 
 /// Journal size above which opening the store first flushes its memtables and starts a new
 /// journal, so that a process replays little whatever the history of writes. Replaying 512 KiB
@@ -116,6 +117,15 @@ pub fn duplicate_key(fields: &projections::EntryFields) -> String {
 
 fn meta_key(name: &str) -> Vec<u8> {
     [META, name.as_bytes()].concat()
+}
+
+/// The latest operations, one record each, in (time, event id) order: a write adds the
+/// records of its own operations and removes those they push out, instead of rewriting the
+/// whole table (the journal every process replays then grows by a few hundred bytes a write).
+const RECENT_PREFIX: &str = "recent\0";
+
+fn recent_key(op: &projections::stats::Operation) -> Vec<u8> {
+    meta_key(&format!("{RECENT_PREFIX}{}\0{}", op.at, op.event))
 }
 
 /// The statistics of the entries created on `day`: one record per day, so that a write rewrites
@@ -767,7 +777,8 @@ impl Store {
         };
         let mut days = BTreeSet::new();
         let mut text_stats = self.text_stats()?;
-        let mut recent = self.recent_operations()?;
+        let old_recent = self.recent_operations()?;
+        let mut recent = old_recent.clone();
         for event in by_entry.values().flatten() {
             recent.note_event(event);
         }
@@ -837,7 +848,12 @@ impl Store {
             }
         }
         batch.insert(proj, meta_key("text_stats"), to_json(&text_stats));
-        batch.insert(proj, meta_key("recent_operations"), to_json(&recent));
+        for op in old_recent.0.iter().filter(|op| !recent.0.contains(op)) {
+            batch.remove(proj, recent_key(op));
+        }
+        for op in recent.0.iter().filter(|op| !old_recent.0.contains(op)) {
+            batch.insert(proj, recent_key(op), to_json(op));
+        }
         if let Some(fingerprint) = fingerprint {
             batch.insert(proj, meta_key("log"), to_json(fingerprint));
         }
@@ -1177,8 +1193,8 @@ impl Store {
             (meta_key("log"), to_json(fingerprint)),
             (meta_key("stats"), to_json(&stats.totals)),
             (meta_key("text_stats"), to_json(&text_stats)),
-            (meta_key("recent_operations"), to_json(&recent)),
         ];
+        meta.extend(recent.0.iter().map(|op| (recent_key(op), to_json(op))));
         meta.extend(
             stats
                 .by_created_day
@@ -1626,9 +1642,17 @@ impl Store {
     /// # Errors
     /// When the store cannot be read.
     pub fn recent_operations(&self) -> Result<projections::RecentOperations> {
-        Ok(self
-            .get_json(&meta_key("recent_operations"))?
-            .unwrap_or_default())
+        let mut ops = Vec::with_capacity(projections::stats::RECENT_OPERATIONS);
+        let prefix = meta_key(RECENT_PREFIX);
+        for item in self.ks[K_PROJ]
+            .prefix(&prefix)
+            .rev()
+            .take(projections::stats::RECENT_OPERATIONS)
+        {
+            let value = item.value().map_err(|e| self.err(e))?;
+            ops.push(serde_json::from_slice(&value).map_err(|e| self.err(e))?);
+        }
+        Ok(projections::RecentOperations(ops))
     }
 
     /// Writes every projection record canonically, one per line: the kind of record, its key

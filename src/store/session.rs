@@ -96,7 +96,7 @@ impl SyncReport {
             out.push(crate::policy::Warning {
                 field: "store".into(),
                 rule: "store_rebuilt",
-                message: format!("{why}; it was rebuilt from the log"),
+                message: format!("{why}; it was rebuilt from the log, which is unharmed"),
             });
         }
         out
@@ -314,6 +314,9 @@ impl Session {
         let quarantined = recover_torn_tail(project)?;
         let (store, broken) = match Store::open(&project.store_dir()) {
             Ok((store, _)) => (Some(store), None),
+            // The store's own words: the advice of `Error::Store` is for when the rebuild
+            // below fails too.
+            Err(Error::Store { message, .. }) => (None, Some(message)),
             Err(e) => (None, Some(e.to_string())),
         };
         let mut session = Self {
