@@ -3,8 +3,10 @@
 //! lost line costs a little precision in importance, a failed append never fails a read, and a
 //! sync on every read would slow reads down.
 //!
-//! When the file grows past [`COMPACT_BYTES`], `lifecycle run` folds it into
-//! `access-summary.json` (per entry: count, first and last access) and empties it.
+//! When the file grows past [`COMPACT_BYTES`], the read whose line takes it there (or else the
+//! next `lifecycle run`) folds it into `access-summary.json` (per entry: count, first and last
+//! access) and empties it, so what `stats` and the lifecycle engine read is bounded by the
+//! number of entries, not by the number of reads ever made.
 
 use crate::error::Result;
 use crate::log::durable;
@@ -17,8 +19,10 @@ use std::path::Path;
 pub const FILE: &str = "access.jsonl";
 /// The folded counts of older accesses.
 pub const SUMMARY: &str = "access-summary.json";
-/// Size past which a lifecycle run folds the log into the summary.
-pub const COMPACT_BYTES: u64 = 4 * 1024 * 1024;
+/// Size past which the log is folded into the summary.
+pub const COMPACT_BYTES: u64 = 1024 * 1024;
+/// Held by the process folding the log, so two readers do not fold it at once.
+const COMPACT_LOCK: &str = "access.lock";
 
 /// One read that returned `entries`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -65,6 +69,10 @@ impl AccessStats {
 /// # Errors
 /// When the line cannot be appended.
 pub fn record(project: &Project, entries: &[&str], at: &str, via: &str) -> Result<()> {
+    record_in(&project.state_dir(), entries, at, via)
+}
+
+fn record_in(state: &Path, entries: &[&str], at: &str, via: &str) -> Result<()> {
     if entries.is_empty() {
         return Ok(());
     }
@@ -75,11 +83,17 @@ pub fn record(project: &Project, entries: &[&str], at: &str, via: &str) -> Resul
     };
     let mut bytes = serde_json::to_vec(&line).unwrap_or_default();
     bytes.push(b'\n');
-    let state = project.state_dir();
     if !state.is_dir() {
-        fs_err::create_dir_all(&state)?;
+        fs_err::create_dir_all(state)?;
     }
-    let _unsynced = durable::append_unsynced(&state.join(FILE), &bytes)?;
+    let (stamp, _unsynced) = durable::append_unsynced(&state.join(FILE), &bytes)?;
+    // A line appended by another reader while the log is folded may be lost: the log is a
+    // hint, and that loss is the price of never making a read wait.
+    if stamp.size > COMPACT_BYTES
+        && let Some(_folding) = crate::log::lock::FileLock::try_acquire(&state.join(COMPACT_LOCK))?
+    {
+        compact_if_large(state)?;
+    }
     Ok(())
 }
 
@@ -161,4 +175,42 @@ pub fn frequency_distribution<'a>(
         *out.entry(bucket).or_insert(0) += 1;
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Reads keep the log bounded: the read that takes it past [`COMPACT_BYTES`] folds it into
+    /// the summary, and the counts, first and last accesses are those of every read.
+    #[test]
+    fn reads_fold_a_large_log_and_lose_no_access() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let state = dir.path();
+        let ids: Vec<String> = (0..50).map(|i| format!("m-{i:026}")).collect();
+        let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+        let mut reads = 0u64;
+        while !state.join(SUMMARY).exists() {
+            let at = format!(
+                "2026-11-23T10:{:02}:{:02}.000Z",
+                reads / 60 % 60,
+                reads % 60
+            );
+            record_in(state, &refs, &at, "query").unwrap_or_else(|e| panic!("{e}"));
+            reads += 1;
+            assert!(reads < 10_000, "never folded");
+        }
+        let log = fs_err::metadata(state.join(FILE)).map_or(0, |m| m.len());
+        assert!(log < COMPACT_BYTES / 2, "{log} bytes left in the log");
+        // One more read after the fold: counted on top of the summary.
+        record_in(state, &refs[..1], "2026-11-23T23:59:59.000Z", "show")
+            .unwrap_or_else(|e| panic!("{e}"));
+        let all = load(state, "9999").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(all.len(), 50);
+        let first = &all[&ids[0]];
+        assert_eq!(first.count, reads + 1);
+        assert_eq!(first.first, "2026-11-23T10:00:00.000Z");
+        assert_eq!(first.last, "2026-11-23T23:59:59.000Z");
+        assert_eq!(all[&ids[1]].count, reads);
+    }
 }
