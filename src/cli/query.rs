@@ -497,8 +497,15 @@ pub fn log_query(
         execution_time_ms: (ms * 1000.0).round() / 1000.0,
         slow,
     };
-    if let Err(e) = query_log::append(&project.state_dir(), &entry) {
-        warn(&format!("could not write the query log: {e}"));
+    let state = project.state_dir();
+    match query_log::append(&state, &entry) {
+        Ok(size) if size > query_log::FOLD_BYTES => {
+            if let Err(e) = crate::analytics::query_patterns::fold_if_large(&state) {
+                warn(&format!("could not fold the query log: {e}"));
+            }
+        }
+        Ok(_) => {}
+        Err(e) => warn(&format!("could not write the query log: {e}")),
     }
 }
 

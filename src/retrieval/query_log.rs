@@ -1,15 +1,20 @@
 //! The local query log: one JSON line per query in `.memlog/queries.jsonl` (local, never
-//! committed), for the statistics of query patterns and for slow-query warnings. The file is
-//! rotated to `queries.1.jsonl` past 10 MB.
+//! committed), for the statistics of query patterns and for slow-query warnings. Past
+//! [`FOLD_BYTES`] the query that finds it so folds it into per-day counts
+//! (`crate::analytics::query_patterns::fold_if_large`), so the statistics read a file bounded
+//! by the days, not by every query ever made.
 
 use crate::error::Result;
 use serde::Serialize;
 use std::path::Path;
 
-/// Size past which the log is rotated.
-pub const ROTATE_BYTES: u64 = 10 * 1024 * 1024;
+/// Size past which the log is folded into per-day counts.
+pub const FOLD_BYTES: u64 = 1024 * 1024;
 /// File name inside the project's state directory.
 pub const FILE: &str = "queries.jsonl";
+/// The log of earlier versions, which rotated it to this name past 10 MB: still read, and
+/// folded with the log.
+pub const ROTATED: &str = "queries.1.jsonl";
 
 /// One logged query.
 #[derive(Debug, Clone, Serialize)]
@@ -26,18 +31,14 @@ pub struct QueryLogEntry {
     pub slow: bool,
 }
 
-/// Appends `entry` to the query log in `state_dir`, rotating it when it is large. Not synced: a
+/// Appends `entry` to the query log in `state_dir` and returns the log's size. Not synced: a
 /// query log line lost in a crash costs nothing, a sync on every read would.
 ///
 /// # Errors
 /// When the file cannot be written.
-pub fn append(state_dir: &Path, entry: &QueryLogEntry) -> Result<()> {
-    let path = state_dir.join(FILE);
-    if fs_err::metadata(&path).is_ok_and(|m| m.len() > ROTATE_BYTES) {
-        fs_err::rename(&path, state_dir.join("queries.1.jsonl"))?;
-    }
+pub fn append(state_dir: &Path, entry: &QueryLogEntry) -> Result<u64> {
     let mut line = serde_json::to_vec(entry).unwrap_or_default();
     line.push(b'\n');
-    let _unsynced = crate::log::durable::append_unsynced(&path, &line)?;
-    Ok(())
+    let (stamp, _unsynced) = crate::log::durable::append_unsynced(&state_dir.join(FILE), &line)?;
+    Ok(stamp.size)
 }
