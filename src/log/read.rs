@@ -95,6 +95,22 @@ pub fn decode(path: &Path, line: &Line<'_>) -> Result<Event> {
     decode_line(text).map_err(|e| corrupt(e.to_string()))
 }
 
+/// [`decode`] of a line verified before (see `crate::store::Verify::Trusted`): decoded, its ids
+/// not hashed again.
+///
+/// # Errors
+/// [`Error::CorruptLog`] when the line does not decode.
+pub fn decode_trusted(path: &Path, line: &Line<'_>) -> Result<Event> {
+    let corrupt = |problem: String| Error::CorruptLog {
+        path: path.to_path_buf(),
+        line: line.number,
+        offset: line.offset,
+        problem,
+    };
+    let text = std::str::from_utf8(line.bytes).map_err(|e| corrupt(format!("not UTF-8: {e}")))?;
+    projections::event::decode_verified_line(text).map_err(|e| corrupt(e.to_string()))
+}
+
 /// Decodes every non-blank line of `buf`.
 ///
 /// # Errors

@@ -142,8 +142,8 @@ mod tests {
             assert!(w.len() <= 7 && is_stop_word(w), "{w}");
         }
         for w in [
-            "", "b", "aa", "ab", "abou", "abouts", "ands", "the\0", "\0the", "thee", "th", "deploy",
-            "between1", "zzzzzzz",
+            "", "b", "aa", "ab", "abou", "abouts", "ands", "the\0", "\0the", "thee", "th",
+            "deploy", "between1", "zzzzzzz",
         ] {
             assert!(!is_stop_word(w), "{w:?}");
         }

@@ -544,6 +544,16 @@ pub struct Dangling {
     pub parent: String,
 }
 
+/// Whether [`Store::build_from_log_at`] checks the lines' ids against their hashes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verify {
+    /// Every line is hashed: a log that may have been edited, merged or pulled.
+    Hashes,
+    /// Every line was verified before (the log is unchanged since the store applied it, and
+    /// this process wrote the rest): the lines are decoded, not hashed again.
+    Trusted,
+}
+
 /// What [`Store::build_from_log_at`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LogBuild {
@@ -566,7 +576,7 @@ struct Seen<'a> {
 /// Lines verified per parallel step of the first pass.
 const FIRST_PASS_STEP: usize = 8192;
 
-fn first_pass<'a>(log: &Path, buf: &'a [u8]) -> Result<Vec<Seen<'a>>> {
+fn first_pass<'a>(log: &Path, buf: &'a [u8], verify: Verify) -> Result<Vec<Seen<'a>>> {
     use crate::log::read as event_log;
     let lines: Vec<event_log::Line<'a>> = event_log::lines(buf, 1, 0)
         .filter(|l| !event_log::is_blank(l))
@@ -577,7 +587,10 @@ fn first_pass<'a>(log: &Path, buf: &'a [u8]) -> Result<Vec<Seen<'a>>> {
             chunk
                 .iter()
                 .map(|l| {
-                    let e = event_log::decode(log, l)?;
+                    let e = match verify {
+                        Verify::Hashes => event_log::decode(log, l)?,
+                        Verify::Trusted => event_log::decode_trusted(log, l)?,
+                    };
                     let replacement = match &e.data {
                         projections::EventData::Supersede {
                             by,
@@ -1026,6 +1039,9 @@ impl Store {
     /// by entry needs, then each chunk of entries decodes its lines again (without hashing them
     /// again) to fold them, and the raw events are written as slices of `buf`.
     ///
+    /// With [`Verify::Trusted`] the first pass does not hash the lines: for a log whose lines
+    /// were all verified when the store applied them or written by this process.
+    ///
     /// # Errors
     /// [`Error::CorruptLog`] for a line that does not verify (nothing is built); [`Error::Store`]
     /// when the store cannot be written.
@@ -1034,8 +1050,9 @@ impl Store {
         log: &Path,
         buf: &[u8],
         fingerprint: &Fingerprint,
+        verify: Verify,
     ) -> Result<LogBuild> {
-        let seen = first_pass(log, buf)?;
+        let seen = first_pass(log, buf, verify)?;
         let dangling = dangling_parents(&seen);
         if path.exists() {
             fs_err::remove_dir_all(path)?;
@@ -1875,8 +1892,9 @@ mod tests {
             .map(|e| (e.clone(), e.to_line().unwrap_or_default()))
             .collect();
         let applied = Store::build_at(&a, pairs, &fp).unwrap_or_else(|e| panic!("{e}"));
-        let built = Store::build_from_log_at(&b, Path::new("events.jsonl"), &buf, &fp)
-            .unwrap_or_else(|e| panic!("{e}"));
+        let built =
+            Store::build_from_log_at(&b, Path::new("events.jsonl"), &buf, &fp, Verify::Hashes)
+                .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(applied, 42);
         assert_eq!(built.applied, 42);
         assert_eq!(
@@ -1905,7 +1923,13 @@ mod tests {
             stamp: None,
         };
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let result = Store::build_from_log_at(&dir.path().join("s"), Path::new("x"), &buf, &fp);
+        let result = Store::build_from_log_at(
+            &dir.path().join("s"),
+            Path::new("x"),
+            &buf,
+            &fp,
+            Verify::Hashes,
+        );
         assert!(
             matches!(result, Err(Error::CorruptLog { line: 1, .. })),
             "{result:?}"

@@ -407,8 +407,12 @@ impl Session {
             if let Some(now) = &stamp
                 && is_bulk(now.size.saturating_sub(fp.len), fp.len)
             {
-                // Lines this process wrote: nothing to report about them.
-                return self.rebuild().map(|_| ());
+                // Lines this process wrote, after lines the store verified when it applied
+                // them (the stamps say the file has not changed since): nothing to report
+                // about them, and nothing to hash again.
+                return self
+                    .rebuild_verifying(crate::store::Verify::Trusted)
+                    .map(|_| ());
             }
             // Only the bytes after the last complete hashed block need reading.
             let start = fp.hashes.partial_start() as u64;
@@ -625,6 +629,10 @@ impl Session {
     /// # Errors
     /// As [`Session::open`].
     pub fn rebuild(&mut self) -> Result<usize> {
+        self.rebuild_verifying(crate::store::Verify::Hashes)
+    }
+
+    fn rebuild_verifying(&mut self, verify: crate::store::Verify) -> Result<usize> {
         let path = self.project.log_path();
         let stamp = FileStamp::at(&path).map_err(|e| Error::Io(io_context(&path, e)))?;
         let buf = event_log::read_complete(&path, 0)?;
@@ -635,7 +643,7 @@ impl Session {
             stamp,
         };
         let n = self.swap_in(|staging| {
-            let built = Store::build_from_log_at(staging, &path, &buf, &next)?;
+            let built = Store::build_from_log_at(staging, &path, &buf, &next, verify)?;
             Ok((built.applied, built.dangling))
         })?;
         self.report.mode = "rebuild";

@@ -13,6 +13,7 @@
 //!
 //! A [`Finding`] holds where and what kind, never the matched text.
 
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 use regex::Regex;
 use std::sync::LazyLock;
 
@@ -77,6 +78,8 @@ struct Rule {
     /// rule would cost a short-lived process more than the scan itself.
     re: std::sync::OnceLock<Regex>,
     check: Check,
+    /// Its keywords, as positions in [`KEYWORDS`].
+    keys: Option<Vec<usize>>,
 }
 
 impl Rule {
@@ -86,18 +89,74 @@ impl Rule {
         })
     }
 
-    /// Whether `lower` (the text in ASCII lowercase) could hold a match at all.
-    fn may_match(&self, lower: &str) -> bool {
-        match keywords(self.id) {
+    /// Whether `lower` (the text in ASCII lowercase, holding the keywords `present`) could
+    /// hold a match at all.
+    fn may_match(&self, lower: &str, present: &Present) -> bool {
+        match &self.keys {
             // Credentials in a URL need both the scheme separator and the userinfo `@`.
-            Some(words) if matches!(self.id, "credentials-in-url" | "url-userinfo-token") => {
-                words.iter().any(|w| lower.contains(w)) && lower.contains('@')
+            Some(keys) if matches!(self.id, "credentials-in-url" | "url-userinfo-token") => {
+                present.any(keys) && lower.contains('@')
             }
-            Some(words) => words.iter().any(|w| lower.contains(w)),
+            Some(keys) => present.any(keys),
             None if self.id == "credit-card-number" => has_digit_run(lower, 13),
             None if self.id == "us-ssn" => has_ssn_shape(lower),
             None => true,
         }
+    }
+}
+
+/// Every keyword of the rules above, and one automaton that finds them all in one pass over a
+/// text: a search per keyword of every rule read each text a hundred times, a tenth of a bulk
+/// `apply`.
+struct Keywords {
+    /// Sorted, each once.
+    words: Vec<&'static str>,
+    automaton: Option<AhoCorasick>,
+}
+
+static KEYWORDS: LazyLock<Keywords> = LazyLock::new(|| {
+    let mut words: Vec<&'static str> = TEXT_RULES
+        .iter()
+        .chain(URI_RULES)
+        .filter_map(|(id, ..)| keywords(id))
+        .flatten()
+        .copied()
+        .collect();
+    words.sort_unstable();
+    words.dedup();
+    let automaton = AhoCorasickBuilder::new()
+        .match_kind(MatchKind::Standard)
+        .build(&words)
+        .ok();
+    Keywords { words, automaton }
+});
+
+/// Which keywords a text holds.
+struct Present(Vec<bool>);
+
+impl Present {
+    fn of(lower: &str) -> Self {
+        let k = &*KEYWORDS;
+        let mut found = vec![false; k.words.len()];
+        match &k.automaton {
+            Some(a) => {
+                for m in a.find_overlapping_iter(lower) {
+                    if let Some(slot) = found.get_mut(m.pattern().as_usize()) {
+                        *slot = true;
+                    }
+                }
+            }
+            None => {
+                for (slot, w) in found.iter_mut().zip(&k.words) {
+                    *slot = lower.contains(w);
+                }
+            }
+        }
+        Self(found)
+    }
+
+    fn any(&self, keys: &[usize]) -> bool {
+        keys.iter().any(|i| self.0.get(*i).copied().unwrap_or(true))
     }
 }
 
@@ -493,6 +552,12 @@ fn compile(table: &'static [(&str, &str, &str, Check)]) -> Vec<Rule> {
             pattern,
             re: std::sync::OnceLock::new(),
             check: *check,
+            keys: keywords(id).map(|words| {
+                words
+                    .iter()
+                    .filter_map(|w| KEYWORDS.words.binary_search(w).ok())
+                    .collect()
+            }),
         })
         .collect()
 }
@@ -582,6 +647,7 @@ fn text_findings(text: &str) -> Vec<Raw> {
 fn scan_with(rules: &'static [Rule], text: &str) -> Vec<Raw> {
     let mut out = Vec::new();
     let lower = text.to_ascii_lowercase();
+    let present = Present::of(&lower);
     let context_from = rules
         .iter()
         .position(|r| r.id == "credentials-in-url")
@@ -592,7 +658,7 @@ fn scan_with(rules: &'static [Rule], text: &str) -> Vec<Raw> {
         } else {
             index
         };
-        if !rule.may_match(&lower) {
+        if !rule.may_match(&lower, &present) {
             continue;
         }
         for caps in rule.regex().captures_iter(text) {

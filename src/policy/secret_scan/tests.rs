@@ -361,3 +361,19 @@ fn keywords_gate_provider_rules_line_by_line() {
     let leaked = "sourcegraph token: sgp_43fc912ef59a83054ea7f6706df4d53a7dea4d80";
     assert!(!scan_text(leaked).is_empty());
 }
+
+/// The one-pass keyword search finds exactly the keywords a search per keyword finds, on every
+/// line of the corpora and on arbitrary text.
+#[test]
+fn keywords_found_in_one_pass_are_those_found_one_by_one() {
+    let naive =
+        |lower: &str| -> Vec<bool> { KEYWORDS.words.iter().map(|w| lower.contains(w)).collect() };
+    let corpora = [SECRETS, BENIGN, BENIGN_SECOND, PLACEHOLDERS];
+    for line in corpora.iter().flat_map(|c| c.lines()) {
+        let lower = line.to_ascii_lowercase();
+        assert_eq!(Present::of(&lower).0, naive(&lower), "{line}");
+    }
+    proptest!(|(text in "(?s)[a-z0-9_:/@.=$ -]{0,80}(ghp_|sk-|xox|://|secret|eyj|passw|key-)?[a-z0-9_ -]{0,20}")| {
+        prop_assert_eq!(Present::of(&text).0, naive(&text));
+    });
+}
