@@ -325,7 +325,9 @@ enum Batch {
     Entries(Vec<(Vec<Vec<u8>>, EntryRecords)>),
     /// The last records: the index keys, sorted, and the meta records.
     Tail {
-        index: Vec<Vec<u8>>,
+        /// Made one at a time as they are written: held at once, the million keys of 100,000
+        /// entries were a quarter of a rebuild's peak memory.
+        index: Box<dyn Iterator<Item = Vec<u8>> + Send>,
         /// The text index records: `doc` records, then postings, each in key order.
         text: Box<dyn Iterator<Item = (Vec<u8>, Vec<u8>)> + Send>,
         meta: Vec<(Vec<u8>, Vec<u8>)>,
@@ -442,28 +444,36 @@ impl IndexBuckets {
         }
     }
 
-    /// The index keys in ascending order; `entries` maps positions to entry ids.
-    fn into_sorted_keys(self, entries: &[&str]) -> Vec<Vec<u8>> {
+    /// The index keys in ascending order, made as they are taken; `entries` maps positions to
+    /// entry ids.
+    fn into_sorted_keys(
+        self,
+        entries: std::sync::Arc<Vec<String>>,
+    ) -> Box<dyn Iterator<Item = Vec<u8>> + Send> {
         let mut terms: Vec<(Vec<u8>, Vec<u32>)> = self
             .by_term
             .into_iter()
             .map(|((dim, value), positions)| (index_prefix(dim, &value), positions))
             .collect();
         terms.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        let mut keys = Vec::with_capacity(terms.iter().map(|t| t.1.len()).sum());
-        for (prefix, positions) in terms {
-            for p in positions {
-                let entry = entries.get(p as usize).copied().unwrap_or_default();
+        let keys = terms.into_iter().flat_map(move |(prefix, positions)| {
+            let entries = entries.clone();
+            positions.into_iter().map(move |p| {
+                let entry = entries.get(p as usize).map_or("", String::as_str);
                 let mut k = Vec::with_capacity(prefix.len() + entry.len());
                 k.extend_from_slice(&prefix);
                 k.extend_from_slice(entry.as_bytes());
-                keys.push(k);
-            }
-        }
+                k
+            })
+        });
         if self.has_nul {
-            keys.sort_unstable();
+            // A NUL inside a value sorts its keys apart from their prefix: sort them whole
+            // (rare enough to hold them).
+            let mut all: Vec<Vec<u8>> = keys.collect();
+            all.sort_unstable();
+            return Box::new(all.into_iter());
         }
-        keys
+        Box::new(keys)
     }
 }
 
@@ -476,19 +486,29 @@ type Postings = Vec<(u32, [u8; 4])>;
 #[derive(Default)]
 struct TextBuckets {
     by_term: HashMap<String, Postings>,
-    /// Encoded features by entry position (empty for cold entries).
-    features: Vec<Vec<u8>>,
+    /// Encoded features by entry position, [`DocFeatures::SIZE`] bytes each, one run for all
+    /// (a vector per entry cost a tenth more memory than the features themselves).
+    features: Vec<u8>,
+    /// Whether the entry at each position has features (cold entries have none).
+    has_features: Vec<bool>,
 }
 
 impl TextBuckets {
     fn add(&mut self, position: u32, text: Analysis) {
         let i = position as usize;
-        if self.features.len() <= i {
-            self.features.resize(i + 1, Vec::new());
+        let size = crate::retrieval::features::DocFeatures::SIZE;
+        if self.has_features.len() <= i {
+            self.has_features.resize(i + 1, false);
+            self.features.resize((i + 1) * size, 0);
         }
-        let mut encoded = Vec::new();
+        let mut encoded = Vec::with_capacity(size);
         text.features.encode(&mut encoded);
-        self.features[i] = encoded;
+        if let Some(slot) = self.features.get_mut(i * size..(i + 1) * size)
+            && encoded.len() == size
+        {
+            slot.copy_from_slice(&encoded);
+            self.has_features[i] = true;
+        }
         for (term, tf) in text.tfs {
             match self.by_term.get_mut(&term) {
                 Some(list) => list.push((position, tf)),
@@ -501,15 +521,21 @@ impl TextBuckets {
 
     /// The `doc` records then the blocks of postings, each group in key order, as (key, value)
     /// pairs.
-    fn into_records(self, entries: Vec<String>) -> impl Iterator<Item = (Vec<u8>, Vec<u8>)> {
+    fn into_records(
+        self,
+        entries: std::sync::Arc<Vec<String>>,
+    ) -> impl Iterator<Item = (Vec<u8>, Vec<u8>)> {
         use crate::retrieval::text_index::{
             BLOCK_POSTINGS, DOC_PREFIX, block_prefix, push_to_block,
         };
-        let features = std::sync::Arc::new(self.features);
-        let entries = std::sync::Arc::new(entries);
+        let size = crate::retrieval::features::DocFeatures::SIZE;
+        let features = std::sync::Arc::new((self.features, self.has_features));
         let (f1, e1) = (features.clone(), entries.clone());
-        let docs = (0..f1.len()).filter_map(move |i| {
-            let value = f1.get(i).filter(|v| !v.is_empty())?.clone();
+        let docs = (0..f1.1.len()).filter_map(move |i| {
+            let value =
+                f1.0.get(i * size..(i + 1) * size)
+                    .filter(|_| f1.1.get(i).copied().unwrap_or(false))?
+                    .to_vec();
             let key = [INDEX, DOC_PREFIX, e1.get(i)?.as_bytes()].concat();
             Some((key, value))
         });
@@ -525,7 +551,8 @@ impl TextBuckets {
                     let mut block = Vec::new();
                     for (pos, tf) in chunk {
                         let i = *pos as usize;
-                        push_to_block(&mut block, entries.get(i)?.as_bytes(), tf, features.get(i)?);
+                        let f = features.0.get(i * size..(i + 1) * size)?;
+                        push_to_block(&mut block, entries.get(i)?.as_bytes(), tf, f);
                     }
                     Some(([prefix.as_slice(), first.as_bytes()].concat(), block))
                 })
@@ -1219,8 +1246,9 @@ impl Store {
                 .map(|(day, counters)| (stats_day_key(day), to_json(counters))),
         );
         meta.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        let index = index.into_sorted_keys(entries);
-        let text = text.into_records(entries.iter().map(|e| (*e).to_owned()).collect());
+        let ids = std::sync::Arc::new(entries.iter().map(|e| (*e).to_owned()).collect());
+        let index = index.into_sorted_keys(std::sync::Arc::clone(&ids));
+        let text = text.into_records(ids);
         send.send(Batch::Tail {
             index,
             text: Box::new(text),
@@ -1260,7 +1288,7 @@ impl Store {
                     }
                     // Index keys and text records interleave by key (`doc` and `text` are two
                     // dimensions among the others): merge the two ordered streams.
-                    let mut plain = index.into_iter().peekable();
+                    let mut plain = index.peekable();
                     let mut text = text.peekable();
                     loop {
                         let take_text = match (plain.peek(), text.peek()) {
