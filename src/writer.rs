@@ -605,7 +605,7 @@ impl<'a> Batch<'a> {
         }
         let before = match &self.deferred {
             Some(d) => d.before.clone(),
-            None => self.session.store().fingerprint()?.and_then(|f| f.stamp),
+            None => self.session.store().log_stamp()?.flatten(),
         };
         let (after, unsynced) = durable::append_unsynced(&self.project.log_path(), &bytes)?;
         // Synced by `finish` after the locks are released, or now when more may follow.

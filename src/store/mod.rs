@@ -15,6 +15,7 @@
 //! | cold index     | `~i\0cold\0` state `\0` entry id, `~i\0cold_pinned\0true\0` entry id | empty (cold entries only) |
 //! | text index     | `~i\0doc\0…`, `~i\0text\0…`               | see `crate::retrieval::text_index` |
 //! | meta           | `~m\0format`, `~m\0log`, `~m\0stats`      | store format, log fingerprint, statistics |
+//! | log blocks     | `~m\0log_block\0` block number (10 digits) | hash of one complete MiB of the log (see `Fingerprint`) |
 //! | latest operations | `~m\0recent\0` time `\0` event id      | the operation (the latest 20 only) |
 //! | day statistics | `~m\0stats_day\0` day                     | statistics of the entries created that day |
 //!
@@ -36,7 +37,7 @@ use std::path::{Path, PathBuf};
 
 /// Bumped whenever the layout or the meaning of a projection changes: a store of another format
 /// is rebuilt from the log, never misread.
-pub const STORE_FORMAT: &str = "memlog-store-16";
+pub const STORE_FORMAT: &str = "memlog-store-17";
 
 /// Journal size above which opening the store first flushes its memtables and starts a new
 /// journal, so that a process replays little whatever the history of writes. Replaying 512 KiB
@@ -71,6 +72,37 @@ pub struct Fingerprint {
     /// The log file's stamp when the store last caught up with it.
     pub stamp: Option<crate::log::stamp::FileStamp>,
 }
+
+/// The fingerprint as stored: the hashes of the log's complete blocks are records of their own
+/// (`~m\0log_block\0` index), written once when a block fills, so a write does not rewrite a
+/// record that grows with the log (6 KB at 100 MB of log) and an open reads only this.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct FingerprintHead {
+    len: u64,
+    lines: u64,
+    /// Complete blocks hashed (their hashes are the `log_block` records).
+    blocks: u64,
+    partial: String,
+    stamp: Option<crate::log::stamp::FileStamp>,
+}
+
+impl FingerprintHead {
+    fn of(f: &Fingerprint) -> Self {
+        Self {
+            len: f.len,
+            lines: f.lines,
+            blocks: f.hashes.blocks.len() as u64,
+            partial: f.hashes.partial.clone(),
+            stamp: f.stamp.clone(),
+        }
+    }
+}
+
+fn log_block_key(i: usize) -> Vec<u8> {
+    meta_key(&format!("{LOG_BLOCK_PREFIX}{i:010}"))
+}
+
+const LOG_BLOCK_PREFIX: &str = "log_block\0";
 
 /// The materialized projections of one project.
 pub struct Store {
@@ -746,7 +778,71 @@ impl Store {
     /// # Errors
     /// When the store cannot be read.
     pub fn fingerprint(&self) -> Result<Option<Fingerprint>> {
-        self.get_json(&meta_key("log"))
+        let Some(head) = self.get_json::<FingerprintHead>(&meta_key("log"))? else {
+            return Ok(None);
+        };
+        let blocks = self.log_blocks(head.blocks)?;
+        Ok(Some(Fingerprint {
+            len: head.len,
+            lines: head.lines,
+            hashes: crate::log::stamp::BlockHashes {
+                blocks,
+                partial: head.partial,
+            },
+            stamp: head.stamp,
+        }))
+    }
+
+    /// The log file's stamp when the store last caught up with it (`None` inside when it had
+    /// none), without the block hashes: what the common case, an unchanged log, compares.
+    ///
+    /// # Errors
+    /// When the store cannot be read.
+    pub fn log_stamp(&self) -> Result<Option<Option<crate::log::stamp::FileStamp>>> {
+        Ok(self
+            .get_json::<FingerprintHead>(&meta_key("log"))?
+            .map(|h| h.stamp))
+    }
+
+    /// The first `n` stored block hashes of the log.
+    fn log_blocks(&self, n: u64) -> Result<Vec<String>> {
+        let n = usize::try_from(n).unwrap_or(usize::MAX);
+        let mut out = Vec::with_capacity(n.min(1 << 16));
+        for item in self.ks[K_PROJ].prefix(meta_key(LOG_BLOCK_PREFIX)).take(n) {
+            let value = item.value().map_err(|e| self.err(e))?;
+            out.push(String::from_utf8_lossy(&value).into_owned());
+        }
+        if out.len() != n {
+            return Err(self.err(format!(
+                "the log fingerprint names {n} block hashes, the store holds {}",
+                out.len()
+            )));
+        }
+        Ok(out)
+    }
+
+    /// Writes `next` into `batch`: its head, and the block hashes that differ from those stored
+    /// (in the common case, an append, only the blocks the append completed).
+    fn write_fingerprint(
+        &self,
+        batch: &mut fjall::OwnedWriteBatch,
+        next: &Fingerprint,
+    ) -> Result<()> {
+        let proj = &self.ks[K_PROJ];
+        let old = match self.get_json::<FingerprintHead>(&meta_key("log"))? {
+            Some(head) => self.log_blocks(head.blocks)?,
+            None => Vec::new(),
+        };
+        for (i, hash) in next.hashes.blocks.iter().enumerate() {
+            if old.get(i) != Some(hash) {
+                batch.insert(proj, log_block_key(i), hash.as_bytes());
+            }
+        }
+        for i in next.hashes.blocks.len()..old.len() {
+            batch.remove(proj, log_block_key(i));
+        }
+        batch.insert(proj, meta_key("log"), to_json(&FingerprintHead::of(next)));
+        Ok(())
     }
 
     /// Number of distinct events applied.
@@ -895,7 +991,7 @@ impl Store {
             batch.insert(proj, recent_key(op), to_json(op));
         }
         if let Some(fingerprint) = fingerprint {
-            batch.insert(proj, meta_key("log"), to_json(fingerprint));
+            self.write_fingerprint(&mut batch, fingerprint)?;
         }
         batch.insert(proj, meta_key("format"), STORE_FORMAT);
         batch.commit().map_err(|e| self.err(e))?;
@@ -1234,11 +1330,19 @@ impl Store {
         }
         let mut meta = vec![
             (meta_key("format"), STORE_FORMAT.as_bytes().to_vec()),
-            (meta_key("log"), to_json(fingerprint)),
+            (meta_key("log"), to_json(&FingerprintHead::of(fingerprint))),
             (meta_key("stats"), to_json(&stats.totals)),
             (meta_key("text_stats"), to_json(&text_stats)),
         ];
         meta.extend(recent.0.iter().map(|op| (recent_key(op), to_json(op))));
+        meta.extend(
+            fingerprint
+                .hashes
+                .blocks
+                .iter()
+                .enumerate()
+                .map(|(i, hash)| (log_block_key(i), hash.as_bytes().to_vec())),
+        );
         meta.extend(
             stats
                 .by_created_day
@@ -1714,7 +1818,7 @@ impl Store {
                 let (name, shown) = if k == K_EVENTS {
                     ("events", key.to_vec())
                 } else if let Some(rest) = key.strip_prefix(META) {
-                    if rest == b"log" {
+                    if rest == b"log" || rest.starts_with(LOG_BLOCK_PREFIX.as_bytes()) {
                         continue;
                     }
                     ("meta", rest.to_vec())
@@ -1872,6 +1976,40 @@ mod tests {
         let mut out = Vec::new();
         store.dump(&mut out).unwrap_or_else(|e| panic!("{e}"));
         String::from_utf8(out).unwrap_or_default()
+    }
+
+    /// The fingerprint read back is the one written, whatever happened to the log's blocks in
+    /// between (grown by an append, rewritten in the middle, cut short), whether a rebuild or
+    /// an apply wrote it; and its block records stay out of the dump.
+    #[test]
+    fn fingerprints_round_trip_through_block_records() {
+        use crate::log::stamp::{BLOCK, BlockHashes};
+        let fp = |log: &[u8]| Fingerprint {
+            len: log.len() as u64,
+            lines: 7,
+            hashes: BlockHashes::of(log),
+            stamp: None,
+        };
+        let log: Vec<u8> = (0..3 * BLOCK + 100).map(|i| (i % 251) as u8).collect();
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("s");
+        let events = vec![(build("", 1), build("", 1).to_line().unwrap_or_default())];
+        Store::build_at(&path, events, &fp(&log)).unwrap_or_else(|e| panic!("{e}"));
+        let dumped = dump(&path);
+        let (store, _) = Store::open(&path).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(store.fingerprint().ok().flatten(), Some(fp(&log)));
+        let mut grown = log.clone();
+        grown.extend(std::iter::repeat_n(7u8, BLOCK));
+        let mut rewritten = grown.clone();
+        rewritten[BLOCK + 5] ^= 1;
+        let cut = &log[..BLOCK + 9];
+        for next in [fp(&grown), fp(&rewritten), fp(cut), fp(&log)] {
+            store.apply(vec![], &next).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(store.fingerprint().ok().flatten(), Some(next.clone()));
+            assert_eq!(store.log_stamp().ok().flatten(), Some(None));
+        }
+        drop(store);
+        assert_eq!(dump(&path), dumped);
     }
 
     /// Building from the log's bytes gives the same store as building from decoded events,

@@ -391,16 +391,18 @@ impl Session {
     pub fn catch_up(&mut self, growth: Option<&Growth>) -> Result<()> {
         let path = self.project.log_path();
         let stamp = FileStamp::at(&path).map_err(|e| Error::Io(io_context(&path, e)))?;
-        let fp = self.store().fingerprint()?;
         if self.report.mode.is_empty() {
             self.report.mode = "none";
         }
-        let Some(fp) = fp else {
+        // The common case, a log unchanged since the store caught up, reads only the stamp.
+        match self.store().log_stamp()? {
+            None => return self.rebuild().map(|_| ()),
+            Some(Some(known)) if Some(&known) == stamp.as_ref() => return Ok(()),
+            Some(_) => {}
+        }
+        let Some(fp) = self.store().fingerprint()? else {
             return self.rebuild().map(|_| ());
         };
-        if fp.stamp.is_some() && fp.stamp == stamp {
-            return Ok(());
-        }
         let trusted = matches!((growth, &fp.stamp, &stamp),
             (Some(g), Some(before), Some(now)) if g.before == *before && g.after == *now);
         if trusted {
