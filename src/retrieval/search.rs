@@ -403,16 +403,22 @@ fn for_each_run(
             Ok(())
         })?;
     }
+    // The postings written one by one are few (the entries changed since the last rebuild):
+    // gathered in one scan rather than probed for and then scanned.
     let single = term_prefix(term);
-    if holds(&single)? {
+    let mut singles: Vec<(usize, Vec<u8>, Posting)> = Vec::new();
+    for (src, s) in sources.iter().enumerate() {
+        s.store.scan_index(&single, |id, value| {
+            if let Some(p) = Posting::decode(value) {
+                singles.push((src, id.to_vec(), p));
+            }
+            true
+        })?;
+    }
+    if !singles.is_empty() {
         run(&mut |visit| {
-            for (src, s) in sources.iter().enumerate() {
-                s.store.scan_index(&single, |id, value| {
-                    if let Some(p) = Posting::decode(value) {
-                        visit(src, id, p);
-                    }
-                    true
-                })?;
+            for (src, id, p) in &singles {
+                visit(*src, id, *p);
             }
             Ok(())
         })?;
