@@ -124,8 +124,11 @@ static KEYWORDS: LazyLock<Keywords> = LazyLock::new(|| {
         .collect();
     words.sort_unstable();
     words.dedup();
+    // A short-lived process scans a few fields: building a DFA would cost it more than the
+    // scans save.
     let automaton = AhoCorasickBuilder::new()
         .match_kind(MatchKind::Standard)
+        .kind(Some(aho_corasick::AhoCorasickKind::NoncontiguousNFA))
         .build(&words)
         .ok();
     Keywords { words, automaton }

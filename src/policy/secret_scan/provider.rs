@@ -79,9 +79,12 @@ static PREFILTER: LazyLock<Option<Prefilter>> = LazyLock::new(|| {
             }
         }
     }
+    // A short-lived process scans a few fields: building a DFA or a contiguous NFA would cost
+    // it more than the scans save.
     let automaton = AhoCorasickBuilder::new()
         .ascii_case_insensitive(true)
         .match_kind(MatchKind::Standard)
+        .kind(Some(aho_corasick::AhoCorasickKind::NoncontiguousNFA))
         .build(&words)
         .ok()?;
     Some(Prefilter {
