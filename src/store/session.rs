@@ -412,9 +412,7 @@ impl Session {
                 // Lines this process wrote, after lines the store verified when it applied
                 // them (the stamps say the file has not changed since): nothing to report
                 // about them, and nothing to hash again.
-                return self
-                    .rebuild_verifying(crate::store::Verify::Trusted)
-                    .map(|_| ());
+                return self.rebuild_verifying(Some(now)).map(|_| ());
             }
             // Only the bytes after the last complete hashed block need reading.
             let start = fp.hashes.partial_start() as u64;
@@ -631,13 +629,23 @@ impl Session {
     /// # Errors
     /// As [`Session::open`].
     pub fn rebuild(&mut self) -> Result<usize> {
-        self.rebuild_verifying(crate::store::Verify::Hashes)
+        self.rebuild_verifying(None)
     }
 
-    fn rebuild_verifying(&mut self, verify: crate::store::Verify) -> Result<usize> {
+    /// [`Session::rebuild`]; with `trusted`, the stamp the log had when this process finished
+    /// appending to a log the store had verified, the lines are not hashed again if the file
+    /// read still has that stamp, before and after the read (else they are).
+    fn rebuild_verifying(&mut self, trusted: Option<&FileStamp>) -> Result<usize> {
         let path = self.project.log_path();
         let stamp = FileStamp::at(&path).map_err(|e| Error::Io(io_context(&path, e)))?;
         let buf = event_log::read_complete(&path, 0)?;
+        let after = FileStamp::at(&path).map_err(|e| Error::Io(io_context(&path, e)))?;
+        let unchanged = |s: &Option<FileStamp>| trusted.is_some() && s.as_ref() == trusted;
+        let verify = if unchanged(&stamp) && unchanged(&after) {
+            crate::store::Verify::Trusted
+        } else {
+            crate::store::Verify::Hashes
+        };
         let next = Fingerprint {
             len: buf.len() as u64,
             lines: count_lines(&buf),
@@ -792,4 +800,61 @@ fn missing_parents(
 
 fn io_context(path: &std::path::Path, e: std::io::Error) -> std::io::Error {
     std::io::Error::new(e.kind(), format!("{}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use projections::{EntryFields, EventData, Kind, Section, Status};
+
+    fn create(n: usize) -> String {
+        let fields = EntryFields {
+            section: Section::Decisions,
+            kind: Kind::Decision,
+            subject: format!("s.{n}"),
+            scope: "repo".into(),
+            summary: format!("summary {n}"),
+            content: "content".into(),
+            tags: vec![],
+            confidence: 0.9,
+            evidence: vec![],
+            related_entries: vec![],
+            valid_from: None,
+            valid_to: None,
+            review_interval: None,
+        };
+        let data = EventData::Create {
+            fields,
+            status: Status::Active,
+        };
+        Event::build("", "tester", "2026-01-01T00:00:00.000Z", vec![], data)
+            .and_then(|e| e.to_line())
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// A rebuild trusts the lines without hashing them only while the log has the stamp it was
+    /// trusted at: a line edited since (whatever its stamp then) is verified and refused.
+    #[test]
+    fn a_trusted_rebuild_verifies_a_log_changed_since() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let workspace =
+            crate::workspace::Workspace::at(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        let name = crate::workspace::ProjectName::new("p").unwrap_or_else(|e| panic!("{e}"));
+        let project = Project::new(&workspace, name);
+        fs_err::create_dir_all(&project.dir).unwrap_or_else(|e| panic!("{e}"));
+        let log = project.log_path();
+        let lines: Vec<String> = (0..3).map(create).collect();
+        fs_err::write(&log, format!("{}\n", lines.join("\n"))).unwrap_or_else(|e| panic!("{e}"));
+        let mut session = Session::open(&project, Duration::ZERO).unwrap_or_else(|e| panic!("{e}"));
+        let trusted = FileStamp::at(&log).ok().flatten();
+        assert!(trusted.is_some());
+        // Unchanged: built without hashing, and the same store as a verified rebuild.
+        assert_eq!(session.rebuild_verifying(trusted.as_ref()).ok(), Some(3));
+        // A summary edited in place (its id no longer matches): refused, trusted or not.
+        let tampered = lines[1].replace("summary 1", "summary X");
+        fs_err::write(&log, format!("{}\n{tampered}\n{}\n", lines[0], lines[2]))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let err = session.rebuild_verifying(trusted.as_ref());
+        assert!(matches!(err, Err(Error::CorruptLog { .. })), "{err:?}");
+    }
 }
