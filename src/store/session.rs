@@ -805,24 +805,16 @@ fn io_context(path: &std::path::Path, e: std::io::Error) -> std::io::Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use projections::{EntryFields, EventData, Kind, Section, Status};
+    use projections::{EntryFields, EventData, Status};
 
     fn create(n: usize) -> String {
-        let fields = EntryFields {
-            section: Section::Decisions,
-            kind: Kind::Decision,
-            subject: format!("s.{n}"),
-            scope: "repo".into(),
-            summary: format!("summary {n}"),
-            content: "content".into(),
-            tags: vec![],
-            confidence: 0.9,
-            evidence: vec![],
-            related_entries: vec![],
-            valid_from: None,
-            valid_to: None,
-            review_interval: None,
-        };
+        let fields: EntryFields = serde_json::from_value(serde_json::json!({
+            "section": "decisions", "kind": "decision", "subject": format!("s.{n}"),
+            "scope": "repo", "summary": format!("summary {n}"), "content": "content",
+            "tags": [], "confidence": 0.9, "evidence": [], "related_entries": [],
+            "valid_from": null, "valid_to": null, "review_interval": null,
+        }))
+        .unwrap_or_else(|e| panic!("{e}"));
         let data = EventData::Create {
             fields,
             status: Status::Active,
