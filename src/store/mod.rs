@@ -85,6 +85,10 @@ struct FingerprintHead {
     lines: u64,
     /// Complete blocks hashed (their hashes are the `log_block` records).
     blocks: u64,
+    /// [`blocks_digest`] of those hashes: a write that appended recognises the blocks it
+    /// leaves as they were without reading them.
+    #[serde(default)]
+    blocks_digest: String,
     partial: String,
     stamp: Option<crate::log::stamp::FileStamp>,
 }
@@ -95,10 +99,19 @@ impl FingerprintHead {
             len: f.len,
             lines: f.lines,
             blocks: f.hashes.blocks.len() as u64,
+            blocks_digest: blocks_digest(&f.hashes.blocks),
             partial: f.hashes.partial.clone(),
             stamp: f.stamp.clone(),
         }
     }
+}
+
+fn blocks_digest(blocks: &[String]) -> String {
+    let mut h = blake3::Hasher::new();
+    for b in blocks {
+        h.update(b.as_bytes());
+    }
+    h.finalize().to_hex().to_string()
 }
 
 fn log_block_key(i: usize) -> Vec<u8> {
@@ -825,14 +838,28 @@ impl Store {
     }
 
     /// Writes `next` into `batch`: its head, and the block hashes that differ from those stored
-    /// (in the common case, an append, only the blocks the append completed).
+    /// (in the common case, an append, only the blocks the append completed, found without
+    /// reading the others).
     fn write_fingerprint(
         &self,
         batch: &mut fjall::OwnedWriteBatch,
         next: &Fingerprint,
     ) -> Result<()> {
         let proj = &self.ks[K_PROJ];
-        let old = match self.get_json::<FingerprintHead>(&meta_key("log"))? {
+        let head = self.get_json::<FingerprintHead>(&meta_key("log"))?;
+        let kept = head.as_ref().and_then(|h| {
+            let n = usize::try_from(h.blocks).ok()?;
+            let prefix = next.hashes.blocks.get(..n)?;
+            (blocks_digest(prefix) == h.blocks_digest).then_some(n)
+        });
+        if let Some(n) = kept {
+            for (i, hash) in next.hashes.blocks.iter().enumerate().skip(n) {
+                batch.insert(proj, log_block_key(i), hash.as_bytes());
+            }
+            batch.insert(proj, meta_key("log"), to_json(&FingerprintHead::of(next)));
+            return Ok(());
+        }
+        let old = match head {
             Some(head) => self.log_blocks(head.blocks)?,
             None => Vec::new(),
         };
