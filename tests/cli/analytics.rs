@@ -25,27 +25,15 @@ fn add_at(
         "state" => "metric",
         _ => "other",
     };
-    let mut args = vec![
-        "add",
-        "--section",
-        section,
-        "--kind",
-        kind,
-        "--subject",
+    let mut args = crate::common::add_args(
+        (section, kind),
         subject,
-        "--scope",
-        "repo",
-        "--summary",
         summary,
-        "--content",
         "Details.",
-        "--confidence",
         confidence,
-        "--evidence",
         evidence,
-        "--actor",
-        actor,
-    ];
+    );
+    args.extend(["--actor", actor]);
     args.extend_from_slice(extra);
     env.run_at(now, &args).ok().stdout.trim().to_owned()
 }

@@ -136,34 +136,48 @@ impl Env {
 
     /// Adds a valid decision at `now` with the given confidence and returns its id.
     pub fn add_at(&self, now: &str, subject: &str, summary: &str, confidence: &str) -> String {
-        let r = self
-            .run_at(
-                now,
-                &[
-                    "add",
-                    "--section",
-                    "decisions",
-                    "--kind",
-                    "decision",
-                    "--subject",
-                    subject,
-                    "--scope",
-                    "repo",
-                    "--summary",
-                    summary,
-                    "--content",
-                    "Details of the decision.",
-                    "--confidence",
-                    confidence,
-                    "--evidence",
-                    "code:src/lib.rs#L1-L9:where it happens",
-                    "--tag",
-                    "test",
-                ],
-            )
-            .ok();
-        r.stdout.trim().to_owned()
+        let mut args = add_args(
+            ("decisions", "decision"),
+            subject,
+            summary,
+            "Details of the decision.",
+            confidence,
+            "code:src/lib.rs#L1-L9:where it happens",
+        );
+        args.extend(["--tag", "test"]);
+        self.run_at(now, &args).ok().stdout.trim().to_owned()
     }
+}
+
+/// The arguments of an `add` in scope `repo`: (section, kind), subject, summary, content,
+/// confidence and evidence as given.
+pub fn add_args<'a>(
+    (section, kind): (&'a str, &'a str),
+    subject: &'a str,
+    summary: &'a str,
+    content: &'a str,
+    confidence: &'a str,
+    evidence: &'a str,
+) -> Vec<&'a str> {
+    vec![
+        "add",
+        "--section",
+        section,
+        "--kind",
+        kind,
+        "--subject",
+        subject,
+        "--scope",
+        "repo",
+        "--summary",
+        summary,
+        "--content",
+        content,
+        "--confidence",
+        confidence,
+        "--evidence",
+        evidence,
+    ]
 }
 
 pub fn output(o: std::io::Result<Output>) -> Run {

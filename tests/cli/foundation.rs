@@ -11,25 +11,14 @@ fn note<'a>(
     content: &'a str,
     evidence: &'a str,
 ) -> Vec<&'a str> {
-    vec![
-        "add",
-        "--section",
-        "learnings",
-        "--kind",
-        "other",
-        "--subject",
+    crate::common::add_args(
+        ("learnings", "other"),
         subject,
-        "--scope",
-        "repo",
-        "--summary",
         summary,
-        "--content",
         content,
-        "--confidence",
         "0.7",
-        "--evidence",
         evidence,
-    ]
+    )
 }
 
 fn replace_file(path: &std::path::Path, bytes: &[u8]) {

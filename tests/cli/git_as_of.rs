@@ -15,25 +15,14 @@ fn reads_answer_from_the_past_and_writes_refuse() {
     let first = write_json(
         &env,
         "2026-11-20T10:00:00Z",
-        &[
-            "add",
-            "--section",
-            "decisions",
-            "--kind",
-            "decision",
-            "--subject",
+        &crate::common::add_args(
+            ("decisions", "decision"),
             "db",
-            "--scope",
-            "repo",
-            "--summary",
             "Use Postgres",
-            "--content",
             "Because.",
-            "--confidence",
             "0.6",
-            "--evidence",
             "code:src/db.rs#L1-L2:the pool",
-        ],
+        ),
     );
     let id = first["id"].as_str().unwrap_or_default().to_owned();
     let first_event = first["events"][0].as_str().unwrap_or_default().to_owned();

@@ -21,29 +21,16 @@ fn write(env: &Env, now: &str, args: &[&str]) -> (String, Vec<String>) {
 }
 
 fn add(env: &Env, now: &str, subject: &str) -> (String, Vec<String>) {
-    write(
-        env,
-        now,
-        &[
-            "add",
-            "--section",
-            "decisions",
-            "--kind",
-            "decision",
-            "--subject",
-            subject,
-            "--scope",
-            "repo",
-            "--summary",
-            &format!("Decision on {subject}"),
-            "--content",
-            "Details.",
-            "--confidence",
-            "0.85",
-            "--evidence",
-            "code:src/lib.rs#L1-L9:here",
-        ],
-    )
+    let summary = format!("Decision on {subject}");
+    let args = crate::common::add_args(
+        ("decisions", "decision"),
+        subject,
+        &summary,
+        "Details.",
+        "0.85",
+        "code:src/lib.rs#L1-L9:here",
+    );
+    write(env, now, &args)
 }
 
 fn log_ids(env: &Env) -> BTreeSet<String> {

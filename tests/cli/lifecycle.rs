@@ -549,25 +549,14 @@ fn importance_extends_the_ttl_and_accesses_slow_decay() {
     std::fs::write(&path, config.to_string()).unwrap_or_else(|e| panic!("{e}"));
     let low = env.add("low.subject", "confidence 0.8");
     let high = env
-        .run(&[
-            "add",
-            "--section",
-            "decisions",
-            "--kind",
-            "decision",
-            "--subject",
+        .run(&crate::common::add_args(
+            ("decisions", "decision"),
             "high.subject",
-            "--scope",
-            "repo",
-            "--summary",
             "confidence 0.9",
-            "--content",
             "x",
-            "--confidence",
             "0.9",
-            "--evidence",
             "code:src/lib.rs#L1-L9:where",
-        ])
+        ))
         .ok()
         .stdout
         .trim()

@@ -131,29 +131,15 @@ fn write(env: &Env, now: &str, args: &[&str]) -> (String, Vec<String>) {
 }
 
 fn add(env: &Env, now: &str, subject: &str, summary: &str) -> (String, Vec<String>) {
-    write(
-        env,
-        now,
-        &[
-            "add",
-            "--section",
-            "decisions",
-            "--kind",
-            "decision",
-            "--subject",
-            subject,
-            "--scope",
-            "repo",
-            "--summary",
-            summary,
-            "--content",
-            "Details.",
-            "--confidence",
-            "0.8",
-            "--evidence",
-            "code:src/lib.rs#L1-L9:where it happens",
-        ],
-    )
+    let args = crate::common::add_args(
+        ("decisions", "decision"),
+        subject,
+        summary,
+        "Details.",
+        "0.8",
+        "code:src/lib.rs#L1-L9:where it happens",
+    );
+    write(env, now, &args)
 }
 
 /// Event ids in the log, each line checked to be a whole event.

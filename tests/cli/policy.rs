@@ -10,25 +10,14 @@ use std::process::Stdio;
 const FAKE_TOKEN: &str = "ghp_FAKEFAKEFAKEFAKEFAKEFAKEFAKEFAKE0000";
 
 fn add_args<'a>(summary: &'a str, content: &'a str, evidence: &'a str) -> Vec<&'a str> {
-    vec![
-        "add",
-        "--section",
-        "decisions",
-        "--kind",
-        "decision",
-        "--subject",
+    crate::common::add_args(
+        ("decisions", "decision"),
         "auth",
-        "--scope",
-        "repo",
-        "--summary",
         summary,
-        "--content",
         content,
-        "--confidence",
         "0.8",
-        "--evidence",
         evidence,
-    ]
+    )
 }
 
 fn with_json(mut args: Vec<&str>) -> Vec<&str> {
