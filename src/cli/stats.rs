@@ -150,9 +150,13 @@ pub fn run(ctx: &Ctx, args: StatsArgs, out: &mut Out) -> Result<ExitCode> {
 }
 
 fn list(m: &BTreeMap<String, i64>) -> String {
-    let parts: Vec<String> = m.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    joined_or(m.iter().map(|(k, v)| format!("{k} {v}")).collect(), "-")
+}
+
+/// `parts` joined by commas, or `none` when there are none.
+fn joined_or(parts: Vec<String>, none: &str) -> String {
     if parts.is_empty() {
-        "-".into()
+        none.to_owned()
     } else {
         parts.join(", ")
     }
@@ -205,14 +209,7 @@ fn print_summary(out: &mut Out, project: &str, dates: &DateRange, s: &MemoryStat
         .iter()
         .map(|a| format!("{} {}", a.agent, a.count))
         .collect();
-    out.line(format!(
-        "most active agents {}",
-        if agents.is_empty() {
-            "-".into()
-        } else {
-            agents.join(", ")
-        }
-    ));
+    out.line(format!("most active agents {}", joined_or(agents, "-")));
     let created: i64 = s.entries_created_over_time.iter().map(|d| d.count).sum();
     let superseded: i64 = s.entries_superseded_over_time.iter().map(|d| d.count).sum();
     out.line(format!(
@@ -236,11 +233,7 @@ fn print_summary(out: &mut Out, project: &str, dates: &DateRange, s: &MemoryStat
         .collect();
     out.line(format!(
         "lifespan           {}",
-        if lifespans.is_empty() {
-            "- (no entry has ended)".to_owned()
-        } else {
-            lifespans.join(", ")
-        }
+        joined_or(lifespans, "- (no entry has ended)")
     ));
     let tier = |name: &str| {
         l.storage_by_tier.get(name).map_or_else(String::new, |t| {
