@@ -49,6 +49,13 @@ pub const STORE_FORMAT: &str = "memlog-store-17";
 /// store without later writes, but halved the concurrent writers: 80 -> 44 writes/s.)
 const CHECKPOINT_JOURNAL_BYTES: u64 = 256 * 1024;
 
+/// Journal size above which a process that wrote checkpoints the store as it closes, when no
+/// other process is waiting for the store: an agent writing alone leaves at most this much to
+/// replay, while concurrent writers leave the checkpoints to [`CHECKPOINT_JOURNAL_BYTES`].
+/// At 100,000 entries, 200 single writes then left 230 KB instead of 40 KB, and a query took
+/// 2 ms longer; with 16 concurrent writers (who wait for each other) nothing changes.
+pub const QUIET_CHECKPOINT_BYTES: u64 = 64 * 1024;
+
 /// Every keyspace costs a rebuild a few synced files to create and to ingest, which on a busy
 /// disk is the larger part of rebuilding a small log: so there are only two.
 const KEYSPACES: [&str; 2] = ["events", "projections"];
@@ -1936,6 +1943,11 @@ impl Store {
             let _ = dir.sync_all();
         }
         Ok(())
+    }
+
+    /// Bytes in the store's journal, which the next process to open the store replays.
+    pub fn journal_bytes(&self) -> u64 {
+        journal_bytes(&self.path)
     }
 
     /// Forces memtables to disk so the next process opens without replaying a long journal.

@@ -159,7 +159,7 @@ pub struct Session {
     applied_incrementally: usize,
     /// A private store directory removed when the session ends (see [`Session::detached`]).
     scratch: Option<std::path::PathBuf>,
-    _lock: FileLock,
+    lock: FileLock,
 }
 
 fn decode_with_lines(
@@ -328,7 +328,7 @@ impl Session {
             },
             applied_incrementally: 0,
             scratch: None,
-            _lock: lock,
+            lock,
         };
         match broken {
             None => match session.catch_up(None) {
@@ -371,7 +371,7 @@ impl Session {
             },
             applied_incrementally: 0,
             scratch: None,
-            _lock: lock,
+            lock,
         };
         session.rebuild()?;
         Ok(session)
@@ -717,7 +717,7 @@ impl Session {
             },
             applied_incrementally: 0,
             scratch: Some(dir),
-            _lock: lock,
+            lock,
         })
     }
 
@@ -766,7 +766,11 @@ impl Drop for Session {
             let _ = fs_err::remove_file(dir.with_extension("lock"));
             return;
         }
-        if self.applied_incrementally >= CHECKPOINT_AFTER_EVENTS
+        let quiet = |store: &Store| {
+            store.journal_bytes() > crate::store::QUIET_CHECKPOINT_BYTES && !self.lock.is_awaited()
+        };
+        if (self.applied_incrementally >= CHECKPOINT_AFTER_EVENTS
+            || (self.applied_incrementally > 0 && self.store.as_ref().is_some_and(quiet)))
             && let Some(store) = self.store.take()
         {
             // Failing costs only speed: the journal stays and is replayed next time.

@@ -649,6 +649,70 @@ fn output_with(env: &Env, args: &[&str], var: &str) -> Run {
     crate::common::output(env.command(args).env(var, "1").output())
 }
 
+/// Bytes in the store journal of project `demo`, which the next process replays.
+fn journal_bytes(env: &Env) -> u64 {
+    let store = env.root().join("ai-memory/demo/.memlog/store");
+    std::fs::read_dir(&store)
+        .unwrap_or_else(|e| panic!("{}: {e}", store.display()))
+        .filter_map(Result::ok)
+        .filter(|e| e.path().extension().is_some_and(|x| x == "jnl"))
+        .map(|e| e.metadata().map_or(0, |m| m.len()))
+        .sum()
+}
+
+/// One `add` per process, `n` times, each with its own subject and summary.
+fn add_one_by_one(env: &Env, n: usize, tag: &str) {
+    for i in 0..n {
+        let (subject, summary) = (
+            format!("{tag}-{i}"),
+            format!("{tag} number {i} of the series"),
+        );
+        // Sixty words of their own: sixty postings, several KiB of journal.
+        let content: Vec<String> = (0..60).map(|w| format!("{tag}{i}word{w}")).collect();
+        env.run(&crate::common::add_args(
+            ("learnings", "other"),
+            &subject,
+            &summary,
+            &content.join(" "),
+            "0.8",
+            "doc:docs/a.md:where it is written",
+        ))
+        .ok();
+    }
+}
+
+#[test]
+fn an_agent_writing_alone_leaves_a_short_journal() {
+    let env = Env::with_project();
+    add_one_by_one(&env, 30, "alone");
+    // Each write journals several KiB; without a checkpoint 30 of them pass the quiet threshold
+    // (64 KiB), as the second half shows. The writer that passes it checkpoints, as nobody waits for the store.
+    let alone = journal_bytes(&env);
+    assert!(alone < 64 * 1024, "{alone} bytes left to replay");
+
+    // A process waiting for the store (as the wait file's shared lock says) makes writers leave
+    // the checkpoint to later, up to the hard threshold.
+    let wait = env.root().join("ai-memory/demo/.memlog/store.lock.wait");
+    let waiting = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&wait)
+        .unwrap_or_else(|e| panic!("{e}"));
+    waiting.lock_shared().unwrap_or_else(|e| panic!("{e}"));
+    add_one_by_one(&env, 30, "watched");
+    let watched = journal_bytes(&env);
+    assert!(
+        watched > 64 * 1024,
+        "{watched} bytes: checkpointed while awaited"
+    );
+    drop(waiting);
+
+    let incremental = env.run(&["dump"]).ok().stdout;
+    env.run(&["rebuild"]).ok();
+    assert_eq!(env.run(&["dump"]).ok().stdout, incremental);
+}
+
 #[test]
 fn writes_after_a_store_checkpoint_are_not_hidden_by_older_ones() {
     let env = Env::with_project();
