@@ -8,7 +8,7 @@
 //! statistics and `now` only.
 
 use super::bm25;
-use super::candidates::{Candidate, Candidates, Cursor, Id};
+use super::candidates::{Candidate, Candidates, Id};
 use super::features::DocFeatures;
 use super::filters::Filters;
 use super::rank::{self, Components, RankParams, Rule};
@@ -303,8 +303,9 @@ fn text_candidates(
         let bit = 1u64
             .checked_shl(u32::try_from(terms.len()).unwrap_or(64))
             .unwrap_or(0);
-        let mut df;
-        (cands, df) = add_term(sources, &masks, req, &stem, bit, &average, cands, scanned)?;
+        let mut df = add_term(
+            sources, &masks, req, &stem, bit, &average, &mut cands, scanned,
+        )?;
         let mut term = stem.clone();
         let mut weight = 1.0;
         let mut corrected_to = None;
@@ -312,14 +313,14 @@ fn text_candidates(
             && let Some((fixed, fixed_term)) = typo::correction(sources, &masks, word)?
             && !seen_terms.contains(&fixed_term)
         {
-            (cands, df) = add_term(
+            df = add_term(
                 sources,
                 &masks,
                 req,
                 &fixed_term,
                 bit,
                 &average,
-                cands,
+                &mut cands,
                 scanned,
             )?;
             seen_terms.push(fixed_term.clone());
@@ -335,7 +336,7 @@ fn text_candidates(
         });
         #[expect(clippy::cast_precision_loss, reason = "document counts fit easily")]
         let idf = bm25::idf(docs, df as f64) * weight;
-        for c in cands.chunks.iter_mut().flatten() {
+        for c in cands.iter_mut() {
             c.bm25 += idf * c.pending;
             c.pending = 0.0;
         }
@@ -436,10 +437,11 @@ pub(super) fn document_frequency(sources: &[Source<'_>], masks: &Masks, term: &s
     Ok(df)
 }
 
-/// Merges the postings of `term` that pass the cheap filters into `old` (each run of them in
-/// one pass: both are in (source, id) order), leaving each candidate's saturated frequency of
-/// the term in `pending`; also returns the term's document frequency over all entries of all
-/// sources (filters do not change corpus statistics).
+/// Adds the postings of `term` that pass the cheap filters to `cands`: a candidate already
+/// held is updated in place (both are in (source, id) order, so each run of postings is one
+/// pass), a new one joins a run of its own. Leaves each candidate's saturated frequency of the
+/// term in `pending`; returns the term's document frequency over all entries of all sources
+/// (filters do not change corpus statistics).
 #[expect(
     clippy::too_many_arguments,
     reason = "one query's state, passed down once"
@@ -451,32 +453,27 @@ fn add_term(
     term: &str,
     bit: u64,
     average: &[f64; 4],
-    old: Candidates,
+    cands: &mut Candidates,
     scanned: &mut usize,
-) -> Result<(Candidates, u64)> {
+) -> Result<u64> {
     let mut df = 0;
-    let mut cands = Some(old);
+    let held = cands.runs();
     for_each_run(sources, masks, term, |each| {
-        let mut out = Candidates::default();
-        let mut rest = Cursor::new(cands.take().unwrap_or_default());
+        // Each run of postings is ordered on its own; the runs never name the same entry.
+        cands.start_run();
+        let mut at = vec![0; held];
         each(&mut |src, key, p| {
             *scanned += 1;
             df += 1;
             let Some(id) = Id::new(key) else {
                 return;
             };
-            while let Some(c) = rest.next_if(&mut out.spare, |c| (c.src, c.id) < (src, id)) {
-                out.push(c);
-            }
             let pending = bm25::saturate(bm25::field_frequency(p.tf, &p.features, *average));
-            if let Some(c) = rest.next_if(&mut out.spare, |c| (c.src, c.id) == (src, id)) {
-                out.push(Candidate {
-                    pending: c.pending + pending,
-                    matched: c.matched | bit,
-                    ..c
-                });
+            if let Some(c) = cands.find(&mut at, held, (src, &id)) {
+                c.pending += pending;
+                c.matched |= bit;
             } else if req.filters.admits(&p.features, req.params.now) {
-                out.push(Candidate {
+                cands.push(Candidate {
                     src,
                     id,
                     features: p.features,
@@ -485,15 +482,9 @@ fn add_term(
                     matched: bit,
                 });
             }
-        })?;
-        while let Some(c) = rest.next_if(&mut out.spare, |_| true) {
-            out.push(c);
-        }
-        out.spare = Vec::new();
-        cands = Some(out);
-        Ok(())
+        })
     })?;
-    Ok((cands.unwrap_or_default(), df))
+    Ok(df)
 }
 
 /// Appends the entries that results name in `related_entries` (once each, at most
