@@ -684,15 +684,11 @@ fn add_one_by_one(env: &Env, n: usize, tag: &str) {
 #[test]
 fn an_agent_writing_alone_leaves_a_short_journal() {
     let env = Env::with_project();
-    add_one_by_one(&env, 30, "alone");
-    // Each write journals several KiB; without a checkpoint 30 of them pass the quiet threshold
-    // (64 KiB), as the second half shows. The writer that passes it checkpoints, as nobody waits for the store.
-    let alone = journal_bytes(&env);
-    assert!(alone < 64 * 1024, "{alone} bytes left to replay");
-
     // A process waiting for the store (as the wait file's shared lock says) makes writers leave
-    // the checkpoint to later, up to the hard threshold.
-    let wait = env.root().join("ai-memory/demo/.memlog/store.lock.wait");
+    // the checkpoint to later, up to the hard threshold (256 KiB).
+    let state = env.root().join("ai-memory/demo/.memlog");
+    std::fs::create_dir_all(&state).unwrap_or_else(|e| panic!("{e}"));
+    let wait = state.join("store.lock.wait");
     let waiting = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
@@ -700,13 +696,19 @@ fn an_agent_writing_alone_leaves_a_short_journal() {
         .open(&wait)
         .unwrap_or_else(|e| panic!("{e}"));
     waiting.lock_shared().unwrap_or_else(|e| panic!("{e}"));
-    add_one_by_one(&env, 30, "watched");
+    add_one_by_one(&env, 28, "watched");
     let watched = journal_bytes(&env);
     assert!(
-        watched > 64 * 1024,
+        watched > 128 * 1024,
         "{watched} bytes: checkpointed while awaited"
     );
     drop(waiting);
+
+    // Nobody waits: the next writer finds more than the quiet threshold (128 KiB) and
+    // checkpoints as it closes.
+    add_one_by_one(&env, 3, "alone");
+    let alone = journal_bytes(&env);
+    assert!(alone < 128 * 1024, "{alone} bytes left to replay");
 
     let incremental = env.run(&["dump"]).ok().stdout;
     env.run(&["rebuild"]).ok();
