@@ -699,16 +699,16 @@ fn an_agent_writing_alone_leaves_a_short_journal() {
     add_one_by_one(&env, 28, "watched");
     let watched = journal_bytes(&env);
     assert!(
-        watched > 128 * 1024,
+        watched > 64 * 1024,
         "{watched} bytes: checkpointed while awaited"
     );
     drop(waiting);
 
-    // Nobody waits: the next writer finds more than the quiet threshold (128 KiB) and
+    // Nobody waits: the next writer finds more than the quiet threshold (64 KiB) and
     // checkpoints as it closes.
     add_one_by_one(&env, 3, "alone");
     let alone = journal_bytes(&env);
-    assert!(alone < 128 * 1024, "{alone} bytes left to replay");
+    assert!(alone < 64 * 1024, "{alone} bytes left to replay");
 
     let incremental = env.run(&["dump"]).ok().stdout;
     env.run(&["rebuild"]).ok();
