@@ -42,9 +42,6 @@ impl FileLock {
             if let Some(lock) = Self::try_acquire(path)? {
                 return Ok(lock);
             }
-            if waiting.is_none() {
-                waiting = Some(Waiting::announce(path));
-            }
             let waited = started.elapsed();
             if waited >= timeout {
                 return Err(Error::LockTimeout {
@@ -52,6 +49,9 @@ impl FileLock {
                     path: path.to_path_buf(),
                     waited,
                 });
+            }
+            if waiting.is_none() {
+                waiting = Some(Waiting::announce(path));
             }
             std::thread::sleep(pause.min(timeout.saturating_sub(waited)));
             pause = (pause * 2).min(Duration::from_millis(2));
