@@ -113,23 +113,17 @@ impl Candidates {
         }
     }
 
-    /// The number of runs, which [`Candidates::find`] searches up to.
+    /// The number of runs: [`Candidates::find`] searches as many as it is given positions.
     pub(super) fn runs(&self) -> usize {
         self.runs.len()
     }
 
-    /// The candidate for `(src, id)` among the first `runs` runs. `at` holds a position per
-    /// run, and keys asked for must ascend while it is kept (start again from zeros for keys
-    /// that start over).
-    pub(super) fn find(
-        &mut self,
-        at: &mut [usize],
-        runs: usize,
-        key: (usize, &Id),
-    ) -> Option<&mut Candidate> {
+    /// The candidate for `(src, id)` among the first runs, one per position in `at`. `at` holds
+    /// a position per run, and keys asked for must ascend while it is kept (start again from
+    /// zeros for keys that start over).
+    pub(super) fn find(&mut self, at: &mut [usize], key: (usize, &Id)) -> Option<&mut Candidate> {
         let mut found = None;
-        for (r, run) in self.runs.iter().enumerate().take(runs) {
-            let pos = &mut at[r];
+        for (r, (run, pos)) in self.runs.iter().zip(at.iter_mut()).enumerate() {
             while *pos < run.len && (run.get(*pos).src, &run.get(*pos).id) < key {
                 *pos += 1;
             }
@@ -197,11 +191,10 @@ mod tests {
                     cands.push(candidate(*n));
                 }
             }
-            let count = cands.runs();
-            let mut at = vec![0; count];
+            let mut at = vec![0; cands.runs()];
             for n in &asked {
                 let c = candidate(*n);
-                let found = cands.find(&mut at, count, (0, &c.id)).map(|f| f.id.as_str().to_owned());
+                let found = cands.find(&mut at, (0, &c.id)).map(|f| f.id.as_str().to_owned());
                 prop_assert_eq!(found, held.contains(n).then(|| c.id.as_str().to_owned()));
             }
             let listed: Vec<&str> = cands.iter().map(|c| c.id.as_str()).collect();

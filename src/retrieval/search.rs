@@ -469,7 +469,7 @@ fn add_term(
                 return;
             };
             let pending = bm25::saturate(bm25::field_frequency(p.tf, &p.features, *average));
-            if let Some(c) = cands.find(&mut at, held, (src, &id)) {
+            if let Some(c) = cands.find(&mut at, (src, &id)) {
                 c.pending += pending;
                 c.matched |= bit;
             } else if req.filters.admits(&p.features, req.params.now) {
