@@ -339,7 +339,7 @@ fn build_events(
 pub struct Batch<'a> {
     project: &'a Project,
     ctx: &'a WriteContext,
-    policy: Policy,
+    policy: std::sync::Arc<Policy>,
     session: Session,
     _write_lock: Option<FileLock>,
     staged: Vec<Staged>,
@@ -357,6 +357,9 @@ pub struct Batch<'a> {
     sync_on_finish: bool,
     /// Appends the projections have not caught up with yet (see [`Batch::append`]).
     deferred: Option<Deferred>,
+    /// The policy's verdict on the content of the create being staged, checked ahead of time
+    /// (see [`Batch::stage_checked`]).
+    prechecked: Option<crate::policy::Verdict>,
 }
 
 /// Lines appended by a batch and not yet applied to the store.
@@ -392,7 +395,7 @@ impl<'a> Batch<'a> {
     /// # Errors
     /// Lock timeouts, a corrupt log, I/O errors, an unreadable configuration.
     pub fn open(project: &'a Project, ctx: &'a WriteContext) -> Result<Self> {
-        let policy = Policy::load(project)?;
+        let policy = std::sync::Arc::new(Policy::load(project)?);
         project.ensure_state_dir()?;
         let mut session = Session::open(project, ctx.lock_timeout)?;
         let write_lock = if ctx.dry_run {
@@ -419,7 +422,14 @@ impl<'a> Batch<'a> {
             unsynced: Vec::new(),
             sync_on_finish: false,
             deferred: None,
+            prechecked: None,
         })
+    }
+
+    /// The write policy this batch checks changes against, to check content ahead of staging
+    /// on another thread (see [`Batch::stage_checked`]).
+    pub fn policy(&self) -> std::sync::Arc<Policy> {
+        std::sync::Arc::clone(&self.policy)
     }
 
     /// The caught-up session (what is staged is not in it yet).
@@ -443,6 +453,7 @@ impl<'a> Batch<'a> {
         change: Change,
         check: impl FnOnce(&Session, Option<&EntryState>) -> Result<Change>,
     ) -> Result<Written> {
+        let content = self.prechecked.take();
         let target = match change.target().map(|t| self.session.resolve(t)).transpose() {
             // The target may be an entry this batch wrote and the store has not seen yet.
             Err(Error::NotFound { .. }) if self.deferred.is_some() || !self.staged.is_empty() => {
@@ -475,6 +486,7 @@ impl<'a> Batch<'a> {
         if let Some(s) = &state {
             precondition(&change, s)?;
         }
+        let content = content.filter(|_| matches!(change, Change::Create { .. }));
         let mut warnings = gate(
             self.project,
             self.ctx,
@@ -482,6 +494,7 @@ impl<'a> Batch<'a> {
             Some(self.session.store()),
             &change,
             state.as_ref(),
+            content,
         )?;
         if let Some(key) = duplicate_key(&change)
             && let Some(first) = self.staged_keys.get(&key)
@@ -523,6 +536,24 @@ impl<'a> Batch<'a> {
             });
         }
         Ok(written)
+    }
+
+    /// [`Batch::stage`] of a create whose fields `check` returns unchanged and whose content
+    /// `content` is the policy's verdict on ([`Policy::check_entry`] with every field): that
+    /// check, the slowest of a create (every field is scanned for secrets), ran ahead, on
+    /// another thread, while earlier updates were staged. The checks against the store and
+    /// the batch still run here.
+    ///
+    /// # Errors
+    /// As [`Batch::stage`].
+    pub fn stage_checked(
+        &mut self,
+        change: Change,
+        content: crate::policy::Verdict,
+        check: impl FnOnce(&Session, Option<&EntryState>) -> Result<Change>,
+    ) -> Result<Written> {
+        self.prechecked = Some(content);
+        self.stage(change, check)
     }
 
     /// Appends everything staged (one write, one fsync) and updates the projections; returns
@@ -794,11 +825,18 @@ fn gate(
     store: Option<&Store>,
     change: &Change,
     state: Option<&EntryState>,
+    content: Option<crate::policy::Verdict>,
 ) -> Result<Vec<Warning>> {
     let (mut verdict, operation) = match change {
-        Change::Create { fields, status } => {
-            (policy.check(store, fields, *status, None, None)?, "create")
-        }
+        Change::Create { fields, status } => match content {
+            Some(mut v) => {
+                if let Some(store) = store {
+                    v.merge(policy.check_against_store(store, fields, *status, None, None)?);
+                }
+                (v, "create")
+            }
+            None => (policy.check(store, fields, *status, None, None)?, "create"),
+        },
         Change::Supersede {
             target,
             fields,
@@ -877,7 +915,7 @@ fn dry_run_without_store(project: &Project, ctx: &WriteContext, change: Change) 
             prefix: t.to_owned(),
         });
     }
-    let warnings = gate(project, ctx, &Policy::defaults(), None, &change, None)?;
+    let warnings = gate(project, ctx, &Policy::defaults(), None, &change, None, None)?;
     let (events, id, superseded) = build_events(change, Vec::new(), ctx)?;
     Ok(unstored(events, id, superseded, warnings))
 }

@@ -106,7 +106,63 @@ impl Sink<'_, '_> {
             Self::NoProject(project, wctx) => write(project, wctx, change, check),
         }
     }
+
+    /// A create whose content the policy already checked (see [`precheck`]).
+    fn stage_create(&mut self, pre: Prechecked) -> Result<Written> {
+        let Prechecked {
+            fields,
+            status,
+            content,
+        } = pre;
+        let change = Change::Create {
+            fields: fields.clone(),
+            status,
+        };
+        let check = |_: &Session, _: Option<&projections::EntryState>| {
+            Ok(Change::Create { fields, status })
+        };
+        match self {
+            Self::Batch(b) => b.stage_checked(change, content, check),
+            Self::NoProject(project, wctx) => write(project, wctx, change, check),
+        }
+    }
 }
+
+/// What can be known of a create without the store: its checked fields and the policy's
+/// verdict on their content (secrets above all, the slowest check of a create). A bulk `apply`
+/// works it out on a second thread while the first stages the updates before it.
+pub(super) struct Prechecked {
+    fields: projections::EntryFields,
+    status: projections::Status,
+    content: crate::policy::Verdict,
+}
+
+/// The [`Prechecked`] part of `update` when it is a create that passes every check made
+/// without the store; `None` for anything else (which [`apply_one`] then checks in full, and
+/// reports).
+pub(super) fn precheck(update: &Value, policy: &crate::policy::Policy) -> Option<Prechecked> {
+    let Value::Object(map) = update else {
+        return None;
+    };
+    if map.get("operation").and_then(Value::as_str) != Some("create")
+        || map.keys().any(|k| !UPDATE_FIELDS.contains(&k.as_str()))
+        || field_str(map, "target_id").is_err()
+        || check_reason(field_str(map, "reason").ok()?.as_deref()).is_err()
+    {
+        return None;
+    }
+    let input = entry_input_from_json(map.get("entry")?, "entry.").ok()?;
+    let (fields, status) = check_create(&input).ok()?;
+    let content = policy.check_entry(&fields, status, None);
+    Some(Prechecked {
+        fields,
+        status,
+        content,
+    })
+}
+
+/// Fields of a Memory_Update.
+const UPDATE_FIELDS: [&str; 4] = ["operation", "entry", "target_id", "reason"];
 
 /// Fields of a Memory_Update's `entry`.
 const ENTRY_FIELDS: [&str; 14] = [
@@ -140,7 +196,20 @@ fn update_path(p: &mut crate::policy::validate::Problem) {
 
 /// Stages one update; returns the (not yet committed) result or why it was refused.
 pub(super) fn apply_one(sink: &mut Sink<'_, '_>, update: &Value) -> Result<Written> {
-    apply_one_inner(sink, update).map_err(|e| match e {
+    apply_prechecked(sink, update, None)
+}
+
+/// [`apply_one`], given what [`precheck`] found of `update`.
+fn apply_prechecked(
+    sink: &mut Sink<'_, '_>,
+    update: &Value,
+    pre: Option<Prechecked>,
+) -> Result<Written> {
+    let staged = match pre {
+        Some(pre) => sink.stage_create(pre),
+        None => apply_one_inner(sink, update),
+    };
+    staged.map_err(|e| match e {
         Error::Invalid(mut inv) => {
             inv.problems.iter_mut().for_each(update_path);
             Error::Invalid(inv)
@@ -158,7 +227,7 @@ fn apply_one_inner(sink: &mut Sink<'_, '_>, update: &Value) -> Result<Written> {
         )));
     };
     for key in map.keys() {
-        if !matches!(key.as_str(), "operation" | "entry" | "target_id" | "reason") {
+        if !UPDATE_FIELDS.contains(&key.as_str()) {
             return Err(Error::Invalid(Invalid::one(
                 key.as_str(),
                 "unknown_field",
@@ -286,7 +355,7 @@ pub(super) fn project_and_file(args: &[String]) -> (Option<&str>, Option<&str>) 
 /// lines, in bounded memory), or one JSON document (an update, an array, an AgentResult) of at
 /// most [`MAX_INPUT_BYTES`].
 pub(super) struct Updates {
-    lines: Option<Box<dyn std::io::BufRead>>,
+    lines: Option<Box<dyn std::io::BufRead + Send>>,
     document: std::vec::IntoIter<Value>,
     /// The document was a single object (not an array or a stream).
     pub single_object: bool,
@@ -299,7 +368,7 @@ impl Updates {
     /// # Errors
     /// Unreadable input, a document that is not JSON or too large.
     pub(super) fn open(path: Option<&str>) -> Result<Self> {
-        let mut reader: Box<dyn std::io::BufRead> = match path {
+        let mut reader: Box<dyn std::io::BufRead + Send> = match path {
             None | Some("-") => {
                 if path.is_none() && super::invoke::stdin_is_terminal() {
                     return Err(Error::Usage(
@@ -501,20 +570,58 @@ impl Report {
     }
 }
 
+/// Updates read and prechecked ahead of the one being staged.
+const READ_AHEAD: usize = 256;
+
 pub fn run(ctx: &Ctx, args: ApplyArgs, out: &mut Out) -> Result<ExitCode> {
     let (project_name, file) = project_and_file(&args.args);
-    let mut updates = Updates::open(file)?;
+    let updates = Updates::open(file)?;
+    let single_object = updates.single_object;
     let project = project_for(ctx, project_name)?;
     let wctx = ctx.write_context()?;
     let mut batch = Batch::open(&project, &wctx)?;
     if let Some(q) = &batch.session().report.quarantined {
         super::output::warn(&super::quarantine_message(q));
     }
+    // A second thread reads, parses and prechecks the updates (see `precheck`) while this one
+    // stages them in order. It is not waited for: when staging stops early it may be blocked
+    // reading a pipe that stays open, and it stops at its next update once `receive` is gone.
+    let policy = batch.policy();
+    let (send, receive) = std::sync::mpsc::sync_channel(READ_AHEAD);
+    std::thread::spawn(move || {
+        let mut updates = updates;
+        while let Some(item) = updates.next_update() {
+            let pre = item.as_ref().ok().and_then(|u| precheck(u, &policy));
+            if send.send((item, pre)).is_err() {
+                break;
+            }
+        }
+    });
+    let (report, stopped, index) = stage_all(&mut batch, receive.iter());
+    drop(receive);
+    finish_run(
+        ctx,
+        &project,
+        batch,
+        report,
+        stopped,
+        index,
+        single_object,
+        out,
+    )
+}
+
+/// Stages `updates` in order, appending every few thousand; returns what was done, the error
+/// that stopped it if one did, and the number the next update would have had.
+fn stage_all(
+    batch: &mut Batch<'_>,
+    updates: impl Iterator<Item = (Result<Value>, Option<Prechecked>)>,
+) -> (Report, Option<Error>, usize) {
     let mut report = Report::default();
     let mut stopped: Option<Error> = None;
     // Updates are numbered from 1, as people count them.
     let mut index = 1usize;
-    while let Some(item) = updates.next_update() {
+    for (item, pre) in updates {
         let this = index;
         index += 1;
         let operation = item
@@ -523,7 +630,8 @@ pub fn run(ctx: &Ctx, args: ApplyArgs, out: &mut Out) -> Result<ExitCode> {
             .and_then(|u| u.get("operation"))
             .and_then(Value::as_str)
             .map(str::to_owned);
-        let result = item.and_then(|update| apply_one(&mut Sink::Batch(&mut batch), &update));
+        let result =
+            item.and_then(|update| apply_prechecked(&mut Sink::Batch(batch), &update, pre));
         // Staging may have committed earlier updates (a later one touched their entry).
         let forced = batch.take_written();
         if !forced.written.is_empty() {
@@ -556,6 +664,24 @@ pub fn run(ctx: &Ctx, args: ApplyArgs, out: &mut Out) -> Result<ExitCode> {
             }
         }
     }
+    (report, stopped, index)
+}
+
+/// Commits what is staged and reports the whole run.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the state of one run, handed over once"
+)]
+fn finish_run(
+    ctx: &Ctx,
+    project: &Project,
+    batch: Batch<'_>,
+    mut report: Report,
+    mut stopped: Option<Error>,
+    index: usize,
+    single_object: bool,
+    out: &mut Out,
+) -> Result<ExitCode> {
     if stopped.is_none() {
         match batch.finish() {
             Ok(c) => report.committed(c),
@@ -565,9 +691,9 @@ pub fn run(ctx: &Ctx, args: ApplyArgs, out: &mut Out) -> Result<ExitCode> {
         drop(batch);
     }
     report.staged.clear();
-    log_skipped(ctx, &project, &report.skipped)?;
+    log_skipped(ctx, project, &report.skipped)?;
     // `index` is the number the next update would have had: 2 after exactly one.
-    let single = updates.single_object && index == 2;
+    let single = single_object && index == 2;
     if let Some(e) = stopped {
         if report.applied.is_empty() {
             return Err(e);

@@ -27,7 +27,7 @@ pub struct Invocation {
 }
 
 /// Standard input for a command: the text given to [`invoke`], else the process's own.
-pub(super) fn stdin() -> Box<dyn Read> {
+pub(super) fn stdin() -> Box<dyn Read + Send> {
     match INPUT.with_borrow(Clone::clone) {
         Some(text) => Box::new(std::io::Cursor::new(text.into_bytes())),
         None => Box::new(std::io::stdin()),

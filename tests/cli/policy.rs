@@ -444,3 +444,89 @@ fn a_missing_input_file_is_named_not_taken_for_a_project() {
         assert!(r.stderr.contains("missing-update.json"), "{}", r.stderr);
     }
 }
+
+/// One update of the palette the law below draws from; `n` makes summaries distinct.
+fn palette(kind: u8, n: usize, existing: &str) -> Value {
+    let entry = |summary: String, content: &str, confidence: f64| {
+        json!({"section": "observations", "kind": "metric", "subject": "api",
+               "scope": "service:api", "summary": summary, "content": content,
+               "confidence": confidence,
+               "evidence": [{"type": "log", "uri": "logs/load.txt", "note": "run"}]})
+    };
+    match kind {
+        0 => json!({"operation": "create", "entry": entry(format!("p95 is {n} ms"), "x", 0.8)}),
+        // The same summary every time: the second is an in-batch duplicate.
+        1 => json!({"operation": "create", "entry": entry("p99 is 900 ms".into(), "x", 0.8)}),
+        2 => json!({"operation": "create", "entry": entry(format!("p{n}"), FAKE_TOKEN, 0.9)}),
+        3 => json!({"operation": "create", "entry": entry(FAKE_TOKEN.into(), "x", 0.9)}),
+        4 => json!({"operation": "create", "entry": entry(format!("low {n}"), "x", 0.3)}),
+        5 => json!({"operation": "create", "entry": entry(format!("bad {n}"), "x", 1.5)}),
+        6 => json!({"operation": "create", "entry": entry(format!("p{n}"), "x", 0.8), "colour": 1}),
+        7 => json!({"operation": "create", "reason": FAKE_TOKEN,
+                    "entry": entry(format!("r{n}"), "x", 0.8)}),
+        // A copy of the entry the store already holds.
+        8 => json!({"operation": "create", "entry": entry("existing".into(), "x", 0.8)}),
+        9 => json!({"operation": "create"}),
+        _ => json!({"operation": "deprecate", "target_id": existing, "reason": format!("r{n}")}),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+
+    /// `apply` checks a create's content on a second thread ahead of staging it: it must refuse
+    /// exactly the updates that `validate` (which checks each in full, in order) refuses, with
+    /// the same codes, and warn alike about the rest.
+    #[test]
+    fn apply_judges_every_update_as_validate_does(kinds in prop::collection::vec(0u8..11, 1..24)) {
+        let env = Env::with_project();
+        let first = json!({"operation": "create", "entry": {"section": "observations",
+            "kind": "metric", "subject": "api", "scope": "service:api", "summary": "existing",
+            "content": "x", "confidence": 0.8,
+            "evidence": [{"type": "log", "uri": "logs/load.txt", "note": "run"}]}});
+        let r = run_stdin(&env, &["apply", "--json", "-"], first.to_string().as_bytes());
+        prop_assert_eq!(r.code, 0, "{}", r.stdout);
+        let existing = r.json()["applied"][0]["id"].as_str().unwrap_or_default().to_owned();
+        let lines: String = kinds
+            .iter()
+            .enumerate()
+            .map(|(n, k)| format!("{}\n", palette(*k, n, &existing)))
+            .collect();
+        // Deprecating twice is refused by the second; validate stages nothing, so keep one.
+        let lines: String = {
+            let mut deprecates = 0;
+            lines.lines().filter(|l| !l.contains("deprecate") || { deprecates += 1; deprecates == 1 })
+                .map(|l| format!("{l}\n")).collect()
+        };
+        let checked = run_stdin(&env, &["validate", "--json", "-"], lines.as_bytes()).json();
+        let applied = run_stdin(&env, &["apply", "--json", "-"], lines.as_bytes()).json();
+        let mut from_apply: Vec<(u64, String, Vec<String>)> = Vec::new();
+        for a in applied["applied"].as_array().into_iter().flatten() {
+            let rules = a["warnings"].as_array().into_iter().flatten()
+                .filter_map(|w| w["rule"].as_str().map(str::to_owned)).collect();
+            from_apply.push((a["index"].as_u64().unwrap_or(0), "ok".into(), rules));
+        }
+        for s in applied["skipped"].as_array().into_iter().flatten() {
+            from_apply.push((s["index"].as_u64().unwrap_or(0),
+                             s["code"].as_str().unwrap_or_default().to_owned(), Vec::new()));
+        }
+        from_apply.sort();
+        let from_validate: Vec<(u64, String, Vec<String>)> = checked
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|v| {
+                let code = v["errors"][0]["code"].as_str().unwrap_or("ok").to_owned();
+                let rules = if code == "ok" {
+                    v["warnings"].as_array().into_iter().flatten()
+                        .filter_map(|w| w["rule"].as_str().map(str::to_owned)).collect()
+                } else {
+                    Vec::new()
+                };
+                (v["index"].as_u64().unwrap_or(0), code, rules)
+            })
+            .collect();
+        prop_assert_eq!(from_apply, from_validate, "{}", lines);
+        prop_assert!(!applied.to_string().contains("FAKEFAKE"));
+    }
+}
