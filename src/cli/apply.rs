@@ -588,7 +588,7 @@ pub fn run(ctx: &Ctx, args: ApplyArgs, out: &mut Out) -> Result<ExitCode> {
     // reading a pipe that stays open, and it stops at its next update once `receive` is gone.
     let policy = batch.policy();
     let (send, receive) = std::sync::mpsc::sync_channel(READ_AHEAD);
-    std::thread::spawn(move || {
+    let reader = std::thread::spawn(move || {
         let mut updates = updates;
         while let Some(item) = updates.next_update() {
             let pre = item.as_ref().ok().and_then(|u| precheck(u, &policy));
@@ -599,6 +599,13 @@ pub fn run(ctx: &Ctx, args: ApplyArgs, out: &mut Out) -> Result<ExitCode> {
     });
     let (report, stopped, index) = stage_all(&mut batch, receive.iter());
     drop(receive);
+    if stopped.is_none() {
+        // Every update was received, so the reader has finished (or failed: then the input
+        // was not read to its end, and nothing more may be committed as if it had been).
+        if let Err(panic) = reader.join() {
+            std::panic::resume_unwind(panic);
+        }
+    }
     finish_run(
         ctx,
         &project,
