@@ -101,8 +101,8 @@ pub fn stem(word: &str) -> String {
 const STEM_CACHE_WORDS: usize = 1 << 16;
 
 thread_local! {
-    static STEMS: std::cell::RefCell<std::collections::HashMap<Box<str>, Box<str>>> =
-        std::cell::RefCell::new(std::collections::HashMap::new());
+    static STEMS: std::cell::RefCell<rustc_hash::FxHashMap<Box<str>, Box<str>>> =
+        std::cell::RefCell::new(rustc_hash::FxHashMap::default());
 }
 
 /// Calls `f` with each index term of `text`, in order (repeated terms repeated).
