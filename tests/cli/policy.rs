@@ -510,6 +510,10 @@ proptest! {
             from_apply.push((s["index"].as_u64().unwrap_or(0),
                              s["code"].as_str().unwrap_or_default().to_owned(), Vec::new()));
         }
+        // A single update is one JSON document, refused as the command's error (as `add` is).
+        if lines.lines().count() == 1 && let Some(code) = applied["error"]["code"].as_str() {
+            from_apply.push((1, code.to_owned(), Vec::new()));
+        }
         from_apply.sort();
         let from_validate: Vec<(u64, String, Vec<String>)> = checked
             .as_array()
