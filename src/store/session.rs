@@ -769,11 +769,15 @@ impl Drop for Session {
         let quiet = |store: &Store| {
             store.journal_bytes() > crate::store::QUIET_CHECKPOINT_BYTES && !self.lock.is_awaited()
         };
-        if (self.applied_incrementally >= CHECKPOINT_AFTER_EVENTS
-            || (self.applied_incrementally > 0 && self.store.as_ref().is_some_and(quiet)))
+        // Failing costs only speed: the journal stays and is replayed next time.
+        if self.applied_incrementally >= CHECKPOINT_AFTER_EVENTS
             && let Some(store) = self.store.take()
         {
-            // Failing costs only speed: the journal stays and is replayed next time.
+            let _ = store.checkpoint_settled();
+        } else if self.applied_incrementally > 0
+            && self.store.as_ref().is_some_and(quiet)
+            && let Some(store) = self.store.take()
+        {
             let _ = store.checkpoint();
         }
     }
