@@ -757,6 +757,12 @@ impl Session {
 /// session ends, so the next process does not replay a long journal (a bulk `apply`, a pull).
 const CHECKPOINT_AFTER_EVENTS: usize = 256;
 
+/// Events applied incrementally in one session past which the checkpoint also merges what the
+/// session left in level 0 ([`crate::store::Store::checkpoint_settled`]): a pull of thousands of
+/// events, whose merge would otherwise stall some later process for most of a second. Below
+/// this, that merge costs a later process less than a tenth of a second and is left to it.
+const SETTLE_AFTER_EVENTS: usize = 2048;
+
 impl Drop for Session {
     fn drop(&mut self) {
         if let Some(dir) = self.scratch.take() {
@@ -770,10 +776,14 @@ impl Drop for Session {
             store.journal_bytes() > crate::store::QUIET_CHECKPOINT_BYTES && !self.lock.is_awaited()
         };
         // Failing costs only speed: the journal stays and is replayed next time.
-        if self.applied_incrementally >= CHECKPOINT_AFTER_EVENTS
+        if self.applied_incrementally >= SETTLE_AFTER_EVENTS
             && let Some(store) = self.store.take()
         {
             let _ = store.checkpoint_settled();
+        } else if self.applied_incrementally >= CHECKPOINT_AFTER_EVENTS
+            && let Some(store) = self.store.take()
+        {
+            let _ = store.checkpoint();
         } else if self.applied_incrementally > 0
             && self.store.as_ref().is_some_and(quiet)
             && let Some(store) = self.store.take()
