@@ -38,13 +38,13 @@ impl FileLock {
     pub fn acquire(path: &Path, what: &'static str, timeout: Duration) -> Result<Self> {
         let started = Instant::now();
         let queue = queue_path(path);
-        if !Ticket::any_in(&queue)
-            && let Some(lock) = Self::try_acquire(path)?
-        {
-            return Ok(lock);
-        }
         let mut ticket = None;
         let mut waiting = None;
+        if Ticket::any_in(&queue) && !timeout.is_zero() {
+            // Others are waiting: join the line before trying, rather than jump it.
+            waiting = Some(Waiting::announce(path));
+            ticket = Ticket::take(&queue);
+        }
         loop {
             let ahead = ticket.as_ref().map_or(0, Ticket::ahead);
             if ahead == 0
@@ -328,6 +328,54 @@ mod tests {
             [0, 1, 2, 3]
         );
         assert!(!Ticket::any_in(&queue), "every ticket left with its waiter");
+    }
+
+    /// A process that arrives while others wait queues behind them, even when it finds the
+    /// lock free for a moment between two holders.
+    #[test]
+    fn a_newcomer_does_not_jump_the_line() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("store.lock");
+        let held =
+            FileLock::acquire(&path, "store", Duration::ZERO).unwrap_or_else(|e| panic!("{e}"));
+        let order = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let waiter = std::thread::spawn({
+            let (path, order) = (path.clone(), order.clone());
+            move || {
+                let lock = FileLock::acquire(&path, "store", Duration::from_secs(30))?;
+                order
+                    .lock()
+                    .unwrap_or_else(|e| panic!("{e}"))
+                    .push("waiter");
+                std::thread::sleep(Duration::from_millis(3));
+                drop(lock);
+                Ok::<(), Error>(())
+            }
+        });
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !Ticket::any_in(&queue_path(&path)) {
+            assert!(
+                Instant::now() < deadline,
+                "the waiter never joined the queue"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        drop(held);
+        let lock = FileLock::acquire(&path, "store", Duration::from_secs(30))
+            .unwrap_or_else(|e| panic!("{e}"));
+        order
+            .lock()
+            .unwrap_or_else(|e| panic!("{e}"))
+            .push("newcomer");
+        drop(lock);
+        waiter
+            .join()
+            .unwrap_or_else(|_| panic!("the waiter panicked"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            *order.lock().unwrap_or_else(|e| panic!("{e}")),
+            ["waiter", "newcomer"]
+        );
     }
 
     /// The ticket of a process that died waiting (a file nobody holds locked) neither blocks
