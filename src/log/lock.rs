@@ -120,11 +120,16 @@ impl FileLock {
     }
 }
 
+/// `path` with `suffix` appended to its file name: the lock's wait file and queue folder.
+fn beside(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
 /// The folder of the tickets of the processes waiting for the lock at `path`.
 fn queue_path(path: &Path) -> PathBuf {
-    let mut name = path.as_os_str().to_owned();
-    name.push(".queue");
-    PathBuf::from(name)
+    beside(path, ".queue")
 }
 
 /// A waiting process's place in line: a file in the lock's queue folder, named by the time the
@@ -229,9 +234,7 @@ impl Drop for Ticket {
 
 /// The file that processes waiting for the lock at `path` hold a shared lock on.
 fn wait_path(path: &Path) -> PathBuf {
-    let mut name = path.as_os_str().to_owned();
-    name.push(".wait");
-    PathBuf::from(name)
+    beside(path, ".wait")
 }
 
 /// A shared lock on the wait file, held while a process waits for the lock itself, which is
@@ -257,28 +260,60 @@ impl Waiting {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::{Arc, Mutex};
+
+    /// A temporary folder with `store.lock` in it, held.
+    fn held() -> (tempfile::TempDir, PathBuf, FileLock) {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("store.lock");
+        let lock =
+            FileLock::acquire(&path, "store", Duration::ZERO).unwrap_or_else(|e| panic!("{e}"));
+        (dir, path, lock)
+    }
+
+    /// A thread that waits for the lock, then notes `label` in `order` and holds it 3 ms.
+    fn waiter<T: Send + 'static>(
+        path: &Path,
+        order: &Arc<Mutex<Vec<T>>>,
+        label: T,
+    ) -> std::thread::JoinHandle<Result<()>> {
+        let (path, order) = (path.to_path_buf(), Arc::clone(order));
+        std::thread::spawn(move || {
+            let lock = FileLock::acquire(&path, "store", Duration::from_secs(30))?;
+            order.lock().unwrap_or_else(|e| panic!("{e}")).push(label);
+            std::thread::sleep(Duration::from_millis(3));
+            drop(lock);
+            Ok(())
+        })
+    }
+
+    /// Waits (at most 30 s) until `ready`.
+    fn wait_until(what: &str, mut ready: impl FnMut() -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !ready() {
+            assert!(Instant::now() < deadline, "{what} never happened");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    fn join(handle: std::thread::JoinHandle<Result<()>>) {
+        handle
+            .join()
+            .unwrap_or_else(|_| panic!("a waiter panicked"))
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
 
     #[test]
     fn a_holder_sees_a_process_waiting_for_its_lock() {
-        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let path = dir.path().join("store.lock");
-        let held =
-            FileLock::acquire(&path, "store", Duration::ZERO).unwrap_or_else(|e| panic!("{e}"));
+        let (_dir, path, held) = held();
         assert!(!held.is_awaited(), "nobody has waited yet");
         let waiter = std::thread::spawn({
             let path = path.clone();
             move || FileLock::acquire(&path, "store", Duration::from_secs(30)).map(|_| ())
         });
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while !held.is_awaited() {
-            assert!(Instant::now() < deadline, "the waiter was never seen");
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        wait_until("the waiter being seen", || held.is_awaited());
         drop(held);
-        waiter
-            .join()
-            .unwrap_or_else(|_| panic!("the waiter panicked"))
-            .unwrap_or_else(|e| panic!("{e}"));
+        join(waiter);
         let again =
             FileLock::acquire(&path, "store", Duration::ZERO).unwrap_or_else(|e| panic!("{e}"));
         assert!(
@@ -290,39 +325,18 @@ mod tests {
     /// Processes that wait take the lock in the order they came, whoever polls first.
     #[test]
     fn waiters_take_the_lock_in_the_order_they_came() {
-        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let path = dir.path().join("store.lock");
+        let (_dir, path, held) = held();
         let queue = queue_path(&path);
-        let held =
-            FileLock::acquire(&path, "store", Duration::ZERO).unwrap_or_else(|e| panic!("{e}"));
-        let order = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let order = Arc::new(Mutex::new(Vec::new()));
         let mut waiters = Vec::new();
         for i in 0..4 {
-            waiters.push(std::thread::spawn({
-                let (path, order) = (path.clone(), order.clone());
-                move || {
-                    let lock = FileLock::acquire(&path, "store", Duration::from_secs(30))?;
-                    order.lock().unwrap_or_else(|e| panic!("{e}")).push(i);
-                    std::thread::sleep(Duration::from_millis(3));
-                    drop(lock);
-                    Ok::<(), Error>(())
-                }
-            }));
-            let deadline = Instant::now() + Duration::from_secs(30);
-            while std::fs::read_dir(&queue).map_or(0, Iterator::count) < i + 1 {
-                assert!(
-                    Instant::now() < deadline,
-                    "waiter {i} never joined the queue"
-                );
-                std::thread::sleep(Duration::from_millis(1));
-            }
+            waiters.push(waiter(&path, &order, i));
+            wait_until("the waiter joining the queue", || {
+                std::fs::read_dir(&queue).map_or(0, Iterator::count) > i
+            });
         }
         drop(held);
-        for w in waiters {
-            w.join()
-                .unwrap_or_else(|_| panic!("a waiter panicked"))
-                .unwrap_or_else(|e| panic!("{e}"));
-        }
+        waiters.into_iter().for_each(join);
         assert_eq!(
             *order.lock().unwrap_or_else(|e| panic!("{e}")),
             [0, 1, 2, 3]
@@ -334,32 +348,12 @@ mod tests {
     /// lock free for a moment between two holders.
     #[test]
     fn a_newcomer_does_not_jump_the_line() {
-        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let path = dir.path().join("store.lock");
-        let held =
-            FileLock::acquire(&path, "store", Duration::ZERO).unwrap_or_else(|e| panic!("{e}"));
-        let order = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        let waiter = std::thread::spawn({
-            let (path, order) = (path.clone(), order.clone());
-            move || {
-                let lock = FileLock::acquire(&path, "store", Duration::from_secs(30))?;
-                order
-                    .lock()
-                    .unwrap_or_else(|e| panic!("{e}"))
-                    .push("waiter");
-                std::thread::sleep(Duration::from_millis(3));
-                drop(lock);
-                Ok::<(), Error>(())
-            }
+        let (_dir, path, held) = held();
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let first = waiter(&path, &order, "waiter");
+        wait_until("the waiter joining the queue", || {
+            Ticket::any_in(&queue_path(&path))
         });
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while !Ticket::any_in(&queue_path(&path)) {
-            assert!(
-                Instant::now() < deadline,
-                "the waiter never joined the queue"
-            );
-            std::thread::sleep(Duration::from_millis(1));
-        }
         drop(held);
         let lock = FileLock::acquire(&path, "store", Duration::from_secs(30))
             .unwrap_or_else(|e| panic!("{e}"));
@@ -368,10 +362,7 @@ mod tests {
             .unwrap_or_else(|e| panic!("{e}"))
             .push("newcomer");
         drop(lock);
-        waiter
-            .join()
-            .unwrap_or_else(|_| panic!("the waiter panicked"))
-            .unwrap_or_else(|e| panic!("{e}"));
+        join(first);
         assert_eq!(
             *order.lock().unwrap_or_else(|e| panic!("{e}")),
             ["waiter", "newcomer"]
@@ -382,24 +373,16 @@ mod tests {
     /// the line nor stays.
     #[test]
     fn a_dead_waiters_ticket_is_passed_and_removed() {
-        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let path = dir.path().join("store.lock");
+        let (_dir, path, held) = held();
         let queue = queue_path(&path);
         fs_err::create_dir_all(&queue).unwrap_or_else(|e| panic!("{e}"));
         fs_err::write(queue.join(format!("{:024}-0000000001-000000", 1)), "")
             .unwrap_or_else(|e| panic!("{e}"));
-        let held =
-            FileLock::acquire(&path, "store", Duration::ZERO).unwrap_or_else(|e| panic!("{e}"));
-        let waiter = std::thread::spawn({
-            let path = path.clone();
-            move || FileLock::acquire(&path, "store", Duration::from_secs(30)).map(|_| ())
-        });
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let second = waiter(&path, &order, ());
         std::thread::sleep(Duration::from_millis(20));
         drop(held);
-        waiter
-            .join()
-            .unwrap_or_else(|_| panic!("the waiter panicked"))
-            .unwrap_or_else(|e| panic!("{e}"));
+        join(second);
         assert!(!Ticket::any_in(&queue), "the dead ticket was removed");
     }
 }
