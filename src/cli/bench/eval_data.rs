@@ -176,20 +176,37 @@ const PEOPLE: [&str; 8] = [
 ];
 const AGENTS: [&str; 4] = ["planner", "coder", "reviewer", "ops-agent"];
 
-/// A question and the entry (by index in [`DataSet::memories`]) that answers it.
+/// A question, asked of one project, and the entries (by index in [`DataSet::memories`]) that
+/// answer it: finding any of them counts.
 #[derive(Debug, Clone)]
 pub struct Question {
     pub text: String,
-    pub answer: usize,
-    /// `keyword`, `paraphrase` or `typo`.
-    pub style: &'static str,
+    pub answers: Vec<usize>,
+    /// The generated set's `keyword`, `paraphrase` or `typo`; a LoCoMo question's category.
+    pub style: String,
+    /// Index in [`DataSet::projects`].
+    pub project: usize,
 }
 
-/// Memories (Memory_Update `create` entries, in order) and questions.
+/// Memories (Memory_Update `create` entries, in order, each in one project) and questions.
 #[derive(Debug, Clone, Default)]
 pub struct DataSet {
+    /// What the set is, for the report: `seed 7`, `LoCoMo (path)`.
+    pub name: String,
+    pub projects: Vec<String>,
     pub memories: Vec<Value>,
+    /// The project (index in `projects`) of each memory.
+    pub memory_project: Vec<usize>,
     pub questions: Vec<Question>,
+}
+
+impl DataSet {
+    /// Adds `entry` to `project`, returning its index.
+    pub fn push(&mut self, project: usize, entry: Value) -> usize {
+        self.memories.push(entry);
+        self.memory_project.push(project);
+        self.memories.len() - 1
+    }
 }
 
 fn evidence(kind: &str, s: &str) -> Value {
@@ -402,33 +419,43 @@ fn entry(
 /// Generates the data set for `seed`.
 pub fn generate(seed: u64) -> DataSet {
     let mut rng = Rng::new(seed);
-    let mut d = DataSet::default();
+    let mut d = DataSet {
+        name: format!("seed {seed}"),
+        projects: vec![super::child::PROJECT.to_owned()],
+        ..DataSet::default()
+    };
     for (si, s) in SERVICES.iter().enumerate() {
         for (fi, f) in facts(s, &mut rng).into_iter().enumerate() {
             // Distractors first, so that insertion order never favours the answer.
             let guess = f.summary.replace(s, &format!("{s} probably"));
-            d.memories.push(entry(
-                "observations",
-                "hypothesis",
-                s,
-                &format!("Maybe {guess}"),
-                &format!("Unverified guess: {}", f.content),
-                0.35,
-                "assumption",
-                "active",
-                &mut rng,
-            ));
-            d.memories.push(entry(
-                f.section,
-                f.kind,
-                s,
-                &format!("{} (draft)", f.summary),
-                &format!("Draft, not yet confirmed. {}", f.content),
-                0.7,
-                f.evidence,
-                "draft",
-                &mut rng,
-            ));
+            d.push(
+                0,
+                entry(
+                    "observations",
+                    "hypothesis",
+                    s,
+                    &format!("Maybe {guess}"),
+                    &format!("Unverified guess: {}", f.content),
+                    0.35,
+                    "assumption",
+                    "active",
+                    &mut rng,
+                ),
+            );
+            d.push(
+                0,
+                entry(
+                    f.section,
+                    f.kind,
+                    s,
+                    &format!("{} (draft)", f.summary),
+                    &format!("Draft, not yet confirmed. {}", f.content),
+                    0.7,
+                    f.evidence,
+                    "draft",
+                    &mut rng,
+                ),
+            );
             if f.section == "state" {
                 let mut old = entry(
                     f.section,
@@ -445,9 +472,8 @@ pub fn generate(seed: u64) -> DataSet {
                     m.insert("valid_from".into(), "2026-01-01T00:00:00Z".into());
                     m.insert("valid_to".into(), "2026-03-01T00:00:00Z".into());
                 }
-                d.memories.push(old);
+                d.push(0, old);
             }
-            let answer = d.memories.len();
             let confidence = 0.7 + (rng.below(30) as f64) / 100.0;
             let mut e = entry(
                 f.section, f.kind, s, &f.summary, &f.content, confidence, f.evidence, "active",
@@ -459,7 +485,7 @@ pub fn generate(seed: u64) -> DataSet {
                     json!([s, f.kind, AGENTS[(si + fi) % AGENTS.len()]]),
                 );
             }
-            d.memories.push(e);
+            let answer = d.push(0, e);
             let style = if (si + fi) % 2 == 0 {
                 "keyword"
             } else {
@@ -478,8 +504,9 @@ pub fn generate(seed: u64) -> DataSet {
             };
             d.questions.push(Question {
                 text,
-                answer,
-                style,
+                answers: vec![answer],
+                style: style.to_owned(),
+                project: 0,
             });
         }
         for (summary, content) in noise(s, &mut rng) {
@@ -494,7 +521,7 @@ pub fn generate(seed: u64) -> DataSet {
                 "active",
                 &mut rng,
             );
-            d.memories.push(e);
+            d.push(0, e);
         }
     }
     d

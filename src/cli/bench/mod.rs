@@ -10,6 +10,7 @@ mod catch_up;
 mod child;
 mod concurrency;
 mod eval_data;
+mod locomo;
 mod query_bench;
 mod report;
 mod retrieval_eval;
@@ -74,6 +75,10 @@ pub struct BenchArgs {
     /// Seed of the retrieval evaluation's data set
     #[arg(long, default_value_t = 7)]
     seed: u64,
+    /// Run the retrieval evaluation on the LoCoMo conversations instead of the generated set:
+    /// `locomo10.json`, or the directory of its conversations
+    #[arg(long, value_name = "PATH")]
+    locomo: Option<PathBuf>,
 }
 
 /// Phases that `--skip` can leave out; the applied workspaces and their reads always run.
@@ -217,15 +222,19 @@ pub fn run(ctx: &Ctx, args: BenchArgs, out: &mut Out) -> Result<ExitCode> {
     let owned = OwnedDir::create(&parent, args.keep)?;
     let scratch = owned.path.join("scratch");
     fs_err::create_dir(&scratch)?;
-    if args.retrieval {
+    if args.retrieval || args.locomo.is_some() {
+        let data = match &args.locomo {
+            Some(path) => locomo::load(path)?,
+            None => eval_data::generate(args.seed),
+        };
         let memlog = Memlog::new(exe, scratch);
-        let report = retrieval_eval::run(&memlog, &owned.path, args.seed)?;
+        let report = retrieval_eval::run(&memlog, &owned.path, &data)?;
         if out.json {
             out.json(&report);
         } else {
             out.line(format!(
-                "retrieval evaluation: seed {}, {} memories, {} questions",
-                report.seed, report.memories, report.questions
+                "retrieval evaluation: {}, {} memories, {} questions",
+                report.data, report.memories, report.questions
             ));
             out.line(format!(
                 "{:<56} {:>9} {:>9}  recall@5 by style",

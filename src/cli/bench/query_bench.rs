@@ -61,6 +61,10 @@ pub fn build_db(db: &Path, n: usize) -> Result<()> {
     run_sqlite(db, &sql).map(|_| ())
 }
 
+/// Runs `sql` through the `sqlite3` command on `db` and returns what it printed.
+///
+/// # Errors
+/// When sqlite3 cannot be started or fails.
 pub fn run_sqlite(db: &Path, sql: &str) -> Result<Vec<u8>> {
     use std::io::Write;
     let mut child = Command::new("sqlite3")
@@ -69,10 +73,17 @@ pub fn run_sqlite(db: &Path, sql: &str) -> Result<Vec<u8>> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()?;
-    if let Some(mut stdin) = child.stdin.take() {
-        stdin.write_all(sql.as_bytes())?;
-    }
+    // Written from a thread: sqlite3 answers while it reads, and an answer larger than the
+    // pipe's buffer would otherwise block both processes.
+    let writer = child.stdin.take().map(|mut stdin| {
+        let sql = sql.to_owned();
+        std::thread::spawn(move || stdin.write_all(sql.as_bytes()))
+    });
     let out = child.wait_with_output()?;
+    if let Some(w) = writer {
+        w.join()
+            .map_err(|_| Error::Usage("bench: writing to sqlite3 failed".into()))??;
+    }
     if !out.status.success() {
         return Err(Error::Usage(format!(
             "bench: sqlite3 failed: {}",

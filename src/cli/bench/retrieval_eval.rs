@@ -7,7 +7,7 @@
 //! stemming), queried by the `sqlite3` command with the question's words joined by OR.
 
 use super::child::Memlog;
-use super::eval_data::{self, DataSet};
+use super::eval_data::DataSet;
 use crate::error::{Error, Result};
 use crate::retrieval::filters::Filters;
 use crate::retrieval::rank::RankParams;
@@ -35,7 +35,8 @@ pub struct Scores {
 /// The evaluation's report.
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
-    pub seed: u64,
+    /// The data set: `seed 7`, `LoCoMo (path)`.
+    pub data: String,
     pub memories: usize,
     pub questions: usize,
     pub scores: Vec<Scores>,
@@ -46,7 +47,7 @@ fn score(ranker: &str, d: &DataSet, ranked: &[Vec<usize>]) -> Scores {
     let mut rr = 0.0;
     let mut by_style: HashMap<&str, (f64, f64)> = HashMap::new();
     for (q, r) in d.questions.iter().zip(ranked) {
-        let pos = r.iter().take(DEPTH).position(|&m| m == q.answer);
+        let pos = r.iter().take(DEPTH).position(|m| q.answers.contains(m));
         let in5 = pos.is_some_and(|p| p < 5);
         if in5 {
             hits5 += 1.0;
@@ -56,7 +57,7 @@ fn score(ranker: &str, d: &DataSet, ranked: &[Vec<usize>]) -> Scores {
             let rank = (p + 1) as f64;
             rr += 1.0 / rank;
         }
-        let s = by_style.entry(q.style).or_default();
+        let s = by_style.entry(q.style.as_str()).or_default();
         s.0 += f64::from(u8::from(in5));
         s.1 += 1.0;
     }
@@ -75,30 +76,115 @@ fn score(ranker: &str, d: &DataSet, ranked: &[Vec<usize>]) -> Scores {
     }
 }
 
-/// Runs the evaluation in `dir` (a directory the bench owns).
+/// Runs the evaluation of `d` in `dir` (a directory the bench owns).
 ///
 /// # Errors
 /// When memlog or sqlite3 fails.
-pub fn run(memlog: &Memlog, dir: &Path, seed: u64) -> Result<Report> {
-    let d = eval_data::generate(seed);
+pub fn run(memlog: &Memlog, dir: &Path, d: &DataSet) -> Result<Report> {
     let root = dir.join("retrieval-eval");
     fs_err::create_dir_all(&root)?;
     let ws = crate::workspace::Workspace::at(&root)?;
-    let name = crate::workspace::ProjectName::new(super::child::PROJECT)?;
-    crate::project::init(&ws, &name, NOW)?;
-    let file = dir.join("eval-memories.jsonl");
+    let now = crate::retrieval::features::unix_millis(NOW).unwrap_or(0);
+    let mut mine = vec![Vec::new(); d.questions.len()];
+    for (p, project_name) in d.projects.iter().enumerate() {
+        let name = crate::workspace::ProjectName::new(project_name)?;
+        crate::project::init(&ws, &name, NOW)?;
+        let members: Vec<usize> = (0..d.memories.len())
+            .filter(|&i| d.memory_project[i] == p)
+            .collect();
+        let index = apply(memlog, &root, dir, project_name, d, &members)?;
+        let project = crate::project::Project::open(&ws, name)?;
+        let session =
+            crate::store::session::Session::open(&project, std::time::Duration::from_secs(30))?;
+        let config = project.config()?;
+        let decay = config
+            .policies
+            .lifecycle
+            .decay_function()
+            .map_err(|problem| crate::error::Error::CorruptFile {
+                path: project.config_path(),
+                problem,
+            })?;
+        let sources = [Source {
+            store: session.store(),
+            project: project.name.to_string(),
+            global: false,
+        }];
+        for (qi, q) in d.questions.iter().enumerate() {
+            if q.project != p {
+                continue;
+            }
+            let req = Request {
+                text: Some(q.text.clone()),
+                filters: Filters::defaults(config.policies.retrieval.min_confidence),
+                limit: DEPTH,
+                include_related: false,
+                params: RankParams {
+                    now,
+                    expiry_warning_days: config.policies.retrieval.expiry_warning_days,
+                    recency_half_life_days: config.policies.lifecycle.decay_half_life_days,
+                    decay: decay.clone(),
+                },
+                order: Order::Score,
+                min_relevance: 0.0,
+            };
+            let answer = search::search(&sources, &req)?;
+            mine[qi] = answer
+                .hits
+                .iter()
+                .filter_map(|h| index.get(h.entry.id.as_str()).copied())
+                .collect();
+        }
+    }
+    let mut scores = vec![score("memlog query (defaults)", d, &mine)];
+    if super::query_bench::sqlite_available() {
+        for (label, tokenizer, filtered) in [
+            ("SQLite FTS5 BM25 (unicode61)", "unicode61", false),
+            ("SQLite FTS5 BM25 (porter)", "porter", false),
+            (
+                "SQLite FTS5 BM25 (porter) + memlog's default filters",
+                "porter",
+                true,
+            ),
+        ] {
+            let ranked = fts5(dir, d, tokenizer, filtered)?;
+            scores.push(score(label, d, &ranked));
+        }
+    }
+    Ok(Report {
+        data: d.name.clone(),
+        memories: d.memories.len(),
+        questions: d.questions.len(),
+        scores,
+    })
+}
+
+/// Writes the memories `members` of `d` into `project` by `memlog apply` of a JSON Lines file,
+/// as agents write them, and maps each entry id written to its memory's index.
+fn apply(
+    memlog: &Memlog,
+    root: &Path,
+    dir: &Path,
+    project: &str,
+    d: &DataSet,
+    members: &[usize],
+) -> Result<HashMap<String, usize>> {
+    let file = dir.join(format!("eval-{project}.jsonl"));
     let mut text = String::new();
-    for m in &d.memories {
-        text.push_str(&serde_json::json!({"operation": "create", "entry": m}).to_string());
+    for &i in members {
+        text.push_str(
+            &serde_json::json!({"operation": "create", "entry": d.memories[i]}).to_string(),
+        );
         text.push('\n');
     }
     crate::log::durable::write_atomic(&file, text.as_bytes())?;
     let o = memlog.run(
-        &root,
+        root,
         &[
             "--now".into(),
             NOW.into(),
             "apply".into(),
+            project.into(),
             file.display().to_string(),
         ],
         "eval",
@@ -113,88 +199,18 @@ pub fn run(memlog: &Memlog, dir: &Path, seed: u64) -> Result<Report> {
             })
         })
         .unwrap_or_default();
-    if applied.len() != d.memories.len() {
+    if applied.len() != members.len() {
         return Err(Error::Usage(format!(
-            "bench --retrieval: apply wrote {} of {} memories: {}",
+            "bench --retrieval: apply wrote {} of {} memories of project {project}: {}",
             applied.len(),
-            d.memories.len(),
+            members.len(),
             String::from_utf8_lossy(&o.stdout)
                 .chars()
                 .take(600)
                 .collect::<String>()
         )));
     }
-    let index: HashMap<&str, usize> = applied
-        .iter()
-        .enumerate()
-        .map(|(i, id)| (id.as_str(), i))
-        .collect();
-
-    let project = crate::project::Project::open(&ws, name)?;
-    let session =
-        crate::store::session::Session::open(&project, std::time::Duration::from_secs(30))?;
-    let config = project.config()?;
-    let now = crate::retrieval::features::unix_millis(NOW).unwrap_or(0);
-    let decay = config
-        .policies
-        .lifecycle
-        .decay_function()
-        .map_err(|problem| crate::error::Error::CorruptFile {
-            path: project.config_path(),
-            problem,
-        })?;
-    let sources = [Source {
-        store: session.store(),
-        project: project.name.to_string(),
-        global: false,
-    }];
-    let mut mine = Vec::new();
-    for q in &d.questions {
-        let req = Request {
-            text: Some(q.text.clone()),
-            filters: Filters::defaults(config.policies.retrieval.min_confidence),
-            limit: DEPTH,
-            include_related: false,
-            params: RankParams {
-                now,
-                expiry_warning_days: config.policies.retrieval.expiry_warning_days,
-                recency_half_life_days: config.policies.lifecycle.decay_half_life_days,
-                decay: decay.clone(),
-            },
-            order: Order::Score,
-            min_relevance: 0.0,
-        };
-        let answer = search::search(&sources, &req)?;
-        mine.push(
-            answer
-                .hits
-                .iter()
-                .filter_map(|h| index.get(h.entry.id.as_str()).copied())
-                .collect::<Vec<_>>(),
-        );
-    }
-    drop(session);
-    let mut scores = vec![score("memlog query (defaults)", &d, &mine)];
-    if super::query_bench::sqlite_available() {
-        for (label, tokenizer, filtered) in [
-            ("SQLite FTS5 BM25 (unicode61)", "unicode61", false),
-            ("SQLite FTS5 BM25 (porter)", "porter", false),
-            (
-                "SQLite FTS5 BM25 (porter) + memlog's default filters",
-                "porter",
-                true,
-            ),
-        ] {
-            let ranked = fts5(dir, &d, tokenizer, filtered)?;
-            scores.push(score(label, &d, &ranked));
-        }
-    }
-    Ok(Report {
-        seed,
-        memories: d.memories.len(),
-        questions: d.questions.len(),
-        scores,
-    })
+    Ok(applied.into_iter().zip(members.iter().copied()).collect())
 }
 
 fn quote(s: &str) -> String {
@@ -206,21 +222,26 @@ fn fts5(dir: &Path, d: &DataSet, tokenizer: &str, filtered: bool) -> Result<Vec<
     let db = dir.join(format!("eval-{tokenizer}.db"));
     let _ = fs_err::remove_file(&db);
     let mut sql = format!(
-        "CREATE VIRTUAL TABLE f USING fts5(summary, content, subject, tags, n UNINDEXED, \
+        "CREATE VIRTUAL TABLE f USING fts5(summary, content, subject, tags, n UNINDEXED, p UNINDEXED, \
          status UNINDEXED, confidence UNINDEXED, valid_to UNINDEXED, tokenize = '{tokenizer}');\nBEGIN;\n"
     );
     for (i, m) in d.memories.iter().enumerate() {
-        let s = |k: &str| m[k].as_str().unwrap_or_default().to_owned();
+        let s = |k: &str| {
+            m[k].as_str()
+                .unwrap_or(if k == "status" { "active" } else { "" })
+                .to_owned()
+        };
         let tags: Vec<&str> = m["tags"]
             .as_array()
             .map(|a| a.iter().filter_map(|t| t.as_str()).collect())
             .unwrap_or_default();
         sql.push_str(&format!(
-            "INSERT INTO f VALUES({},{},{},{},{i},{},{},{});\n",
+            "INSERT INTO f VALUES({},{},{},{},{i},{},{},{},{});\n",
             quote(&s("summary")),
             quote(&s("content")),
             quote(&s("subject")),
             quote(&tags.join(" ")),
+            d.memory_project[i],
             quote(&s("status")),
             m["confidence"].as_f64().unwrap_or(0.0),
             m["valid_to"].as_str().map_or("NULL".into(), quote),
@@ -245,8 +266,12 @@ fn fts5(dir: &Path, d: &DataSet, tokenizer: &str, filtered: bool) -> Result<Vec<
         sql.push_str(&format!("SELECT 'Q{qi}';\n"));
         if !words.is_empty() {
             sql.push_str(&format!(
-                "SELECT n FROM f WHERE f MATCH {}{filter} ORDER BY bm25(f) LIMIT {DEPTH};\n",
-                quote(&words.join(" OR "))
+                // The matches first (a CTE the planner cannot merge), then the conditions: given
+                // together, SQLite may test the MATCH row by row.
+                "WITH m AS MATERIALIZED (SELECT n, p, status, confidence, valid_to, bm25(f) AS r \
+                 FROM f WHERE f MATCH {}) SELECT n FROM m WHERE p = {}{filter} ORDER BY r LIMIT {DEPTH};\n",
+                quote(&words.join(" OR ")),
+                q.project
             ));
         }
     }
