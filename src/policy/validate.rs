@@ -113,16 +113,19 @@ impl Checker {
     }
 
     fn no_control(&mut self, field: &str, value: &str, allow_newlines: bool) {
-        if value
+        let mut bad = value
             .chars()
-            .any(|c| c.is_control() && !(allow_newlines && matches!(c, '\n' | '\t' | '\r')))
-        {
-            self.push(
-                field,
-                "format",
-                format!("`{field}` contains control characters: remove them"),
-            );
-        }
+            .filter(|&c| c.is_control() && !(allow_newlines && matches!(c, '\n' | '\t' | '\r')));
+        let Some(first) = bad.next() else { return };
+        // A line break is the common case (text pasted from a chat or a file): say so.
+        let line_breaks_only =
+            matches!(first, '\n' | '\r') && bad.all(|c| matches!(c, '\n' | '\r'));
+        let message = match (line_breaks_only, field) {
+            (true, "summary") => "`summary` contains a line break; it must be one line: join the lines, or move the rest to `content`".to_owned(),
+            (true, _) => format!("`{field}` contains a line break; it must be one line: join the lines"),
+            (false, _) => format!("`{field}` contains control characters: remove them"),
+        };
+        self.push(field, "format", message);
     }
 }
 
@@ -860,6 +863,24 @@ pub fn check_reason(reason: Option<&str>) -> Result<(), Invalid> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_line_break_is_named_as_such() {
+        let mut c = Checker::default();
+        c.no_control("summary", "first line\nsecond line", false);
+        c.no_control("subject", "a\r\nb", false);
+        c.no_control("summary", "bell\u{7}\n", false);
+        c.no_control("content", "two\nlines\tand a tab", true);
+        let messages: Vec<&str> = c.problems.iter().map(|p| p.message.as_str()).collect();
+        assert_eq!(
+            messages,
+            [
+                "`summary` contains a line break; it must be one line: join the lines, or move the rest to `content`",
+                "`subject` contains a line break; it must be one line: join the lines",
+                "`summary` contains control characters: remove them",
+            ]
+        );
+    }
 
     #[test]
     fn scopes() {
