@@ -448,3 +448,74 @@ fn list_finds_the_few_entries_a_selective_filter_keeps() {
     assert_eq!(ids(&recent.json()).len(), 3);
     assert!(!ids(&recent.json()).contains(&old_id));
 }
+
+/// The examples of docs/RETRIEVAL.md print what the page shows: each `$ ` command of a code
+/// block runs, in order, in the workspace that `examples/retrieval.sh` builds, and its output
+/// (standard output, then standard error) must be the lines under it. An example whose shown
+/// output is shortened (`...`) runs but is not compared.
+#[test]
+fn the_examples_of_retrieval_md_print_what_the_page_shows() {
+    let env = Env::new();
+    let ws = env.dir.path().join("examples");
+    let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let built = std::process::Command::new("bash")
+        .arg(manifest.join("examples/retrieval.sh"))
+        .arg(&ws)
+        .env("MEMLOG", crate::common::bin())
+        .env_remove("MEMLOG_WORKSPACE")
+        .env_remove("MEMLOG_PROJECT")
+        .output()
+        .unwrap_or_else(|e| panic!("bash: {e}"));
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let bin_dir = std::path::Path::new(crate::common::bin())
+        .parent()
+        .unwrap_or_else(|| panic!("no parent"));
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let page = std::fs::read_to_string(manifest.join("docs/RETRIEVAL.md"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut compared = 0;
+    for block in page.split("```").skip(1).step_by(2) {
+        let lines: Vec<&str> = block.lines().collect();
+        let starts: Vec<usize> = (0..lines.len())
+            .filter(|&i| lines[i].starts_with("$ "))
+            .collect();
+        for (k, &i) in starts.iter().enumerate() {
+            let end = starts.get(k + 1).copied().unwrap_or(lines.len());
+            let shown = lines[i + 1..end].join("\n");
+            let o = std::process::Command::new("bash")
+                .args(["-c", &lines[i][2..]])
+                .current_dir(&ws)
+                .env("PATH", &path)
+                .env("MEMLOG_ACTOR", "agent-7")
+                .env("MEMLOG_NOW", "2026-11-22T10:00:00Z")
+                .env_remove("MEMLOG_WORKSPACE")
+                .env_remove("MEMLOG_PROJECT")
+                .output()
+                .unwrap_or_else(|e| panic!("bash: {e}"));
+            if shown.lines().any(|l| l.trim() == "...") {
+                continue;
+            }
+            let printed = format!(
+                "{}{}",
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr)
+            );
+            assert_eq!(
+                printed.trim_end(),
+                shown.trim_end(),
+                "docs/RETRIEVAL.md: `{}` printed something else than the page shows",
+                &lines[i][2..]
+            );
+            compared += 1;
+        }
+    }
+    assert!(compared >= 5, "only {compared} examples compared");
+}
