@@ -5,6 +5,7 @@ mod analytics;
 mod common;
 mod contract;
 mod dashboard;
+mod docs_examples;
 mod end_to_end;
 mod failures;
 mod foundation;

@@ -1,0 +1,112 @@
+//! The examples of the documentation print what the pages show: each `$ ` command of a page's
+//! code blocks runs, in order, in the workspace the page describes, with its actor and clock,
+//! and what it prints (standard output and standard error as a terminal shows them) must be the
+//! lines under it. An example whose shown output is shortened (a `...` line) runs but is not
+//! compared.
+
+use crate::common::{Env, bin};
+use std::path::Path;
+use std::process::Command;
+
+fn manifest() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Runs the examples of `page` in `ws`; `shown_ws` is the workspace path the page prints.
+/// Returns how many outputs were compared.
+fn check_examples(page: &str, ws: &Path, now: &str, shown_ws: Option<&str>) -> usize {
+    let bin_dir = Path::new(bin())
+        .parent()
+        .unwrap_or_else(|| panic!("no parent"));
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let text = std::fs::read_to_string(manifest().join(page)).unwrap_or_else(|e| panic!("{e}"));
+    let mut compared = 0;
+    for block in text.split("\n```").skip(1).step_by(2) {
+        let lines: Vec<&str> = block.lines().skip(1).collect();
+        let starts: Vec<usize> = (0..lines.len())
+            .filter(|&i| lines[i].starts_with("$ "))
+            .collect();
+        for (k, &i) in starts.iter().enumerate() {
+            let end = starts.get(k + 1).copied().unwrap_or(lines.len());
+            let shown = lines[i + 1..end].join("\n");
+            let command = &lines[i][2..];
+            let o = Command::new("bash")
+                .args(["-c", &format!("exec 2>&1\n{command}")])
+                .current_dir(ws)
+                .env("PATH", &path)
+                .env("MEMLOG_ACTOR", "agent-7")
+                .env("MEMLOG_NOW", now)
+                .env_remove("MEMLOG_WORKSPACE")
+                .env_remove("MEMLOG_PROJECT")
+                .env_remove("MEMLOG_LOCK_TIMEOUT_MS")
+                // The machine's git configuration stays out of the examples.
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .env("GIT_CONFIG_GLOBAL", "/dev/null")
+                .env("GIT_AUTHOR_NAME", "Ada")
+                .env("GIT_AUTHOR_EMAIL", "ada@example.com")
+                .env("GIT_COMMITTER_NAME", "Ada")
+                .env("GIT_COMMITTER_EMAIL", "ada@example.com")
+                .output()
+                .unwrap_or_else(|e| panic!("bash: {e}"));
+            if shown.lines().any(|l| l.trim() == "...") {
+                continue;
+            }
+            let mut printed = String::from_utf8_lossy(&o.stdout).into_owned();
+            if let Some(shown_ws) = shown_ws {
+                printed = printed.replace(&ws.display().to_string(), shown_ws);
+            }
+            assert_eq!(
+                printed.trim_end(),
+                shown.trim_end(),
+                "{page}: `{command}` printed something else than the page shows"
+            );
+            compared += 1;
+        }
+    }
+    compared
+}
+
+#[test]
+fn the_examples_of_retrieval_md_print_what_the_page_shows() {
+    let env = Env::new();
+    let ws = env.dir.path().join("examples");
+    let built = Command::new("bash")
+        .arg(manifest().join("examples/retrieval.sh"))
+        .arg(&ws)
+        .env("MEMLOG", bin())
+        .env_remove("MEMLOG_WORKSPACE")
+        .env_remove("MEMLOG_PROJECT")
+        .output()
+        .unwrap_or_else(|e| panic!("bash: {e}"));
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let compared = check_examples("docs/RETRIEVAL.md", &ws, "2026-11-22T10:00:00Z", None);
+    assert!(compared >= 5, "only {compared} examples compared");
+}
+
+#[test]
+fn the_examples_of_the_guide_print_what_the_page_shows() {
+    let env = Env::new();
+    let ws = env.dir.path().join("guide-repo");
+    std::fs::create_dir(&ws).unwrap_or_else(|e| panic!("{e}"));
+    let init = Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(&ws)
+        .output()
+        .unwrap_or_else(|e| panic!("git: {e}"));
+    assert!(init.status.success());
+    let compared = check_examples(
+        "docs/GUIDE.md",
+        &ws,
+        "2026-11-22T10:31:12.123Z",
+        Some("/tmp/guide/guide-repo"),
+    );
+    assert!(compared >= 20, "only {compared} examples compared");
+}
