@@ -406,3 +406,47 @@ fn project_flag_and_short_ids_work_after_any_command() {
         .json();
     assert_eq!(shown["pinned"], true);
 }
+
+/// `bench --locomo` writes each conversation into a project of its own by `apply` and asks its
+/// questions there: a turn that holds the question's words is found, in its own conversation
+/// only.
+#[test]
+fn bench_locomo_asks_each_conversation_its_own_questions() {
+    let env = Env::new();
+    let data = env.root().join("locomo");
+    std::fs::create_dir_all(&data).unwrap_or_else(|e| panic!("{e}"));
+    for (n, speaker, hobby) in [("1", "Ana", "pottery"), ("2", "Bo", "pottery")] {
+        let conv = serde_json::json!({
+            "session_1": [
+                {"speaker": speaker, "dia_id": "D1:1", "text": format!("I started {hobby} classes last week.")},
+                {"speaker": "Cy", "dia_id": "D1:2", "text": "Nice, tell me more!"},
+                {"speaker": speaker, "dia_id": "D1:3", "text": "My dog Toby loves the park."}
+            ],
+            "qa": [
+                {"question": format!("What classes did {speaker} start?"), "answer": hobby, "evidence": ["D1:1"], "category": 4},
+                {"question": format!("What is the name of {speaker}'s dog?"), "answer": "Toby", "evidence": ["D1:3"], "category": 1}
+            ]
+        });
+        std::fs::write(data.join(format!("{n}.json")), conv.to_string())
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    let dir = env.root().join("bench");
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let r = env
+        .run(&[
+            "--json",
+            "bench",
+            "--locomo",
+            &data.display().to_string(),
+            "--dir",
+            &dir.display().to_string(),
+        ])
+        .ok();
+    let v = r.json();
+    assert_eq!(v["memories"], 6, "{v}");
+    assert_eq!(v["questions"], 4, "{v}");
+    let mine = &v["scores"][0];
+    assert_eq!(mine["ranker"], "memlog query (defaults)");
+    assert_eq!(mine["recall_at_5"], 1.0, "{v}");
+    assert_eq!(mine["mrr_at_10"], 1.0, "{v}");
+}

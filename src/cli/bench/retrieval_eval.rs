@@ -84,7 +84,6 @@ pub fn run(memlog: &Memlog, dir: &Path, d: &DataSet) -> Result<Report> {
     let root = dir.join("retrieval-eval");
     fs_err::create_dir_all(&root)?;
     let ws = crate::workspace::Workspace::at(&root)?;
-    let now = crate::retrieval::features::unix_millis(NOW).unwrap_or(0);
     let mut mine = vec![Vec::new(); d.questions.len()];
     for (p, project_name) in d.projects.iter().enumerate() {
         let name = crate::workspace::ProjectName::new(project_name)?;
@@ -94,47 +93,7 @@ pub fn run(memlog: &Memlog, dir: &Path, d: &DataSet) -> Result<Report> {
             .collect();
         let index = apply(memlog, &root, dir, project_name, d, &members)?;
         let project = crate::project::Project::open(&ws, name)?;
-        let session =
-            crate::store::session::Session::open(&project, std::time::Duration::from_secs(30))?;
-        let config = project.config()?;
-        let decay = config
-            .policies
-            .lifecycle
-            .decay_function()
-            .map_err(|problem| crate::error::Error::CorruptFile {
-                path: project.config_path(),
-                problem,
-            })?;
-        let sources = [Source {
-            store: session.store(),
-            project: project.name.to_string(),
-            global: false,
-        }];
-        for (qi, q) in d.questions.iter().enumerate() {
-            if q.project != p {
-                continue;
-            }
-            let req = Request {
-                text: Some(q.text.clone()),
-                filters: Filters::defaults(config.policies.retrieval.min_confidence),
-                limit: DEPTH,
-                include_related: false,
-                params: RankParams {
-                    now,
-                    expiry_warning_days: config.policies.retrieval.expiry_warning_days,
-                    recency_half_life_days: config.policies.lifecycle.decay_half_life_days,
-                    decay: decay.clone(),
-                },
-                order: Order::Score,
-                min_relevance: 0.0,
-            };
-            let answer = search::search(&sources, &req)?;
-            mine[qi] = answer
-                .hits
-                .iter()
-                .filter_map(|h| index.get(h.entry.id.as_str()).copied())
-                .collect();
-        }
+        ask(&project, d, p, &index, &mut mine)?;
     }
     let mut scores = vec![score("memlog query (defaults)", d, &mine)];
     if super::query_bench::sqlite_available() {
@@ -157,6 +116,60 @@ pub fn run(memlog: &Memlog, dir: &Path, d: &DataSet) -> Result<Report> {
         questions: d.questions.len(),
         scores,
     })
+}
+
+/// Asks project `p`'s questions of `d` through the library's query path, with the default
+/// filters at [`NOW`], and records in `ranked` the memories (by index) each answer lists.
+fn ask(
+    project: &crate::project::Project,
+    d: &DataSet,
+    p: usize,
+    index: &HashMap<String, usize>,
+    ranked: &mut [Vec<usize>],
+) -> Result<()> {
+    let session =
+        crate::store::session::Session::open(project, std::time::Duration::from_secs(30))?;
+    let config = project.config()?;
+    let decay = config
+        .policies
+        .lifecycle
+        .decay_function()
+        .map_err(|problem| Error::CorruptFile {
+            path: project.config_path(),
+            problem,
+        })?;
+    let sources = [Source {
+        store: session.store(),
+        project: project.name.to_string(),
+        global: false,
+    }];
+    let now = crate::retrieval::features::unix_millis(NOW).unwrap_or(0);
+    for (q, r) in d.questions.iter().zip(ranked.iter_mut()) {
+        if q.project != p {
+            continue;
+        }
+        let req = Request {
+            text: Some(q.text.clone()),
+            filters: Filters::defaults(config.policies.retrieval.min_confidence),
+            limit: DEPTH,
+            include_related: false,
+            params: RankParams {
+                now,
+                expiry_warning_days: config.policies.retrieval.expiry_warning_days,
+                recency_half_life_days: config.policies.lifecycle.decay_half_life_days,
+                decay: decay.clone(),
+            },
+            order: Order::Score,
+            min_relevance: 0.0,
+        };
+        let answer = search::search(&sources, &req)?;
+        *r = answer
+            .hits
+            .iter()
+            .filter_map(|h| index.get(h.entry.id.as_str()).copied())
+            .collect();
+    }
+    Ok(())
 }
 
 /// Writes the memories `members` of `d` into `project` by `memlog apply` of a JSON Lines file,
