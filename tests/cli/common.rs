@@ -236,18 +236,20 @@ pub fn fast_temp_dir() -> PathBuf {
     }
 }
 
-/// Runs git in the workspace with a fixed identity and without the machine's configuration.
-pub fn git(env: &Env, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(env.root())
-        // The machine's git configuration stays out of the test.
-        .env("GIT_CONFIG_NOSYSTEM", "1")
+/// Gives `c` (git, or a shell that runs git) a fixed identity and keeps the machine's git
+/// configuration out of the test.
+pub fn isolate_git(c: &mut Command) -> &mut Command {
+    c.env("GIT_CONFIG_NOSYSTEM", "1")
         .env("GIT_CONFIG_GLOBAL", "/dev/null")
         .env("GIT_AUTHOR_NAME", "t")
         .env("GIT_AUTHOR_EMAIL", "t@example.com")
         .env("GIT_COMMITTER_NAME", "t")
         .env("GIT_COMMITTER_EMAIL", "t@example.com")
+}
+
+/// Runs git in the workspace with a fixed identity and without the machine's configuration.
+pub fn git(env: &Env, args: &[&str]) -> String {
+    let out = isolate_git(Command::new("git").args(args).current_dir(env.root()))
         .output()
         .unwrap_or_else(|e| panic!("git: {e}"));
     assert!(

@@ -4,7 +4,7 @@
 //! lines under it. An example whose shown output is shortened (a `...` line), and a `git`
 //! command (whose messages differ between git versions), runs but is not compared.
 
-use crate::common::{Env, bin};
+use crate::common::{Env, bin, isolate_git};
 use std::path::Path;
 use std::process::Command;
 
@@ -34,7 +34,8 @@ fn check_examples(page: &str, ws: &Path, now: &str, shown_ws: Option<&str>) -> u
             let end = starts.get(k + 1).copied().unwrap_or(lines.len());
             let shown = lines[i + 1..end].join("\n");
             let command = &lines[i][2..];
-            let o = Command::new("bash")
+            let mut bash = Command::new("bash");
+            let o = isolate_git(&mut bash)
                 .args(["-c", &format!("exec 2>&1\n{command}")])
                 .current_dir(ws)
                 .env("PATH", &path)
@@ -43,13 +44,6 @@ fn check_examples(page: &str, ws: &Path, now: &str, shown_ws: Option<&str>) -> u
                 .env_remove("MEMLOG_WORKSPACE")
                 .env_remove("MEMLOG_PROJECT")
                 .env_remove("MEMLOG_LOCK_TIMEOUT_MS")
-                // The machine's git configuration stays out of the examples.
-                .env("GIT_CONFIG_NOSYSTEM", "1")
-                .env("GIT_CONFIG_GLOBAL", "/dev/null")
-                .env("GIT_AUTHOR_NAME", "Ada")
-                .env("GIT_AUTHOR_EMAIL", "ada@example.com")
-                .env("GIT_COMMITTER_NAME", "Ada")
-                .env("GIT_COMMITTER_EMAIL", "ada@example.com")
                 .output()
                 .unwrap_or_else(|e| panic!("bash: {e}"));
             // git's own messages differ between its versions: git commands run, unchecked.

@@ -7,15 +7,7 @@ const FAKE_TOKEN: &str = "ghp_FAKEFAKEFAKEFAKEFAKEFAKEFAKEFAKE0000";
 
 /// Runs git like `common::git`, returning the exit code and both outputs.
 fn git_try(env: &Env, args: &[&str]) -> (i32, String) {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(env.root())
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@example.com")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@example.com")
+    let out = crate::common::isolate_git(Command::new("git").args(args).current_dir(env.root()))
         .output()
         .unwrap_or_else(|e| panic!("git: {e}"));
     (

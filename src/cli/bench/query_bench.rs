@@ -75,15 +75,16 @@ pub fn run_sqlite(db: &Path, sql: &str) -> Result<Vec<u8>> {
         .spawn()?;
     // Written from a thread: sqlite3 answers while it reads, and an answer larger than the
     // pipe's buffer would otherwise block both processes.
-    let writer = child.stdin.take().map(|mut stdin| {
-        let sql = sql.to_owned();
-        std::thread::spawn(move || stdin.write_all(sql.as_bytes()))
-    });
-    let out = child.wait_with_output()?;
-    if let Some(w) = writer {
-        w.join()
-            .map_err(|_| Error::Usage("bench: writing to sqlite3 failed".into()))??;
-    }
+    let stdin = child.stdin.take();
+    let out = std::thread::scope(|scope| {
+        let writer = stdin.map(|mut stdin| scope.spawn(move || stdin.write_all(sql.as_bytes())));
+        let out = child.wait_with_output()?;
+        if let Some(w) = writer {
+            w.join()
+                .map_err(|_| Error::Usage("bench: writing to sqlite3 failed".into()))??;
+        }
+        Ok::<_, Error>(out)
+    })?;
     if !out.status.success() {
         return Err(Error::Usage(format!(
             "bench: sqlite3 failed: {}",
