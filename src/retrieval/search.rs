@@ -14,7 +14,8 @@ use super::filters::Filters;
 use super::rank::{self, Components, RankParams, Rule};
 use super::scope::scope_match;
 use super::text_index::{
-    DOC_PREFIX, Posting, TextStats, block_prefix, for_each_in_block, term_prefix,
+    BASE_CHUNK, Block, DOC_PREFIX, Posting, TextStats, base_key, block_prefix, for_each_in_base,
+    for_each_inline, for_each_position, term_prefix,
 };
 use super::{tokenize, typo};
 use crate::error::Result;
@@ -291,7 +292,7 @@ fn text_candidates(
     )]
     let docs = stats.docs.max(0) as f64;
     let average = stats.average_lengths();
-    let masks = masks(sources)?;
+    let bases = bases(sources)?;
     let mut cands = Candidates::default();
     let mut seen_terms: Vec<String> = Vec::new();
     for word in words {
@@ -304,18 +305,18 @@ fn text_candidates(
             .checked_shl(u32::try_from(terms.len()).unwrap_or(64))
             .unwrap_or(0);
         let mut df = add_term(
-            sources, &masks, req, &stem, bit, &average, &mut cands, scanned,
+            sources, &bases, req, &stem, bit, &average, &mut cands, scanned,
         )?;
         let mut term = stem.clone();
         let mut weight = 1.0;
         let mut corrected_to = None;
         if df == 0
-            && let Some((fixed, fixed_term)) = typo::correction(sources, &masks, word)?
+            && let Some((fixed, fixed_term)) = typo::correction(sources, &bases, word)?
             && !seen_terms.contains(&fixed_term)
         {
             df = add_term(
                 sources,
-                &masks,
+                &bases,
                 req,
                 &fixed_term,
                 bit,
@@ -344,15 +345,70 @@ fn text_candidates(
     Ok(cands)
 }
 
-/// Ids whose postings in blocks are masked, per source, in order.
-pub(super) type Masks = Vec<Vec<Vec<u8>>>;
+/// What a query knows of the rebuilt part of one source's text index: the ids whose postings
+/// in blocks are masked, in order.
+pub(super) struct Base {
+    masks: Vec<Vec<u8>>,
+}
 
-/// The masks of every source.
+/// One position of the base table.
+#[derive(Clone, Copy)]
+struct Slot {
+    id: Id,
+    /// `None` for an entry that was cold when the table was written.
+    features: Option<DocFeatures>,
+}
+
+/// The chunk of a source's base table at hand: the positions of a term's blocks ascend, so one
+/// chunk is held at a time, read again by a later term rather than kept (a broad query that kept
+/// every chunk it read spent a fifth of its time having fresh pages cleared for them).
+#[derive(Default)]
+struct BaseCursor {
+    chunk: Option<u32>,
+    slots: Vec<Slot>,
+}
+
+impl BaseCursor {
+    /// The slot at `position`; `None` when the store's base table has no such position or its
+    /// chunk does not decode (the posting is then skipped, like one in a block that does not
+    /// decode).
+    fn slot(&mut self, store: &Store, position: u32) -> Result<Option<&Slot>> {
+        let chunk = position / BASE_CHUNK;
+        if self.chunk != Some(chunk) {
+            self.chunk = Some(chunk);
+            self.slots.clear();
+            if let Some(bytes) = store.index_value(&base_key(chunk))? {
+                let mut whole = true;
+                let slots = &mut self.slots;
+                let decoded = for_each_in_base(&bytes, |id, features| match Id::new(id) {
+                    Some(id) => slots.push(Slot { id, features }),
+                    None => whole = false,
+                });
+                if decoded.is_none() || !whole {
+                    self.slots.clear();
+                }
+            }
+        }
+        Ok(self.slots.get((position % BASE_CHUNK) as usize))
+    }
+}
+
+/// The [`Base`] of every source, by source.
+pub(super) type Bases = Vec<Base>;
+
+/// The bases of every source, with their masks read and no chunk yet.
 ///
 /// # Errors
 /// When a store cannot be read.
-pub(super) fn masks(sources: &[Source<'_>]) -> Result<Masks> {
-    sources.iter().map(|s| s.store.text_masks()).collect()
+pub(super) fn bases(sources: &[Source<'_>]) -> Result<Bases> {
+    sources
+        .iter()
+        .map(|s| {
+            Ok(Base {
+                masks: s.store.text_masks()?,
+            })
+        })
+        .collect()
 }
 
 /// Tells which ids of one source's blocks are masked. The ids of a term's blocks arrive in
@@ -397,7 +453,7 @@ impl<'a> MaskCursor<'a> {
 /// [`super::text_index`]); the two never name the same entry.
 fn for_each_run(
     sources: &[Source<'_>],
-    masks: &Masks,
+    bases: &Bases,
     term: &str,
     mut run: impl FnMut(
         &mut dyn FnMut(&mut dyn FnMut(usize, &[u8], Posting)) -> Result<()>,
@@ -421,18 +477,50 @@ fn for_each_run(
     if holds(&blocks)? {
         run(&mut |visit| {
             for (src, s) in sources.iter().enumerate() {
-                let none = Vec::new();
-                let mut masked = MaskCursor::new(masks.get(src).unwrap_or(&none));
+                let Some(base) = bases.get(src) else {
+                    continue;
+                };
+                let mut masked = MaskCursor::new(&base.masks);
+                let mut cursor = BaseCursor::default();
+                let mut failed = None;
                 s.store.scan_index(&blocks, |_, value| {
                     // A block that does not decode is skipped like a posting that does not.
-                    let _ = for_each_in_block(value, |id, p| {
-                        if !masked.masked(id) {
-                            visit(src, id, p);
+                    let _ = match Block::of(value) {
+                        Some(Block::Inline(postings)) => for_each_inline(postings, |id, p| {
+                            if !masked.masked(id) {
+                                visit(src, id, p);
+                            }
+                            true
+                        }),
+                        Some(Block::Positions(postings)) => {
+                            for_each_position(postings, |position, tf| {
+                                match cursor.slot(s.store, position) {
+                                    Ok(Some(Slot {
+                                        id,
+                                        features: Some(features),
+                                    })) if !masked.masked(id.as_bytes()) => {
+                                        let p = Posting {
+                                            tf,
+                                            features: *features,
+                                        };
+                                        visit(src, id.as_bytes(), p);
+                                    }
+                                    Ok(_) => {}
+                                    Err(e) => {
+                                        failed = Some(e);
+                                        return false;
+                                    }
+                                }
+                                true
+                            })
                         }
-                        true
-                    });
-                    true
+                        None => None,
+                    };
+                    failed.is_none()
                 })?;
+                if let Some(e) = failed {
+                    return Err(e);
+                }
             }
             Ok(())
         })?;
@@ -464,9 +552,9 @@ fn for_each_run(
 ///
 /// # Errors
 /// When a store cannot be read.
-pub(super) fn document_frequency(sources: &[Source<'_>], masks: &Masks, term: &str) -> Result<u64> {
+pub(super) fn document_frequency(sources: &[Source<'_>], bases: &Bases, term: &str) -> Result<u64> {
     let mut df = 0;
-    for_each_run(sources, masks, term, |each| each(&mut |_, _, _| df += 1))?;
+    for_each_run(sources, bases, term, |each| each(&mut |_, _, _| df += 1))?;
     Ok(df)
 }
 
@@ -481,7 +569,7 @@ pub(super) fn document_frequency(sources: &[Source<'_>], masks: &Masks, term: &s
 )]
 fn add_term(
     sources: &[Source<'_>],
-    masks: &Masks,
+    bases: &Bases,
     req: &Request,
     term: &str,
     bit: u64,
@@ -491,7 +579,7 @@ fn add_term(
 ) -> Result<u64> {
     let mut df = 0;
     let held = cands.runs();
-    for_each_run(sources, masks, term, |each| {
+    for_each_run(sources, bases, term, |each| {
         // Each run of postings is ordered on its own; the runs never name the same entry.
         cands.start_run();
         let mut at = vec![0; held];

@@ -51,9 +51,9 @@ pub fn edits(word: &str) -> Vec<String> {
 ///
 /// # Errors
 /// When a store cannot be read.
-pub fn correction(
+pub(super) fn correction(
     sources: &[Source<'_>],
-    masks: &super::search::Masks,
+    bases: &super::search::Bases,
     word: &str,
 ) -> Result<Option<(String, String)>> {
     if word.chars().count() < MIN_CHARS || !word.chars().all(|c| c.is_ascii_lowercase()) {
@@ -69,7 +69,7 @@ pub fn correction(
         if !tried.insert(term.clone()) {
             continue;
         }
-        let df = super::search::document_frequency(sources, masks, &term)?;
+        let df = super::search::document_frequency(sources, bases, &term)?;
         if df > 0 && best.as_ref().is_none_or(|(d, _, _)| df > *d) {
             best = Some((df, candidate, term));
         }

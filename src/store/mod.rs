@@ -38,7 +38,7 @@ use std::path::{Path, PathBuf};
 
 /// Bumped whenever the layout or the meaning of a projection changes: a store of another format
 /// is rebuilt from the log, never misread.
-pub const STORE_FORMAT: &str = "memlog-store-17";
+pub const STORE_FORMAT: &str = "memlog-store-18";
 
 /// Journal size above which opening the store first flushes its memtables and starts a new
 /// journal, so that a process replays little whatever the history of writes. Replaying 512 KiB
@@ -407,6 +407,7 @@ pub mod tuning {
         append_every: usize,
         bulk_from_bytes: u64,
         stream_chunk: usize,
+        positions_from_df: usize,
     }
 
     const DEFAULT: Sizes = Sizes {
@@ -414,6 +415,7 @@ pub mod tuning {
         append_every: 4096,
         bulk_from_bytes: 1 << 20,
         stream_chunk: 2048,
+        positions_from_df: 1024,
     };
 
     thread_local! {
@@ -445,14 +447,22 @@ pub mod tuning {
         SIZES.get().stream_chunk
     }
 
+    /// Entries a term must be in (beside a share of them) for a rebuild to write its postings
+    /// by positions rather than inline (see [`crate::retrieval::text_index`]).
+    pub fn positions_from_df() -> usize {
+        SIZES.get().positions_from_df
+    }
+
     /// Makes every threshold tiny on this thread, for tests: chunks of two events, appends of
-    /// three updates, a replay from 600 bytes, rebuild steps of three entries.
+    /// three updates, a replay from 600 bytes, rebuild steps of three entries, postings by
+    /// positions for any term in an eighth of the entries.
     pub fn shrink_for_tests() {
         SIZES.set(Sizes {
             apply_chunk: 2,
             append_every: 3,
             bulk_from_bytes: 600,
             stream_chunk: 3,
+            positions_from_df: 1,
         });
     }
 
@@ -606,47 +616,78 @@ impl TextBuckets {
         }
     }
 
-    /// The `doc` records then the blocks of postings, each group in key order, as (key, value)
-    /// pairs.
+    /// The `doc` records, the chunks of the base table, then the blocks of postings, each group
+    /// in key order, as (key, value) pairs.
     fn into_records(
         self,
         entries: std::sync::Arc<Vec<String>>,
     ) -> impl Iterator<Item = (Vec<u8>, Vec<u8>)> {
         use crate::retrieval::text_index::{
-            BLOCK_POSTINGS, DOC_PREFIX, block_prefix, push_to_block,
+            BASE_CHUNK, BLOCK_POSTINGS, DOC_PREFIX, INLINE_BLOCK, POSITION_BLOCK, base_key,
+            block_key, by_positions, push_inline, push_position, push_to_base,
         };
         let size = crate::retrieval::features::DocFeatures::SIZE;
         let features = std::sync::Arc::new((self.features, self.has_features));
         let (f1, e1) = (features.clone(), entries.clone());
+        let feature_of = move |f: &(Vec<u8>, Vec<bool>), i: usize| -> Option<Vec<u8>> {
+            f.0.get(i * size..(i + 1) * size)
+                .filter(|_| f.1.get(i).copied().unwrap_or(false))
+                .map(<[u8]>::to_vec)
+        };
         let docs = (0..f1.1.len()).filter_map(move |i| {
-            let value =
-                f1.0.get(i * size..(i + 1) * size)
-                    .filter(|_| f1.1.get(i).copied().unwrap_or(false))?
-                    .to_vec();
+            let value = feature_of(&f1, i)?;
             let key = [INDEX, DOC_PREFIX, e1.get(i)?.as_bytes()].concat();
             Some((key, value))
         });
+        let (f2, e2) = (features.clone(), entries.clone());
+        let (f3, e3) = (features, entries);
+        let positions = u32::try_from(f2.1.len()).unwrap_or(u32::MAX);
+        let base = (0..positions.div_ceil(BASE_CHUNK)).map(move |c| {
+            let mut chunk = Vec::new();
+            let first = c * BASE_CHUNK;
+            for p in first..positions.min(first + BASE_CHUNK) {
+                let i = p as usize;
+                let id = e2.get(i).map_or("", String::as_str);
+                push_to_base(&mut chunk, id.as_bytes(), feature_of(&f2, i).as_deref());
+            }
+            ([INDEX, base_key(c).as_slice()].concat(), chunk)
+        });
+        let hot = f3.1.iter().filter(|h| **h).count();
+        // Read here: the records are made on another thread, which has its own settings.
+        let from_df = tuning::positions_from_df();
         let mut terms: Vec<(String, Postings)> = self.by_term.into_iter().collect();
         terms.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         let blocks = terms.into_iter().flat_map(move |(term, list)| {
-            let prefix = [INDEX, block_prefix(&term).as_slice()].concat();
-            let (features, entries) = (features.clone(), entries.clone());
+            let positions = by_positions(list.len(), hot, from_df);
             let blocks: Vec<(Vec<u8>, Vec<u8>)> = list
                 .chunks(BLOCK_POSTINGS)
                 .filter_map(|chunk| {
-                    let first = entries.get(chunk.first()?.0 as usize)?;
-                    let mut block = Vec::new();
+                    let first = chunk.first()?.0;
+                    if positions {
+                        let mut block = Vec::with_capacity(1 + chunk.len() * 4);
+                        block.push(POSITION_BLOCK);
+                        let mut previous = None;
+                        for (pos, tf) in chunk {
+                            push_position(&mut block, previous, *pos, tf);
+                            previous = Some(*pos);
+                        }
+                        let key = block_key(&term, &first.to_be_bytes());
+                        return Some(([INDEX, key.as_slice()].concat(), block));
+                    }
+                    let mut block = Vec::with_capacity(1 + chunk.len() * (32 + size));
+                    block.push(INLINE_BLOCK);
                     for (pos, tf) in chunk {
                         let i = *pos as usize;
-                        let f = features.0.get(i * size..(i + 1) * size)?;
-                        push_to_block(&mut block, entries.get(i)?.as_bytes(), tf, f);
+                        let f = f3.0.get(i * size..(i + 1) * size)?;
+                        push_inline(&mut block, e3.get(i)?.as_bytes(), tf, f);
                     }
-                    Some(([prefix.as_slice(), first.as_bytes()].concat(), block))
+                    let key = block_key(&term, e3.get(first as usize)?.as_bytes());
+                    Some(([INDEX, key.as_slice()].concat(), block))
                 })
                 .collect();
             blocks
         });
-        docs.chain(blocks)
+        docs.chain(base).chain(blocks)
     }
 }
 
@@ -1686,19 +1727,59 @@ impl Store {
     /// Every posting of the text index as `text\0<term>\0<id>` → value, in key order, whether
     /// a rebuild wrote it in a block or a later write alone: what [`Store::dump`] prints.
     fn logical_postings(&self) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
-        use crate::retrieval::text_index::{BLOCK_PREFIX, TERM_PREFIX, for_each_in_block};
+        use crate::retrieval::text_index::{
+            BASE_PREFIX, BLOCK_PREFIX, Block, TERM_PREFIX, for_each_in_base, for_each_inline,
+            for_each_position,
+        };
         let masks = self.text_masks()?;
         let mut out = Vec::new();
+        let mut base: Vec<(Vec<u8>, Option<Vec<u8>>)> = Vec::new();
+        self.scan_index(BASE_PREFIX, |key, value| {
+            let parsed = for_each_in_base(value, |id, f| {
+                let encoded = f.map(|f| {
+                    let mut v = Vec::new();
+                    f.encode(&mut v);
+                    v
+                });
+                base.push((id.to_vec(), encoded));
+            });
+            if parsed.is_none() {
+                out.push(([BASE_PREFIX, key].concat(), b"<damaged chunk>".to_vec()));
+            }
+            true
+        })?;
         self.scan_index(BLOCK_PREFIX, |key, value| {
             let term = key.split(|b| *b == 0).next().unwrap_or_default();
-            let parsed = for_each_in_block(value, |id, p| {
-                if masks.binary_search_by(|m| m.as_slice().cmp(id)).is_err() {
-                    let mut v = p.tf.to_vec();
-                    p.features.encode(&mut v);
+            let masked = |id: &[u8]| masks.binary_search_by(|m| m.as_slice().cmp(id)).is_ok();
+            let mut posting = |id: &[u8], tf: [u8; 4], features: &[u8]| {
+                if !masked(id) {
+                    let v = [tf.as_slice(), features].concat();
                     out.push(([TERM_PREFIX, term, b"\0", id].concat(), v));
                 }
-                true
-            });
+            };
+            let mut lacking = Vec::new();
+            let parsed = match Block::of(value) {
+                Some(Block::Inline(postings)) => for_each_inline(postings, |id, p| {
+                    let mut features = Vec::new();
+                    p.features.encode(&mut features);
+                    posting(id, p.tf, &features);
+                    true
+                }),
+                Some(Block::Positions(postings)) => for_each_position(postings, |position, tf| {
+                    match base.get(position as usize) {
+                        Some((id, Some(features))) => posting(id, tf, features),
+                        _ => lacking.push(position),
+                    }
+                    true
+                }),
+                None => None,
+            };
+            for position in lacking {
+                out.push((
+                    [BLOCK_PREFIX, key].concat(),
+                    format!("<posting at {position}, which the base table lacks>").into_bytes(),
+                ));
+            }
             if parsed.is_none() {
                 out.push(([BLOCK_PREFIX, key].concat(), b"<damaged block>".to_vec()));
             }
@@ -1710,6 +1791,16 @@ impl Store {
         })?;
         out.sort();
         Ok(out)
+    }
+
+    /// The value of one index record (the key after the index range's own prefix).
+    ///
+    /// # Errors
+    /// When the store cannot be read.
+    pub fn index_value(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let full = [INDEX, key].concat();
+        let value = self.ks[K_PROJ].get(&full).map_err(|e| self.err(e))?;
+        Ok(value.map(|v| v.to_vec()))
     }
 
     /// Hot entries by id, in the order given (ids that are not hot are left out).
@@ -1930,8 +2021,10 @@ impl Store {
                     }
                     ("meta", rest.to_vec())
                 } else if let Some(rest) = key.strip_prefix(INDEX) {
-                    use crate::retrieval::text_index::{BLOCK_PREFIX, MASK_PREFIX, TERM_PREFIX};
-                    if [BLOCK_PREFIX, MASK_PREFIX, TERM_PREFIX]
+                    use crate::retrieval::text_index::{
+                        BASE_PREFIX, BLOCK_PREFIX, MASK_PREFIX, TERM_PREFIX,
+                    };
+                    if [BASE_PREFIX, BLOCK_PREFIX, MASK_PREFIX, TERM_PREFIX]
                         .iter()
                         .any(|p| rest.starts_with(p))
                     {
@@ -2230,6 +2323,73 @@ mod tests {
         let (left, right) = (dump(&a), dump(&b));
         assert!(left.contains("entries\t"), "{left}");
         assert_eq!(left, right);
+    }
+
+    /// A rebuild that writes its common terms' postings by positions holds the same postings,
+    /// feature records and everything else as one that writes them all inline; masks and later
+    /// postings apply to both alike.
+    #[test]
+    fn postings_by_positions_hold_what_inline_ones_do() {
+        let events: Vec<Event> = (0..40).map(|n| build("", n)).collect();
+        let pairs: Vec<(Event, String)> = events
+            .iter()
+            .map(|e| (e.clone(), e.to_line().unwrap_or_default()))
+            .collect();
+        let fp = Fingerprint {
+            len: 0,
+            lines: 0,
+            hashes: crate::log::stamp::BlockHashes::of(&[]),
+            stamp: None,
+        };
+        let forms = |path: &Path| {
+            let (store, _) = Store::open(path).unwrap_or_else(|e| panic!("{e}"));
+            let mut forms = BTreeSet::new();
+            store
+                .scan_index(crate::retrieval::text_index::BLOCK_PREFIX, |_, v| {
+                    forms.insert(v.first().copied().unwrap_or_default());
+                    true
+                })
+                .unwrap_or_else(|e| panic!("{e}"));
+            forms
+        };
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let (inline, positions) = (dir.path().join("inline"), dir.path().join("positions"));
+        Store::build_at(&inline, pairs.clone(), &fp).unwrap_or_else(|e| panic!("{e}"));
+        tuning::shrink_for_tests();
+        Store::build_at(&positions, pairs, &fp).unwrap_or_else(|e| panic!("{e}"));
+        tuning::restore_defaults();
+        use crate::retrieval::text_index::{INLINE_BLOCK, POSITION_BLOCK};
+        assert_eq!(forms(&inline), BTreeSet::from([INLINE_BLOCK]));
+        // "summary", "content" and "second" are in every entry, "t0" in half, a number in one.
+        assert_eq!(
+            forms(&positions),
+            BTreeSet::from([INLINE_BLOCK, POSITION_BLOCK])
+        );
+        let (left, right) = (dump(&inline), dump(&positions));
+        let all = left.matches("index\ttext\\u{0}content\\u{0}m-").count();
+        assert_eq!(all, 40, "{left}");
+        assert_eq!(left, right);
+        // A later supersede masks the entry in both, and its new postings stand alone.
+        let target = &events[3];
+        let supersede = Event::supersede_with_replacement(
+            &target.entry,
+            "tester",
+            "2026-01-02T00:00:00.000Z",
+            vec![target.id.clone()],
+            fields(99),
+            Status::Active,
+            Some("newer".into()),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let line = supersede.to_line().unwrap_or_default();
+        for path in [&inline, &positions] {
+            let (store, _) = Store::open(path).unwrap_or_else(|e| panic!("{e}"));
+            store
+                .apply(vec![(supersede.clone(), line.clone())], &fp)
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
+        assert_eq!(dump(&inline), dump(&positions));
+        assert_ne!(dump(&inline), left);
     }
 
     /// After a bulk write, a settled checkpoint leaves nothing in level 0 of any keyspace (so
