@@ -292,7 +292,7 @@ fn text_candidates(
     )]
     let docs = stats.docs.max(0) as f64;
     let average = stats.average_lengths();
-    let bases = bases(sources)?;
+    let masks = masks(sources)?;
     let mut cands = Candidates::default();
     let mut seen_terms: Vec<String> = Vec::new();
     for word in words {
@@ -305,18 +305,18 @@ fn text_candidates(
             .checked_shl(u32::try_from(terms.len()).unwrap_or(64))
             .unwrap_or(0);
         let mut df = add_term(
-            sources, &bases, req, &stem, bit, &average, &mut cands, scanned,
+            sources, &masks, req, &stem, bit, &average, &mut cands, scanned,
         )?;
         let mut term = stem.clone();
         let mut weight = 1.0;
         let mut corrected_to = None;
         if df == 0
-            && let Some((fixed, fixed_term)) = typo::correction(sources, &bases, word)?
+            && let Some((fixed, fixed_term)) = typo::correction(sources, &masks, word)?
             && !seen_terms.contains(&fixed_term)
         {
             df = add_term(
                 sources,
-                &bases,
+                &masks,
                 req,
                 &fixed_term,
                 bit,
@@ -343,12 +343,6 @@ fn text_candidates(
         }
     }
     Ok(cands)
-}
-
-/// What a query knows of the rebuilt part of one source's text index: the ids whose postings
-/// in blocks are masked, in order.
-pub(super) struct Base {
-    masks: Vec<Vec<u8>>,
 }
 
 /// One position of the base table.
@@ -393,22 +387,15 @@ impl BaseCursor {
     }
 }
 
-/// The [`Base`] of every source, by source.
-pub(super) type Bases = Vec<Base>;
+/// Ids whose postings in blocks are masked, per source, in order.
+pub(super) type Masks = Vec<Vec<Vec<u8>>>;
 
-/// The bases of every source, with their masks read and no chunk yet.
+/// The masks of every source.
 ///
 /// # Errors
 /// When a store cannot be read.
-pub(super) fn bases(sources: &[Source<'_>]) -> Result<Bases> {
-    sources
-        .iter()
-        .map(|s| {
-            Ok(Base {
-                masks: s.store.text_masks()?,
-            })
-        })
-        .collect()
+pub(super) fn masks(sources: &[Source<'_>]) -> Result<Masks> {
+    sources.iter().map(|s| s.store.text_masks()).collect()
 }
 
 /// Tells which ids of one source's blocks are masked. The ids of a term's blocks arrive in
@@ -453,7 +440,7 @@ impl<'a> MaskCursor<'a> {
 /// [`super::text_index`]); the two never name the same entry.
 fn for_each_run(
     sources: &[Source<'_>],
-    bases: &Bases,
+    masks: &Masks,
     term: &str,
     mut run: impl FnMut(
         &mut dyn FnMut(&mut dyn FnMut(usize, &[u8], Posting)) -> Result<()>,
@@ -477,10 +464,8 @@ fn for_each_run(
     if holds(&blocks)? {
         run(&mut |visit| {
             for (src, s) in sources.iter().enumerate() {
-                let Some(base) = bases.get(src) else {
-                    continue;
-                };
-                let mut masked = MaskCursor::new(&base.masks);
+                let none = Vec::new();
+                let mut masked = MaskCursor::new(masks.get(src).unwrap_or(&none));
                 let mut cursor = BaseCursor::default();
                 let mut failed = None;
                 s.store.scan_index(&blocks, |_, value| {
@@ -552,9 +537,9 @@ fn for_each_run(
 ///
 /// # Errors
 /// When a store cannot be read.
-pub(super) fn document_frequency(sources: &[Source<'_>], bases: &Bases, term: &str) -> Result<u64> {
+pub(super) fn document_frequency(sources: &[Source<'_>], masks: &Masks, term: &str) -> Result<u64> {
     let mut df = 0;
-    for_each_run(sources, bases, term, |each| each(&mut |_, _, _| df += 1))?;
+    for_each_run(sources, masks, term, |each| each(&mut |_, _, _| df += 1))?;
     Ok(df)
 }
 
@@ -569,7 +554,7 @@ pub(super) fn document_frequency(sources: &[Source<'_>], bases: &Bases, term: &s
 )]
 fn add_term(
     sources: &[Source<'_>],
-    bases: &Bases,
+    masks: &Masks,
     req: &Request,
     term: &str,
     bit: u64,
@@ -579,7 +564,7 @@ fn add_term(
 ) -> Result<u64> {
     let mut df = 0;
     let held = cands.runs();
-    for_each_run(sources, bases, term, |each| {
+    for_each_run(sources, masks, term, |each| {
         // Each run of postings is ordered on its own; the runs never name the same entry.
         cands.start_run();
         let mut at = vec![0; held];
