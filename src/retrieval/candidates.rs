@@ -56,6 +56,9 @@ pub(super) struct Candidate {
     pub(super) pending: f64,
     /// Bit `i` set when the entry holds the query's `i`-th term (the first 64).
     pub(super) matched: u64,
+    /// The candidate's number in its query, in the order found: its row in the columns of
+    /// saturated frequencies that a query keeps for its common terms.
+    pub(super) row: u32,
 }
 
 /// Candidates in runs, each in (source, id) order, no entry in two runs, each run in chunks:
@@ -136,6 +139,17 @@ impl Candidates {
         Some(self.runs[r].get_mut(pos))
     }
 
+    /// Moves the runs of `other` after those held: `other` must hold no entry held here.
+    pub(super) fn append(&mut self, other: Self) {
+        self.runs
+            .extend(other.runs.into_iter().filter(|r| r.len > 0));
+    }
+
+    /// The candidate pushed last.
+    pub(super) fn last_mut(&mut self) -> Option<&mut Candidate> {
+        self.runs.last_mut()?.chunks.last_mut()?.last_mut()
+    }
+
     /// The `i`-th candidate, counting run after run.
     pub(super) fn get(&self, mut i: usize) -> &Candidate {
         for run in &self.runs {
@@ -172,6 +186,7 @@ mod tests {
             bm25: 0.0,
             pending: 0.0,
             matched: 0,
+            row: 0,
         }
     }
 

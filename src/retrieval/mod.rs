@@ -5,7 +5,8 @@
 //! - [`filters`], [`scope`]: which entries a query may return, smart defaults, scope hierarchy
 //! - [`bm25`], [`rank`]: text relevance, the composite score and how they combine
 //! - [`search`]: gathering candidates, scoring and the final order over the project and
-//!   `global`; [`candidates`]: the compact candidate lists it merges
+//!   `global`; [`candidates`]: the compact candidate lists it merges; `postings`: reading a
+//!   term's postings from a store
 //! - [`budget`], [`context`]: an AgentTask's `memory_context` and the prompt within a budget
 //! - [`query_log`]: the local log of queries, for statistics and slow-query warnings
 
@@ -15,6 +16,7 @@ pub mod candidates;
 pub mod context;
 pub mod features;
 pub mod filters;
+mod postings;
 pub mod query_log;
 pub mod rank;
 pub mod scope;

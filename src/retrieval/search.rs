@@ -11,12 +11,10 @@ use super::bm25;
 use super::candidates::{Candidate, Candidates, Id};
 use super::features::DocFeatures;
 use super::filters::Filters;
+use super::postings::{self, BaseCursor, MaskCursor, Positions};
 use super::rank::{self, Components, RankParams, Rule};
 use super::scope::scope_match;
-use super::text_index::{
-    BASE_CHUNK, Block, DOC_PREFIX, Posting, TextStats, base_key, block_prefix, for_each_in_base,
-    for_each_inline, for_each_position, term_prefix,
-};
+use super::text_index::{DOC_PREFIX, Posting, TextStats};
 use super::{tokenize, typo};
 use crate::error::Result;
 use crate::store::Store;
@@ -125,6 +123,7 @@ pub fn search(sources: &[Source<'_>], req: &Request) -> Result<Answer> {
                         bm25: 0.0,
                         pending: 0.0,
                         matched: 0,
+                        row: 0,
                     });
                 }
                 true
@@ -272,9 +271,146 @@ fn matched_terms(entry: &EntryState, terms: &[TermReport]) -> Vec<String> {
         .collect()
 }
 
+/// A term of a text query as searched.
+struct Searched {
+    term: String,
+    /// 1, or [`CORRECTION_WEIGHT`] for a correction.
+    weight: f64,
+    /// Bit of [`Candidate::matched`] (0 past the 64th term).
+    bit: u64,
+}
+
+/// The state of one text query while its postings are gathered.
+struct Gathering<'a> {
+    req: &'a Request,
+    average: [f64; 4],
+    scanned: usize,
+    /// Document frequency of each searched term over all sources.
+    dfs: Vec<u64>,
+    /// Candidates found so far, per source.
+    own: Vec<Candidates>,
+    rows: u32,
+    /// Per searched term that some source holds by positions: the saturated frequency of the
+    /// term in each candidate found while walking those positions, by row.
+    columns: Vec<Vec<f64>>,
+}
+
+impl Gathering<'_> {
+    fn saturated(&self, p: &Posting) -> f64 {
+        bm25::saturate(bm25::field_frequency(p.tf, &p.features, self.average))
+    }
+
+    /// A new candidate of source `src`, appended to its newest run.
+    fn push(&mut self, src: usize, id: Id, features: DocFeatures, bit: u64, pending: f64) -> u32 {
+        let row = self.rows;
+        self.rows += 1;
+        self.own[src].push(Candidate {
+            src,
+            id,
+            features,
+            bm25: 0.0,
+            pending,
+            matched: bit,
+            row,
+        });
+        row
+    }
+
+    /// Walks the positions of the terms `common` (each with its positions in source `src`'s
+    /// blocks, all ascending) together, so that each chunk of the base table is read once for
+    /// all of them. Entries are found in position order, which is id order: one run.
+    fn walk(
+        &mut self,
+        src: usize,
+        s: &Source<'_>,
+        masks: &[Vec<u8>],
+        common: &[(usize, Positions)],
+        searched: &[Searched],
+    ) -> Result<()> {
+        self.own[src].start_run();
+        let mut heads = vec![0; common.len()];
+        let mut cursor = BaseCursor::default();
+        let mut masked = MaskCursor::new(masks);
+        while let Some(position) = common
+            .iter()
+            .zip(&heads)
+            .filter_map(|((_, list), &h)| list.get(h).map(|p| p.0))
+            .min()
+        {
+            let live = cursor.live(s.store, &mut masked, position)?;
+            let mut row = None;
+            for ((t, list), h) in common.iter().zip(heads.iter_mut()) {
+                while let Some(&(at, tf)) = list.get(*h)
+                    && at == position
+                {
+                    *h += 1;
+                    let Some((id, features)) = live else {
+                        continue;
+                    };
+                    self.scanned += 1;
+                    self.dfs[*t] += 1;
+                    let row = match row {
+                        Some(row) => row,
+                        None if self.req.filters.admits(&features, self.req.params.now) => {
+                            let r = self.push(src, id, features, 0, 0.0);
+                            row = Some(r);
+                            r
+                        }
+                        None => continue,
+                    };
+                    let sat = self.saturated(&Posting { tf, features });
+                    let column = &mut self.columns[*t];
+                    column.resize(self.rows as usize, 0.0);
+                    column[row as usize] += sat;
+                    if let Some(c) = self.own[src].last_mut() {
+                        c.matched |= searched[*t].bit;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds one ordered stream of term `t`'s postings in source `src` (ids ascending): a
+    /// candidate already held is updated in place (one forward pass over each run), a new one
+    /// joins a run of its own. Leaves each candidate's saturated frequency of the term in
+    /// `pending`.
+    fn stream(
+        &mut self,
+        src: usize,
+        t: usize,
+        bit: u64,
+        each: impl FnOnce(&mut dyn FnMut(&[u8], Posting) -> bool) -> Result<()>,
+    ) -> Result<()> {
+        let held = self.own[src].runs();
+        self.own[src].start_run();
+        let mut at = vec![0; held];
+        each(&mut |key, p| {
+            self.scanned += 1;
+            self.dfs[t] += 1;
+            let Some(id) = Id::new(key) else {
+                return true;
+            };
+            let pending = self.saturated(&p);
+            if let Some(c) = self.own[src].find(&mut at, (src, &id)) {
+                c.pending += pending;
+                c.matched |= bit;
+            } else if self.req.filters.admits(&p.features, self.req.params.now) {
+                self.push(src, id, p.features, bit, pending);
+            }
+            true
+        })
+    }
+}
+
 /// Candidates of a text query: every entry holding at least one query term and passing the
-/// filters, with its BM25F. Each term's postings arrive in (source, id) order, so they are
-/// merged into the candidates found so far by one linear merge, with no hashing.
+/// filters, with its BM25F.
+///
+/// Each source's common terms (those written by positions) are walked together first; then, term
+/// by term in query order, the postings of that term read any other way (inline blocks, postings
+/// written one by one) are merged in, and the term's idf, known once all its postings are
+/// counted, is applied. So an entry's BM25F is summed in query order whichever way its postings
+/// were read, and a store answers the same whatever its layout.
 fn text_candidates(
     sources: &[Source<'_>],
     req: &Request,
@@ -291,306 +427,103 @@ fn text_candidates(
         reason = "corpus sizes are far below 2^52"
     )]
     let docs = stats.docs.max(0) as f64;
-    let average = stats.average_lengths();
-    let masks = masks(sources)?;
-    let mut cands = Candidates::default();
-    let mut seen_terms: Vec<String> = Vec::new();
-    for word in words {
-        let stem = tokenize::stem(word);
-        if seen_terms.contains(&stem) {
-            continue;
+    let masks = postings::masks(sources)?;
+    let first = terms.len();
+    let searched = searched_terms(sources, &masks, words, terms)?;
+    let none = Vec::new();
+    let masks_of = |src: usize| masks.get(src).unwrap_or(&none);
+    let mut g = Gathering {
+        req,
+        average: stats.average_lengths(),
+        scanned: 0,
+        dfs: vec![0; searched.len()],
+        own: sources.iter().map(|_| Candidates::default()).collect(),
+        rows: 0,
+        columns: vec![Vec::new(); searched.len()],
+    };
+    // Which terms each source holds by positions.
+    let mut walked = vec![vec![false; searched.len()]; sources.len()];
+    for (src, s) in sources.iter().enumerate() {
+        let mut common = Vec::new();
+        for (t, term) in searched.iter().enumerate() {
+            if postings::by_positions(s.store, &term.term)? == Some(true) {
+                walked[src][t] = true;
+                common.push((t, postings::positions(s.store, &term.term)?));
+            }
         }
-        seen_terms.push(stem.clone());
-        let bit = 1u64
-            .checked_shl(u32::try_from(terms.len()).unwrap_or(64))
-            .unwrap_or(0);
-        let mut df = add_term(
-            sources, &masks, req, &stem, bit, &average, &mut cands, scanned,
-        )?;
-        let mut term = stem.clone();
-        let mut weight = 1.0;
-        let mut corrected_to = None;
-        if df == 0
-            && let Some((fixed, fixed_term)) = typo::correction(sources, &masks, word)?
-            && !seen_terms.contains(&fixed_term)
-        {
-            df = add_term(
-                sources,
-                &masks,
-                req,
-                &fixed_term,
-                bit,
-                &average,
-                &mut cands,
-                scanned,
-            )?;
-            seen_terms.push(fixed_term.clone());
-            term = fixed_term;
-            weight = CORRECTION_WEIGHT;
-            corrected_to = Some(fixed);
+        if !common.is_empty() {
+            g.walk(src, s, masks_of(src), &common, &searched)?;
         }
-        terms.push(TermReport {
-            word: word.clone(),
-            term,
-            df,
-            corrected_to,
-        });
+    }
+    for (t, term) in searched.iter().enumerate() {
+        for (src, s) in sources.iter().enumerate() {
+            if !walked[src][t] {
+                g.stream(src, t, term.bit, |visit| {
+                    postings::for_each_in_blocks(s.store, masks_of(src), &term.term, visit)
+                })?;
+            }
+            g.stream(src, t, term.bit, |visit| {
+                postings::for_each_single(s.store, &term.term, visit)
+            })?;
+        }
         #[expect(clippy::cast_precision_loss, reason = "document counts fit easily")]
-        let idf = bm25::idf(docs, df as f64) * weight;
-        for c in cands.iter_mut() {
-            c.bm25 += idf * c.pending;
+        let idf = bm25::idf(docs, g.dfs[t] as f64) * term.weight;
+        let column = &g.columns[t];
+        for c in g.own.iter_mut().flat_map(Candidates::iter_mut) {
+            let walked = column.get(c.row as usize).copied().unwrap_or(0.0);
+            c.bm25 += idf * (c.pending + walked);
             c.pending = 0.0;
         }
+        terms[first + t].df = g.dfs[t];
+    }
+    *scanned += g.scanned;
+    let mut cands = Candidates::default();
+    for own in g.own {
+        cands.append(own);
     }
     Ok(cands)
 }
 
-/// One position of the base table.
-#[derive(Clone, Copy)]
-struct Slot {
-    id: Id,
-    /// `None` for an entry that was cold when the table was written.
-    features: Option<DocFeatures>,
-}
-
-/// The chunk of a source's base table at hand: the positions of a term's blocks ascend, so one
-/// chunk is held at a time, read again by a later term rather than kept (a broad query that kept
-/// every chunk it read spent a fifth of its time having fresh pages cleared for them).
-#[derive(Default)]
-struct BaseCursor {
-    chunk: Option<u32>,
-    slots: Vec<Slot>,
-}
-
-impl BaseCursor {
-    /// The slot at `position`; `None` when the store's base table has no such position or its
-    /// chunk does not decode (the posting is then skipped, like one in a block that does not
-    /// decode).
-    fn slot(&mut self, store: &Store, position: u32) -> Result<Option<&Slot>> {
-        let chunk = position / BASE_CHUNK;
-        if self.chunk != Some(chunk) {
-            self.chunk = Some(chunk);
-            self.slots.clear();
-            if let Some(bytes) = store.index_value(&base_key(chunk))? {
-                let mut whole = true;
-                let slots = &mut self.slots;
-                let decoded = for_each_in_base(&bytes, |id, features| match Id::new(id) {
-                    Some(id) => slots.push(Slot { id, features }),
-                    None => whole = false,
-                });
-                if decoded.is_none() || !whole {
-                    self.slots.clear();
-                }
-            }
-        }
-        Ok(self.slots.get((position % BASE_CHUNK) as usize))
-    }
-}
-
-/// Ids whose postings in blocks are masked, per source, in order.
-pub(super) type Masks = Vec<Vec<Vec<u8>>>;
-
-/// The masks of every source.
-///
-/// # Errors
-/// When a store cannot be read.
-pub(super) fn masks(sources: &[Source<'_>]) -> Result<Masks> {
-    sources.iter().map(|s| s.store.text_masks()).collect()
-}
-
-/// Tells which ids of one source's blocks are masked. The ids of a term's blocks arrive in
-/// order, so the cursor only moves forward: one comparison per posting instead of a binary
-/// search (a broad query checks 200,000 postings against the masks of every entry changed
-/// since the last rebuild). An id out of order puts the cursor back by a binary search, so the
-/// answer never depends on the order.
-struct MaskCursor<'a> {
-    masks: &'a [Vec<u8>],
-    at: usize,
-}
-
-impl<'a> MaskCursor<'a> {
-    fn new(masks: &'a [Vec<u8>]) -> Self {
-        Self { masks, at: 0 }
-    }
-
-    fn masked(&mut self, id: &[u8]) -> bool {
-        use std::cmp::Ordering;
-        if self.masks.is_empty() {
-            return false;
-        }
-        if self.at > 0 && self.masks[self.at - 1].as_slice() >= id {
-            self.at = self.masks.partition_point(|m| m.as_slice() < id);
-        }
-        while let Some(m) = self.masks.get(self.at) {
-            match m.as_slice().cmp(id) {
-                Ordering::Less => self.at += 1,
-                Ordering::Equal => {
-                    self.at += 1;
-                    return true;
-                }
-                Ordering::Greater => return false,
-            }
-        }
-        false
-    }
-}
-
-/// Visits the postings of `term` in every source as two runs, each in (source, id) order: the
-/// postings in blocks (masked entries left out), then those written one by one (see
-/// [`super::text_index`]); the two never name the same entry.
-fn for_each_run(
+/// The terms of a text query, reported in `terms`: each word's stem once, or, for a word whose
+/// stem no entry holds, a one-letter correction of it.
+fn searched_terms(
     sources: &[Source<'_>],
-    masks: &Masks,
-    term: &str,
-    mut run: impl FnMut(
-        &mut dyn FnMut(&mut dyn FnMut(usize, &[u8], Posting)) -> Result<()>,
-    ) -> Result<()>,
-) -> Result<()> {
-    // A run that no source holds is not run at all: merging it would copy every candidate.
-    let holds = |prefix: &[u8]| -> Result<bool> {
-        let mut found = false;
-        for s in sources {
-            s.store.scan_index(prefix, |_, _| {
-                found = true;
-                false
-            })?;
-            if found {
-                break;
-            }
+    masks: &postings::Masks,
+    words: &[String],
+    terms: &mut Vec<TermReport>,
+) -> Result<Vec<Searched>> {
+    let mut seen: Vec<String> = Vec::new();
+    let mut out = Vec::new();
+    for word in words {
+        let stem = tokenize::stem(word);
+        if seen.contains(&stem) {
+            continue;
         }
-        Ok(found)
-    };
-    let blocks = block_prefix(term);
-    if holds(&blocks)? {
-        run(&mut |visit| {
-            for (src, s) in sources.iter().enumerate() {
-                let none = Vec::new();
-                let mut masked = MaskCursor::new(masks.get(src).unwrap_or(&none));
-                let mut cursor = BaseCursor::default();
-                let mut failed = None;
-                s.store.scan_index(&blocks, |_, value| {
-                    // A block that does not decode is skipped like a posting that does not.
-                    let _ = match Block::of(value) {
-                        Some(Block::Inline(postings)) => for_each_inline(postings, |id, p| {
-                            if !masked.masked(id) {
-                                visit(src, id, p);
-                            }
-                            true
-                        }),
-                        Some(Block::Positions(postings)) => {
-                            for_each_position(postings, |position, tf| {
-                                match cursor.slot(s.store, position) {
-                                    Ok(Some(Slot {
-                                        id,
-                                        features: Some(features),
-                                    })) if !masked.masked(id.as_bytes()) => {
-                                        let p = Posting {
-                                            tf,
-                                            features: *features,
-                                        };
-                                        visit(src, id.as_bytes(), p);
-                                    }
-                                    Ok(_) => {}
-                                    Err(e) => {
-                                        failed = Some(e);
-                                        return false;
-                                    }
-                                }
-                                true
-                            })
-                        }
-                        None => None,
-                    };
-                    failed.is_none()
-                })?;
-                if let Some(e) = failed {
-                    return Err(e);
-                }
-            }
-            Ok(())
-        })?;
+        seen.push(stem.clone());
+        let mut term = stem;
+        let mut weight = 1.0;
+        let mut corrected_to = None;
+        if !postings::held(sources, masks, &term)?
+            && let Some((fixed, fixed_term)) = typo::correction(sources, masks, word)?
+            && !seen.contains(&fixed_term)
+        {
+            seen.push(fixed_term.clone());
+            term = fixed_term;
+            weight = CORRECTION_WEIGHT;
+            corrected_to = Some(fixed);
+        }
+        let bit = 1u64
+            .checked_shl(u32::try_from(out.len()).unwrap_or(64))
+            .unwrap_or(0);
+        terms.push(TermReport {
+            word: word.clone(),
+            term: term.clone(),
+            df: 0,
+            corrected_to,
+        });
+        out.push(Searched { term, weight, bit });
     }
-    // The postings written one by one are few (the entries changed since the last rebuild):
-    // gathered in one scan rather than probed for and then scanned.
-    let single = term_prefix(term);
-    let mut singles: Vec<(usize, Vec<u8>, Posting)> = Vec::new();
-    for (src, s) in sources.iter().enumerate() {
-        s.store.scan_index(&single, |id, value| {
-            if let Some(p) = Posting::decode(value) {
-                singles.push((src, id.to_vec(), p));
-            }
-            true
-        })?;
-    }
-    if !singles.is_empty() {
-        run(&mut |visit| {
-            for (src, id, p) in &singles {
-                visit(*src, id, *p);
-            }
-            Ok(())
-        })?;
-    }
-    Ok(())
-}
-
-/// Entries holding `term` over all sources.
-///
-/// # Errors
-/// When a store cannot be read.
-pub(super) fn document_frequency(sources: &[Source<'_>], masks: &Masks, term: &str) -> Result<u64> {
-    let mut df = 0;
-    for_each_run(sources, masks, term, |each| each(&mut |_, _, _| df += 1))?;
-    Ok(df)
-}
-
-/// Adds the postings of `term` that pass the cheap filters to `cands`: a candidate already
-/// held is updated in place (both are in (source, id) order, so each run of postings is one
-/// pass), a new one joins a run of its own. Leaves each candidate's saturated frequency of the
-/// term in `pending`; returns the term's document frequency over all entries of all sources
-/// (filters do not change corpus statistics).
-#[expect(
-    clippy::too_many_arguments,
-    reason = "one query's state, passed down once"
-)]
-fn add_term(
-    sources: &[Source<'_>],
-    masks: &Masks,
-    req: &Request,
-    term: &str,
-    bit: u64,
-    average: &[f64; 4],
-    cands: &mut Candidates,
-    scanned: &mut usize,
-) -> Result<u64> {
-    let mut df = 0;
-    let held = cands.runs();
-    for_each_run(sources, masks, term, |each| {
-        // Each run of postings is ordered on its own; the runs never name the same entry.
-        cands.start_run();
-        let mut at = vec![0; held];
-        each(&mut |src, key, p| {
-            *scanned += 1;
-            df += 1;
-            let Some(id) = Id::new(key) else {
-                return;
-            };
-            let pending = bm25::saturate(bm25::field_frequency(p.tf, &p.features, *average));
-            if let Some(c) = cands.find(&mut at, (src, &id)) {
-                c.pending += pending;
-                c.matched |= bit;
-            } else if req.filters.admits(&p.features, req.params.now) {
-                cands.push(Candidate {
-                    src,
-                    id,
-                    features: p.features,
-                    bm25: 0.0,
-                    pending,
-                    matched: bit,
-                });
-            }
-        })
-    })?;
-    Ok(df)
+    Ok(out)
 }
 
 /// Appends the entries that results name in `related_entries` (once each, at most
@@ -689,37 +622,4 @@ pub fn archived_hits(sources: &[Source<'_>], req: &Request, limit: usize) -> Res
             .then(a.entry.id.cmp(&b.entry.id))
     });
     Ok(hits.into_iter().take(limit).map(|(_, h)| h).collect())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The cursor answers as a binary search does, for ids in order, repeated or out of order.
-    #[test]
-    fn the_mask_cursor_answers_as_a_search_does() {
-        let masks: Vec<Vec<u8>> = [b"b".as_slice(), b"d", b"dd", b"f", b"x"]
-            .iter()
-            .map(|m| m.to_vec())
-            .collect();
-        let sequences: [&[&[u8]]; 4] = [
-            &[b"a", b"b", b"c", b"d", b"dd", b"e", b"f", b"g", b"x", b"y"],
-            &[b"b", b"b", b"d", b"d", b"x"],
-            &[b"x", b"b", b"f", b"a", b"dd", b"d", b"z"],
-            &[b"y", b"z"],
-        ];
-        for ids in sequences {
-            let mut cursor = MaskCursor::new(&masks);
-            for id in ids {
-                let expected = masks.binary_search_by(|m| m.as_slice().cmp(id)).is_ok();
-                assert_eq!(
-                    cursor.masked(id),
-                    expected,
-                    "{:?} in {ids:?}",
-                    String::from_utf8_lossy(id)
-                );
-            }
-        }
-        assert!(!MaskCursor::new(&[]).masked(b"a"));
-    }
 }

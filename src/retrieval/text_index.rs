@@ -20,7 +20,7 @@
 //!   posting holds the distance from the previous position and the term frequencies, three or
 //!   four bytes, and the entry's id and features are read from the base table (`tbase`: the id
 //!   and features of every position, in chunks of [`BASE_CHUNK`], the chunk number big-endian),
-//!   a chunk once per term, in order.
+//!   a chunk once per query, in order (see `retrieval::postings`).
 //!
 //! A term found in at least one entry in [`POSITIONS_FROM_SHARE`] (and in at least 1,024
 //! entries, [`crate::store::tuning::positions_from_df`]) is written by positions. Such a term's postings would read

@@ -53,7 +53,7 @@ pub fn edits(word: &str) -> Vec<String> {
 /// When a store cannot be read.
 pub(super) fn correction(
     sources: &[Source<'_>],
-    masks: &super::search::Masks,
+    masks: &super::postings::Masks,
     word: &str,
 ) -> Result<Option<(String, String)>> {
     if word.chars().count() < MIN_CHARS || !word.chars().all(|c| c.is_ascii_lowercase()) {
@@ -69,7 +69,7 @@ pub(super) fn correction(
         if !tried.insert(term.clone()) {
             continue;
         }
-        let df = super::search::document_frequency(sources, masks, &term)?;
+        let df = super::postings::document_frequency(sources, masks, &term)?;
         if df > 0 && best.as_ref().is_none_or(|(d, _, _)| df > *d) {
             best = Some((df, candidate, term));
         }

@@ -1793,14 +1793,19 @@ impl Store {
         Ok(out)
     }
 
-    /// The value of one index record (the key after the index range's own prefix).
+    /// What `read` makes of the value of one index record (the key after the index range's own
+    /// prefix), read in place: a chunk of the base table is 90 KB.
     ///
     /// # Errors
     /// When the store cannot be read.
-    pub fn index_value(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+    pub fn with_index_value<R>(
+        &self,
+        key: &[u8],
+        read: impl FnOnce(&[u8]) -> R,
+    ) -> Result<Option<R>> {
         let full = [INDEX, key].concat();
         let value = self.ks[K_PROJ].get(&full).map_err(|e| self.err(e))?;
-        Ok(value.map(|v| v.to_vec()))
+        Ok(value.map(|v| read(&v)))
     }
 
     /// Hot entries by id, in the order given (ids that are not hot are left out).
