@@ -112,18 +112,24 @@ pub struct Components {
     pub score: f64,
 }
 
+/// The days until an entry's `valid_to` when that is within the warning window.
+fn expiry_within_warning(f: &DocFeatures, p: &RankParams) -> Option<f64> {
+    let t = f.valid_to?;
+    let window = i64::from(p.expiry_warning_days) * MS_PER_DAY;
+    (t >= p.now && t - p.now <= window && !Filters::expired(f, p.now)).then(|| {
+        #[expect(clippy::cast_precision_loss, reason = "seconds in a few days")]
+        let days = (t - p.now) as f64 / MS_PER_DAY as f64;
+        days
+    })
+}
+
 /// The rules that apply to an entry at `now`.
 pub fn rules(f: &DocFeatures, p: &RankParams) -> Vec<Rule> {
     let mut out = Vec::new();
-    if let Some(t) = f.valid_to {
-        let window = i64::from(p.expiry_warning_days) * MS_PER_DAY;
-        if t >= p.now && t - p.now <= window && !Filters::expired(f, p.now) {
-            #[expect(clippy::cast_precision_loss, reason = "seconds in a few days")]
-            let days = (t - p.now) as f64 / MS_PER_DAY as f64;
-            out.push(Rule::ApproachingExpiry {
-                valid_to_in_days: (days * 100.0).round() / 100.0,
-            });
-        }
+    if let Some(days) = expiry_within_warning(f, p) {
+        out.push(Rule::ApproachingExpiry {
+            valid_to_in_days: (days * 100.0).round() / 100.0,
+        });
     }
     if f.evidence_stale {
         out.push(Rule::StaleEvidence);
@@ -157,17 +163,42 @@ pub fn decay(f: &DocFeatures, p: &RankParams) -> f64 {
     p.decay.score(days)
 }
 
+/// The weighted sum of the four components, before demotions.
+fn composite_raw(confidence: f64, evidence_quality: f64, recency: f64, scope_match: f64) -> f64 {
+    confidence * W_CONFIDENCE
+        + evidence_quality * W_EVIDENCE
+        + recency * W_RECENCY
+        + scope_match * W_SCOPE
+}
+
+/// What demoting rules subtract, of `demoting` of them.
+fn demotion(demoting: usize) -> f64 {
+    #[expect(clippy::cast_precision_loss, reason = "at most two rules")]
+    let n = demoting as f64;
+    n * DEMOTION
+}
+
+/// The composite score alone: [`composite`]'s `composite`, without making its rules and
+/// components (a query computes it for every candidate and the rest for those it returns).
+pub fn composite_score(f: &DocFeatures, scope_match: f64, p: &RankParams) -> f64 {
+    let raw = composite_raw(
+        f.confidence(),
+        f.evidence_quality(),
+        recency(f.updated, p),
+        scope_match,
+    );
+    let demoting =
+        usize::from(expiry_within_warning(f, p).is_some()) + usize::from(f.evidence_stale);
+    raw - demotion(demoting)
+}
+
 /// The composite score and its components (text fields left empty).
 pub fn composite(f: &DocFeatures, scope_match: f64, rules: &[Rule], p: &RankParams) -> Components {
     let confidence = f.confidence();
     let evidence_quality = f.evidence_quality();
     let recency = recency(f.updated, p);
-    let raw = confidence * W_CONFIDENCE
-        + evidence_quality * W_EVIDENCE
-        + recency * W_RECENCY
-        + scope_match * W_SCOPE;
-    #[expect(clippy::cast_precision_loss, reason = "at most two rules")]
-    let demotion = rules.iter().filter(|r| r.demotes()).count() as f64 * DEMOTION;
+    let raw = composite_raw(confidence, evidence_quality, recency, scope_match);
+    let demotion = demotion(rules.iter().filter(|r| r.demotes()).count());
     let composite = raw - demotion;
     Components {
         confidence,
@@ -187,15 +218,21 @@ pub fn composite(f: &DocFeatures, scope_match: f64, rules: &[Rule], p: &RankPara
 /// Adds text relevance to a composite: `bm25 * decay / best`, where `best` is the largest
 /// `bm25 * decay` among the matches ([`decayed`]), weighted with the composite.
 pub fn with_relevance(mut c: Components, bm25: f64, best: f64) -> Components {
-    let relevance = if best > 0.0 {
-        bm25 * c.decay / best
-    } else {
-        0.0
-    };
+    let relevance = relevance(bm25 * c.decay, best);
     c.bm25 = Some(bm25);
     c.relevance = Some(relevance);
-    c.score = RELEVANCE_WEIGHT * relevance + (1.0 - RELEVANCE_WEIGHT) * c.composite;
+    c.score = text_score(relevance, c.composite);
     c
+}
+
+/// Relevance of a match whose decayed BM25F ([`decayed`]) is `decayed`, the best being `best`.
+pub fn relevance(decayed: f64, best: f64) -> f64 {
+    if best > 0.0 { decayed / best } else { 0.0 }
+}
+
+/// The score of a text query's match.
+pub fn text_score(relevance: f64, composite: f64) -> f64 {
+    RELEVANCE_WEIGHT * relevance + (1.0 - RELEVANCE_WEIGHT) * composite
 }
 
 /// An entry's BM25F multiplied by its decay score: what relevance compares between matches.
@@ -380,6 +417,35 @@ mod tests {
             for (old, new) in scores(shared).iter().zip(scores(1.0)) {
                 prop_assert!((old - new).abs() < 1e-9, "{} vs {}", old, new);
             }
+        }
+    }
+
+    proptest! {
+        /// The score a query computes for every candidate is, to the bit, the one it shows
+        /// with the components of each result, with or without text.
+        #[test]
+        fn the_score_alone_is_the_score_shown(
+            conf in 0u32..=1_000_000,
+            quality in prop::sample::select(vec![0u8, 4, 6, 8, 10]),
+            age in -3 * MS_PER_DAY..400 * MS_PER_DAY,
+            valid_in in prop::option::of(-2 * MS_PER_DAY..20 * MS_PER_DAY),
+            stale in any::<bool>(),
+            pinned in any::<bool>(),
+            scope in prop::sample::select(vec![0.0, 0.5, 1.0]),
+            bm25 in 0.0f64..20.0,
+            best in 0.0f64..20.0,
+        ) {
+            let mut f = features(conf, quality, age, valid_in.map(|v| NOW + v), stale);
+            f.pinned = pinned;
+            let p = params();
+            let shown = composite(&f, scope, &rules(&f, &p), &p);
+            prop_assert_eq!(composite_score(&f, scope, &p).to_bits(), shown.score.to_bits());
+            let with_text = with_relevance(shown.clone(), bm25, best);
+            let relevance = relevance(decayed(bm25, &f, &p), best);
+            prop_assert_eq!(
+                text_score(relevance, composite_score(&f, scope, &p)).to_bits(),
+                with_text.score.to_bits()
+            );
         }
     }
 

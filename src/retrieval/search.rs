@@ -143,16 +143,29 @@ pub fn search(sources: &[Source<'_>], req: &Request) -> Result<Answer> {
         Ok(ok)
     };
 
+    // Each candidate's decayed BM25F and composite score, computed once.
+    let scope = req.filters.scope.as_deref();
+    let partial: Vec<(f64, f64)> = cands
+        .iter()
+        .map(|c| {
+            let decayed = if text {
+                rank::decayed(c.bm25, &c.features, &req.params)
+            } else {
+                0.0
+            };
+            let sm = scope_match(c.features.scope_hash, scope);
+            (decayed, rank::composite_score(&c.features, sm, &req.params))
+        })
+        .collect();
     // The best decayed BM25F among entries that really pass the filters: relevance is relative
     // to it.
-    let decayed = |c: &Candidate| rank::decayed(c.bm25, &c.features, &req.params);
     let mut best = 0.0;
     if text {
         if req.filters.needs_confirmation() {
-            let mut order: Vec<(f64, usize)> = cands
+            let mut order: Vec<(f64, usize)> = partial
                 .iter()
                 .enumerate()
-                .map(|(i, c)| (decayed(c), i))
+                .map(|(i, (d, _))| (*d, i))
                 .collect();
             order.sort_unstable_by(|a, b| b.0.total_cmp(&a.0));
             for (d, i) in order {
@@ -162,13 +175,15 @@ pub fn search(sources: &[Source<'_>], req: &Request) -> Result<Answer> {
                 }
             }
         } else {
-            best = cands.iter().map(decayed).fold(0.0, f64::max);
+            best = partial.iter().map(|p| p.0).fold(0.0, f64::max);
         }
     }
 
+    // Components and rules are made for the few returned; for every candidate, only its score
+    // (the same value: `rank::composite` and `rank::with_relevance` share its formulas).
     let score_of = |c: &Candidate| {
         let rules = rank::rules(&c.features, &req.params);
-        let sm = scope_match(c.features.scope_hash, req.filters.scope.as_deref());
+        let sm = scope_match(c.features.scope_hash, scope);
         let comp = rank::composite(&c.features, sm, &rules, &req.params);
         let comp = if text {
             rank::with_relevance(comp, c.bm25, best)
@@ -177,18 +192,18 @@ pub fn search(sources: &[Source<'_>], req: &Request) -> Result<Answer> {
         };
         (comp, rules)
     };
-    // Only the score is kept for every candidate; components and rules are made again for
-    // the few returned.
-    let mut scored: Vec<(f64, usize)> = cands
+    let mut scored: Vec<(f64, usize)> = partial
         .iter()
         .enumerate()
-        .filter_map(|(i, c)| {
-            let (comp, _) = score_of(c);
-            comp.relevance
-                .is_none_or(|r| r >= req.min_relevance)
-                .then_some((comp.score, i))
+        .filter_map(|(i, &(decayed, composite))| {
+            if !text {
+                return Some((composite, i));
+            }
+            let relevance = rank::relevance(decayed, best);
+            (relevance >= req.min_relevance).then(|| (rank::text_score(relevance, composite), i))
         })
         .collect();
+    drop(partial);
     let order = |a: &(f64, usize), b: &(f64, usize)| {
         let (ca, cb) = (cands.get(a.1), cands.get(b.1));
         let first = match req.order {
