@@ -13,10 +13,10 @@
 //!
 //! A [`Finding`] holds where and what kind, never the matched text.
 
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 use regex::Regex;
 use std::sync::LazyLock;
 
+mod keywords;
 mod provider;
 #[rustfmt::skip]
 mod provider_rules;
@@ -105,13 +105,12 @@ impl Rule {
     }
 }
 
-/// Every keyword of the rules above, and one automaton that finds them all in one pass over a
-/// text: a search per keyword of every rule read each text a hundred times, a tenth of a bulk
-/// `apply`.
+/// Every keyword of the rules above, found in one pass over a text (see [`keywords`]): a search
+/// per keyword of every rule read each text a hundred times, a tenth of a bulk `apply`.
 struct Keywords {
     /// Sorted, each once.
     words: Vec<&'static str>,
-    automaton: Option<AhoCorasick>,
+    set: keywords::KeywordSet,
 }
 
 static KEYWORDS: LazyLock<Keywords> = LazyLock::new(|| {
@@ -124,14 +123,8 @@ static KEYWORDS: LazyLock<Keywords> = LazyLock::new(|| {
         .collect();
     words.sort_unstable();
     words.dedup();
-    // A short-lived process scans a few fields: building a DFA would cost it more than the
-    // scans save.
-    let automaton = AhoCorasickBuilder::new()
-        .match_kind(MatchKind::Standard)
-        .kind(Some(aho_corasick::AhoCorasickKind::NoncontiguousNFA))
-        .build(&words)
-        .ok();
-    Keywords { words, automaton }
+    let set = keywords::KeywordSet::new(words.iter().copied());
+    Keywords { words, set }
 });
 
 /// Which keywords a text holds.
@@ -140,21 +133,12 @@ struct Present(Vec<bool>);
 impl Present {
     fn of(lower: &str) -> Self {
         let k = &*KEYWORDS;
-        let mut found = vec![false; k.words.len()];
-        match &k.automaton {
-            Some(a) => {
-                for m in a.find_overlapping_iter(lower) {
-                    if let Some(slot) = found.get_mut(m.pattern().as_usize()) {
-                        *slot = true;
-                    }
-                }
+        let mut found = vec![false; k.set.len()];
+        k.set.each_in(lower, |i| {
+            if let Some(slot) = found.get_mut(i) {
+                *slot = true;
             }
-            None => {
-                for (slot, w) in found.iter_mut().zip(&k.words) {
-                    *slot = lower.contains(w);
-                }
-            }
-        }
+        });
         Self(found)
     }
 

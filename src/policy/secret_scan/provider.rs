@@ -7,10 +7,10 @@
 //! A match then passes, in order: the rule's minimum entropy, the shared placeholder test, and
 //! the allowlists (the rule's own and the global one) as gitleaks applies them.
 
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 use regex::bytes::Regex;
 use std::sync::{LazyLock, OnceLock};
 
+use super::keywords::KeywordSet;
 use super::provider_rules::{GLOBAL_ALLOW, RULES};
 
 /// What an allowlist's regexes are matched against.
@@ -54,14 +54,14 @@ pub(super) fn rules() -> impl Iterator<Item = (&'static str, &'static str)> {
 pub(super) type Hit = (usize, &'static str, &'static str, usize, usize);
 
 struct Prefilter {
-    automaton: AhoCorasick,
-    /// For each keyword (automaton pattern), the rules it selects.
+    keywords: KeywordSet,
+    /// For each keyword, the rules it selects.
     rules_of: Vec<Vec<usize>>,
     /// Rules without keywords: always tried.
     always: Vec<usize>,
 }
 
-static PREFILTER: LazyLock<Option<Prefilter>> = LazyLock::new(|| {
+static PREFILTER: LazyLock<Prefilter> = LazyLock::new(|| {
     let mut words: Vec<&str> = Vec::new();
     let mut rules_of: Vec<Vec<usize>> = Vec::new();
     let mut always = Vec::new();
@@ -79,19 +79,11 @@ static PREFILTER: LazyLock<Option<Prefilter>> = LazyLock::new(|| {
             }
         }
     }
-    // A short-lived process scans a few fields: building a DFA or a contiguous NFA would cost
-    // it more than the scans save.
-    let automaton = AhoCorasickBuilder::new()
-        .ascii_case_insensitive(true)
-        .match_kind(MatchKind::Standard)
-        .kind(Some(aho_corasick::AhoCorasickKind::NoncontiguousNFA))
-        .build(&words)
-        .ok()?;
-    Some(Prefilter {
-        automaton,
+    Prefilter {
+        keywords: KeywordSet::new(words),
         rules_of,
         always,
-    })
+    }
 });
 
 /// A rule's compiled pattern and allowlist regexes (one list per allowlist).
@@ -133,18 +125,16 @@ fn compile(pattern: &str) -> Option<Regex> {
 
 /// The indices of the rules worth trying on `text`, in table order.
 fn candidates(text: &str) -> Vec<usize> {
-    let Some(pre) = PREFILTER.as_ref() else {
-        return (0..RULES.len()).collect();
-    };
+    let pre = &*PREFILTER;
     let mut selected = vec![false; RULES.len()];
     for i in &pre.always {
         selected[*i] = true;
     }
-    for m in pre.automaton.find_overlapping_iter(text) {
-        for i in &pre.rules_of[m.pattern().as_usize()] {
+    pre.keywords.each_in(text, |k| {
+        for i in pre.rules_of.get(k).into_iter().flatten() {
             selected[*i] = true;
         }
-    }
+    });
     selected
         .iter()
         .enumerate()
