@@ -193,6 +193,7 @@ pub fn validate(ctx: &Ctx, args: ValidateArgs, out: &mut Out) -> Result<ExitCode
 }
 
 #[derive(Debug, clap::Subcommand)]
+#[command(defer = true)]
 pub enum SecretsCommand {
     /// Scan files (or stdin) for credentials; exit 1 when any is found
     Scan(ScanArgs),

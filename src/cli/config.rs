@@ -7,6 +7,7 @@ use crate::project::{Project, ProjectConfig};
 use serde_json::{Value, json};
 
 #[derive(Debug, clap::Subcommand)]
+#[command(defer = true)]
 pub enum ConfigCommand {
     /// Check memlog.json against its JSON Schema and name every invalid key; exit 1 if invalid
     Validate(ValidateArgs),

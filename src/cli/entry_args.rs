@@ -2,7 +2,8 @@
 
 use crate::policy::validate::{EntryInput, EvidenceInput, Invalid};
 
-/// Fields of a memory entry, as flags.
+// Fields of a memory entry, as flags. (Not a doc comment: clap would take it for the help of
+// the subcommands that flatten it.)
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct EntryFlags {
     /// decisions | state | observations | learnings

@@ -21,6 +21,7 @@ pub struct MergeDriverArgs {
 }
 
 #[derive(Debug, clap::Subcommand)]
+#[command(defer = true)]
 pub enum GitCommand {
     /// Register the merge driver (local git config and .git/info/attributes) and the
     /// pre-commit hook; idempotent, says what it changed

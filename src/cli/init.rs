@@ -7,6 +7,7 @@ use crate::workspace::{ProjectName, Workspace};
 #[derive(Debug, clap::Args)]
 pub struct InitArgs {
     /// Project name: letters, digits, `.`, `_`, `-`
+    #[arg(id = "project_name", value_name = "PROJECT")]
     pub project: String,
 }
 

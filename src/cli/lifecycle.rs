@@ -14,6 +14,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 #[derive(Debug, clap::Subcommand)]
+#[command(defer = true)]
 pub enum LifecycleCommand {
     /// Evaluate every entry once: decay, TTL, retention; append one transition per change
     Run(RunArgs),

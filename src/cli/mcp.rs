@@ -3,8 +3,9 @@
 use super::{Ctx, ExitCode, Out};
 use crate::error::{Error, Result};
 
-/// Options of `memlog mcp`: the global --workspace, --project, --actor, --now and
-/// --lock-timeout apply to every tool call.
+// Options of `memlog mcp`: the global --workspace, --project, --actor, --now and
+// --lock-timeout apply to every tool call. (Not a doc comment: clap would take it for the
+// subcommand's help.)
 #[derive(Debug, clap::Args)]
 pub struct McpArgs {}
 

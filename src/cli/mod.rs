@@ -95,6 +95,7 @@ pub struct GlobalArgs {
 }
 
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum Command {
     /// Create ai-memory/<project>/ (and ai-memory/global/) in the workspace
     Init(init::InitArgs),
@@ -408,5 +409,42 @@ fn run(ctx: &Ctx, command: Command, out: &mut Out) -> Result<ExitCode> {
         Command::Health(a) => health::run(ctx, a, out),
         Command::Config(c) => config::run(ctx, c, out),
         Command::Completions(a) => completions::run(a, out),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// Subcommands are built only when used (`defer`), so clap's own checks (unique argument
+    /// names, above all with the global arguments each subcommand receives) run here on every
+    /// one of them.
+    #[test]
+    fn every_subcommand_is_well_formed() {
+        super::Cli::command().debug_assert();
+    }
+
+    /// A subcommand's help says what its variant's doc comment says, once its deferred
+    /// arguments are built too (a doc comment on a flattened struct would replace it).
+    #[test]
+    fn every_subcommand_keeps_its_own_help() {
+        fn abouts(cmd: &clap::Command, path: &str, out: &mut Vec<(String, String)>) {
+            for sub in cmd.get_subcommands() {
+                let path = format!("{path} {}", sub.get_name());
+                let about = sub.get_about().map(ToString::to_string).unwrap_or_default();
+                out.push((path.clone(), about));
+                abouts(sub, &path, out);
+            }
+        }
+        let mut cmd = super::Cli::command();
+        let mut listed = Vec::new();
+        abouts(&cmd, "memlog", &mut listed);
+        cmd.build();
+        let mut built = Vec::new();
+        abouts(&cmd, "memlog", &mut built);
+        // Building adds the `help` subcommands.
+        built.retain(|(path, _)| !path.split(' ').any(|word| word == "help"));
+        assert!(listed.len() > 40, "{listed:?}");
+        assert_eq!(listed, built);
     }
 }

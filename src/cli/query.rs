@@ -17,7 +17,8 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use std::time::Instant;
 
-/// Filters shared by `query`, `list` and `context`.
+// Filters shared by `query`, `list` and `context`. (Not a doc comment: clap would take it for
+// the help of the subcommands that flatten it.)
 #[derive(Debug, Clone, Default, clap::Args, Serialize)]
 pub struct FilterArgs {
     /// Only these sections (repeatable): decisions, state, observations, learnings

@@ -10,7 +10,8 @@ use crate::project::Project;
 use serde_json::json;
 use std::collections::BTreeMap;
 
-/// Which projects and which days: shared by `stats` and `dashboard`.
+// Which projects and which days: shared by `stats` and `dashboard`. (Not a doc comment: clap
+// would take it for the help of the subcommands that flatten it.)
 #[derive(Debug, Clone, clap::Args)]
 pub struct TargetArgs {
     /// Project (default: --project, or the workspace's only project)
