@@ -58,6 +58,10 @@ fn check(ctx: &Ctx, project: &Project) -> (Value, Vec<String>) {
                 "caught_up": if current { Value::Null } else { json!({"mode": report.mode, "events_applied": report.applied, "rebuilt_because": report.rebuilt_because}) },
             });
             warnings.extend(report.warnings().into_iter().map(|w| w.message));
+            match session.store().compaction_state() {
+                Ok(state) => projections["compaction"] = json!(state),
+                Err(e) => unhealthy.push(format!("the store cannot be read: {e}")),
+            }
             match (session.store().stats(), session.store().event_count()) {
                 (Ok(s), Ok(n)) => {
                     entries = json!({"total": s.total_entries, "in_active_index": s.hot_entries, "by_status": s.entries_by_status});
@@ -175,6 +179,22 @@ fn print_text(out: &mut Out, r: &Value) {
         "  index size on disk    {} bytes (store), {} bytes (.memlog/ in all)",
         p["bytes_on_disk"], p["state_dir_bytes_on_disk"]
     ));
+    let c = &p["compaction"];
+    if !c.is_null() {
+        out.line(format!(
+            "  store built from      {} log lines; {} applied since{}",
+            c["built_from_lines"],
+            c["lines"]
+                .as_u64()
+                .unwrap_or(0)
+                .saturating_sub(c["built_from_lines"].as_u64().unwrap_or(0)),
+            if c["due"] == true {
+                " (compaction due: `memlog compact`)"
+            } else {
+                ""
+            }
+        ));
+    }
     out.line(format!(
         "  entries               {} ({} in the active index)",
         r["entries"]["total"], r["entries"]["in_active_index"]

@@ -5,6 +5,7 @@ mod apply;
 mod as_of;
 mod bench;
 mod check;
+mod compact;
 mod completions;
 mod config;
 mod conflicts;
@@ -135,6 +136,9 @@ pub enum Command {
     Verify(verify::VerifyArgs),
     /// Throw the projections away and replay the log
     Rebuild(rebuild::ProjectArg),
+    /// Rebuild the store beside itself and swap it in: what single writes added, folded into
+    /// the compact layout (started in the background when a store is due; see docs/PERFORMANCE.md)
+    Compact(rebuild::ProjectArg),
     /// Print the full projection state canonically, to compare two stores
     Dump(rebuild::ProjectArg),
     /// Entries that concurrent writers left in conflict, with both sides (who, when, what)
@@ -348,13 +352,15 @@ pub fn main_with_args(args: Vec<std::ffi::OsString>, bin_name: &str) -> i32 {
     let json = cli.global.json;
     let mut out = Out::new(json);
     let result = Ctx::new(cli.global).and_then(|ctx| run(&ctx, cli.command, &mut out));
-    match result {
+    let code = match result {
         Ok(code) => {
             out.finish();
             code as i32
         }
         Err(e) => output::report_error_after(&e, json, out.take_partial()),
-    }
+    };
+    compact::start_due();
+    code
 }
 
 impl Cli {
@@ -385,6 +391,7 @@ fn run(ctx: &Ctx, command: Command, out: &mut Out) -> Result<ExitCode> {
         Command::Dashboard(a) => dashboard::run(ctx, a, out),
         Command::Verify(a) => verify::run(ctx, a, out),
         Command::Rebuild(a) => rebuild::rebuild(ctx, a, out),
+        Command::Compact(a) => compact::run(ctx, a, out),
         Command::Dump(a) => rebuild::dump(ctx, a, out),
         Command::Conflicts(a) => conflicts::run(ctx, a, out),
         Command::MergeDriver(a) => git_ops::merge_driver(ctx, a, out),

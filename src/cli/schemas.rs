@@ -260,6 +260,11 @@ fn results() -> Vec<(&'static str, &'static str, Value)> {
             ]),
         ),
         (
+            "compact",
+            "memlog compact",
+            object(&[("project", string()), ("compacted", boolean())]),
+        ),
+        (
             "dump",
             "memlog dump",
             object(&[("project", string()), ("records", array(json!({})))]),

@@ -408,6 +408,7 @@ pub mod tuning {
         bulk_from_bytes: u64,
         stream_chunk: usize,
         positions_from_df: usize,
+        compact_from_lines: u64,
     }
 
     const DEFAULT: Sizes = Sizes {
@@ -416,6 +417,7 @@ pub mod tuning {
         bulk_from_bytes: 1 << 20,
         stream_chunk: 2048,
         positions_from_df: 1024,
+        compact_from_lines: 2048,
     };
 
     thread_local! {
@@ -439,6 +441,12 @@ pub mod tuning {
         SIZES.get().bulk_from_bytes
     }
 
+    /// Log lines applied since a store was built from which it may be due for compaction
+    /// (see `store::compact`).
+    pub fn compact_from_lines() -> u64 {
+        SIZES.get().compact_from_lines
+    }
+
     /// Entries folded per step of a rebuild: enough to keep every core busy, few enough that
     /// the derived records of the steps in flight (one folding, one gathered, one queued, one
     /// written) stay small. 2,048 entries of 100,000 keep a rebuild's peak at about 285 MiB
@@ -455,7 +463,7 @@ pub mod tuning {
 
     /// Makes every threshold tiny on this thread, for tests: chunks of two events, appends of
     /// three updates, a replay from 600 bytes, rebuild steps of three entries, postings by
-    /// positions for any term in an eighth of the entries.
+    /// positions for any term in an eighth of the entries, compaction due from 8 lines.
     pub fn shrink_for_tests() {
         SIZES.set(Sizes {
             apply_chunk: 2,
@@ -463,6 +471,7 @@ pub mod tuning {
             bulk_from_bytes: 600,
             stream_chunk: 3,
             positions_from_df: 1,
+            compact_from_lines: 8,
         });
     }
 
@@ -1462,6 +1471,7 @@ impl Store {
         let mut meta = vec![
             (meta_key("format"), STORE_FORMAT.as_bytes().to_vec()),
             (meta_key("log"), to_json(&FingerprintHead::of(fingerprint))),
+            (meta_key(compact::BUILT), to_json(&fingerprint.lines)),
             (meta_key("stats"), to_json(&stats.totals)),
             (meta_key("text_stats"), to_json(&text_stats)),
         ];
@@ -2021,7 +2031,12 @@ impl Store {
                 let (name, shown) = if k == K_EVENTS {
                     ("events", key.to_vec())
                 } else if let Some(rest) = key.strip_prefix(META) {
-                    if rest == b"log" || rest.starts_with(LOG_BLOCK_PREFIX.as_bytes()) {
+                    // Where the store stands with the log, and when it was last built: how it
+                    // got its state, not the state.
+                    if rest == b"log"
+                        || rest == compact::BUILT.as_bytes()
+                        || rest.starts_with(LOG_BLOCK_PREFIX.as_bytes())
+                    {
                         continue;
                     }
                     ("meta", rest.to_vec())
@@ -2191,6 +2206,7 @@ impl std::fmt::Debug for Store {
             .finish_non_exhaustive()
     }
 }
+pub mod compact;
 pub mod session;
 
 #[cfg(test)]

@@ -283,6 +283,7 @@ fn remove_leftovers(project: &Project) {
             let _ = fs_err::remove_dir_all(&leftover);
         }
     }
+    crate::store::compact::remove_leftover(project);
 }
 
 impl Session {
@@ -607,6 +608,28 @@ impl Session {
         let staging = dir.with_extension("building");
         let (n, missing) = build_at(&staging)?;
         self.report.missing_parents = missing;
+        self.replace_store(&staging)?;
+        Ok(n)
+    }
+
+    /// Swaps in the store a compaction built in `staging` (see [`crate::store::compact`]) and
+    /// catches it up with what was written while it was built; returns the events applied so.
+    ///
+    /// # Errors
+    /// As [`Session::open`].
+    pub fn install(&mut self, staging: &std::path::Path) -> Result<usize> {
+        self.replace_store(staging)?;
+        self.report.mode = "";
+        self.report.applied = 0;
+        self.catch_up(None)?;
+        Ok(self.report.applied)
+    }
+
+    /// Puts the store in `staging` in place of the current one and opens it. The new store is
+    /// complete and flushed; a crash between the two renames leaves no store, which the next
+    /// session rebuilds.
+    fn replace_store(&mut self, staging: &std::path::Path) -> Result<()> {
+        let dir = self.project.store_dir();
         drop(self.store.take());
         let retired = dir.with_extension("retired");
         if retired.exists() {
@@ -615,13 +638,13 @@ impl Session {
         if dir.exists() {
             fs_err::rename(&dir, &retired)?;
         }
-        fs_err::rename(&staging, &dir)?;
+        fs_err::rename(staging, &dir)?;
         let (store, _) = Store::open(&dir)?;
         self.store = Some(store);
         // The old store is garbage now; if it cannot be removed (a background thread of the
         // closed database still finishing), the next session removes it.
         let _ = fs_err::remove_dir_all(&retired);
-        Ok(n)
+        Ok(())
     }
 
     /// Throws the projections away and replays the whole log, without reading the old store.
@@ -771,6 +794,14 @@ impl Drop for Session {
             let _ = fs_err::remove_dir_all(&dir);
             let _ = fs_err::remove_file(dir.with_extension("lock"));
             return;
+        }
+        if self.applied_incrementally > 0
+            && self
+                .store
+                .as_ref()
+                .is_some_and(|s| s.compaction_due().unwrap_or(false))
+        {
+            crate::store::compact::note_due(&self.project);
         }
         let quiet = |store: &Store| {
             store.journal_bytes() > crate::store::QUIET_CHECKPOINT_BYTES && !self.lock.is_awaited()

@@ -106,6 +106,9 @@ impl Env {
             .env("MEMLOG_WORKSPACE", self.root())
             .env("MEMLOG_ACTOR", "agent-7")
             .env("MEMLOG_NOW", NOW)
+            // A compaction started in the background would outlive the test's command; the
+            // tests of compaction turn it back on.
+            .env("MEMLOG_AUTO_COMPACT", "0")
             .env_remove("MEMLOG_PROJECT")
             .env_remove("MEMLOG_LOCK_TIMEOUT_MS");
         c

@@ -3,6 +3,7 @@
 mod agents;
 mod analytics;
 mod common;
+mod compaction;
 mod contract;
 mod dashboard;
 mod docs_examples;

@@ -25,7 +25,7 @@ use report::{Check, Errors, Footprint, Row};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
-pub use child::report_peak_rss;
+pub use child::{PEAK_RSS_ENV, report_peak_rss};
 
 #[derive(Debug, clap::Args)]
 pub struct BenchArgs {

@@ -1,0 +1,88 @@
+//! `compact`, and starting it in the background when a command found a store due for it.
+
+use super::{Ctx, ExitCode, Out};
+use crate::error::Result;
+use crate::project::Project;
+use crate::store::compact::{self, Outcome};
+use serde_json::json;
+use std::time::Instant;
+
+pub fn run(ctx: &Ctx, args: super::rebuild::ProjectArg, out: &mut Out) -> Result<ExitCode> {
+    let project = ctx.project(args.project.as_deref())?;
+    let started = Instant::now();
+    let outcome = compact::run(&project, ctx.lock_timeout())?;
+    let elapsed = started.elapsed();
+    let name = project.name.as_str();
+    match outcome {
+        Outcome::Busy if out.json => {
+            out.json(&json!({"success": true, "project": name, "compacted": false, "reason": "another process is compacting this project"}));
+        }
+        Outcome::Busy => out.line(format!(
+            "another process is compacting {name}: nothing to do"
+        )),
+        Outcome::Compacted { built, caught_up } if out.json => {
+            out.json(&json!({"success": true, "project": name, "compacted": true, "events": built, "caught_up": caught_up, "millis": elapsed.as_millis()}));
+        }
+        Outcome::Compacted { built, caught_up } => out.line(format!(
+            "compacted {name}: rebuilt from {built} events in {elapsed:.1?}, then {caught_up} written meanwhile applied"
+        )),
+    }
+    Ok(ExitCode::Ok)
+}
+
+/// Set to `0` to leave compaction to `memlog compact` alone.
+pub const AUTO_COMPACT_ENV: &str = "MEMLOG_AUTO_COMPACT";
+
+/// Starts `memlog compact` in the background, detached, for each project this process found
+/// due for it, unless [`AUTO_COMPACT_ENV`] is `0`. Best effort: a compaction that cannot start
+/// is tried again by the next command that writes.
+pub fn start_due() {
+    let due = compact::take_due();
+    if due.is_empty() || std::env::var_os(AUTO_COMPACT_ENV).is_some_and(|v| v == "0") {
+        return;
+    }
+    let Ok(exe) = std::env::current_exe() else {
+        return;
+    };
+    for project in due.iter().filter(|p| !compact::running(p)) {
+        let _ = spawn(&exe, project);
+    }
+}
+
+fn spawn(exe: &std::path::Path, project: &Project) -> std::io::Result<()> {
+    use std::process::Command;
+    // At a lower priority where `nice` exists: the agents' own commands come first (a
+    // compaction keeps both cores of a small machine busy for seconds).
+    let mut niced = Command::new("nice");
+    niced.args(["-n", "10"]).arg(exe);
+    // Not waited for: the command that started it exits now, and the compaction goes on.
+    match detached(niced, project).spawn() {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            detached(Command::new(exe), project).spawn().map(drop)
+        }
+        other => other.map(drop),
+    }
+}
+
+/// `command` (memlog, or something that runs it) given `compact <project> --workspace <root>`,
+/// with nothing to read or write and out of the caller's process group.
+fn detached(mut command: std::process::Command, project: &Project) -> std::process::Command {
+    use std::process::Stdio;
+    command
+        .arg("compact")
+        .arg(project.name.as_str())
+        .arg("--workspace")
+        .arg(project.workspace.root())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .env_remove(super::bench::PEAK_RSS_ENV);
+    #[cfg(unix)]
+    {
+        // Its own process group: a Ctrl-C meant for the command that started it does not
+        // interrupt it half-way (which would only waste the work).
+        use std::os::unix::process::CommandExt;
+        command.process_group(0);
+    }
+    command
+}
