@@ -44,12 +44,25 @@ pub fn start_due() {
     let Ok(exe) = std::env::current_exe() else {
         return;
     };
-    for project in due.iter().filter(|p| !compact::running(p)) {
-        let _ = spawn(&exe, project);
+    let mut started = STARTED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    // A long-running process (the MCP server) reaps the compactions it started before.
+    started.retain_mut(|child| matches!(child.try_wait(), Ok(None)));
+    for project in due
+        .iter()
+        .filter(|p| !compact::running(p) && !compact::failed_lately(p))
+    {
+        if let Ok(child) = spawn(&exe, project) {
+            started.push(child);
+        }
     }
 }
 
-fn spawn(exe: &std::path::Path, project: &Project) -> std::io::Result<()> {
+/// Compactions this process started and has not seen end.
+static STARTED: std::sync::Mutex<Vec<std::process::Child>> = std::sync::Mutex::new(Vec::new());
+
+fn spawn(exe: &std::path::Path, project: &Project) -> std::io::Result<std::process::Child> {
     use std::process::Command;
     // At a lower priority where `nice` exists: the agents' own commands come first (a
     // compaction keeps both cores of a small machine busy for seconds).
@@ -58,9 +71,9 @@ fn spawn(exe: &std::path::Path, project: &Project) -> std::io::Result<()> {
     // Not waited for: the command that started it exits now, and the compaction goes on.
     match detached(niced, project).spawn() {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            detached(Command::new(exe), project).spawn().map(drop)
+            detached(Command::new(exe), project).spawn()
         }
-        other => other.map(drop),
+        other => other,
     }
 }
 

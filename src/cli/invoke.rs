@@ -51,6 +51,7 @@ pub fn invoke(args: Vec<String>, input: Option<String>) -> Invocation {
     let warnings = output::take_warnings();
     output::set_quiet(false);
     INPUT.with_borrow_mut(|i| *i = None);
+    super::compact::start_due();
     match result {
         Ok(mut inv) => {
             inv.warnings = warnings;

@@ -34,7 +34,8 @@
 //! change one by one (`text`, with the entry's features), and mask the entry's postings in the
 //! blocks (`tmask`), which may be stale. So the postings of a term are those of its blocks whose
 //! entry is not masked, then its `text` records; the two never name the same entry. The next
-//! rebuild folds everything into blocks again. [`crate::store::Store::dump`] prints the
+//! rebuild (or a compaction, `crate::store::compact`, once a store has grown by a quarter since
+//! it was built) folds everything into blocks again. [`crate::store::Store::dump`] prints the
 //! postings so, one per entry, whatever the layout.
 //!
 //! Corpus statistics for BM25 (entries, total words per field) are [`TextStats`], kept by delta

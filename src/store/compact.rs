@@ -116,6 +116,22 @@ fn lock_path(project: &Project) -> PathBuf {
     project.state_dir().join("compact.lock")
 }
 
+/// Marks a compaction that failed (a log that does not verify): see [`failed_lately`].
+fn failed_path(project: &Project) -> PathBuf {
+    project.state_dir().join("compact.failed")
+}
+
+/// How long after a failed compaction no other is started by itself.
+const RETRY_AFTER: Duration = Duration::from_secs(600);
+
+/// True when a compaction of `project` failed less than ten minutes ago: a damaged log fails
+/// every build until it is repaired, and each would read the whole log again.
+pub fn failed_lately(project: &Project) -> bool {
+    std::fs::metadata(failed_path(project))
+        .and_then(|m| m.modified())
+        .is_ok_and(|t| t.elapsed().is_ok_and(|age| age < RETRY_AFTER))
+}
+
 /// True while a compaction of `project` runs (in any process).
 pub fn running(project: &Project) -> bool {
     matches!(FileLock::try_acquire(&lock_path(project)), Ok(None))
@@ -172,9 +188,13 @@ pub fn run(project: &Project, timeout: Duration) -> Result<Outcome> {
         Ok(b) => b.applied,
         Err(e) => {
             let _ = fs_err::remove_dir_all(&staging);
+            // So that writes do not start the same doomed build again and again (see
+            // [`failed_lately`]); an empty file: the error itself is the caller's to report.
+            let _ = fs_err::write(failed_path(project), b"");
             return Err(e);
         }
     };
+    let _ = fs_err::remove_file(failed_path(project));
     let mut session = Session::open(project, timeout)?;
     let caught_up = session.install(&staging)?;
     Ok(Outcome::Compacted { built, caught_up })

@@ -135,3 +135,28 @@ fn a_store_due_is_compacted_in_the_background() {
     env.run(&["rebuild"]).ok();
     assert_eq!(compacted, dump(&env));
 }
+
+#[test]
+fn a_damaged_log_stops_a_compaction_and_changes_nothing() {
+    let (env, ids) = grown(4);
+    let before = dump(&env);
+    let log = std::fs::read_to_string(env.log()).unwrap_or_else(|e| panic!("{e}"));
+    let damaged = log.replacen("Queue bound number 2", "Queue bound number 7", 1);
+    assert_ne!(damaged, log);
+    std::fs::write(env.log(), &damaged).unwrap_or_else(|e| panic!("{e}"));
+
+    let r = env.run(&["compact", "--json"]);
+    assert_ne!(r.code, 0, "{}", r.stdout);
+    assert_eq!(r.json()["error"]["code"], "CORRUPT_LOG", "{}", r.stdout);
+    let state = env.root().join("ai-memory/demo/.memlog");
+    assert!(!state.join("store.compacting").exists());
+    // Marked, so that writes do not start the same failing build again and again.
+    assert!(state.join("compact.failed").exists());
+
+    // The store the damage found is the one that was there.
+    std::fs::write(env.log(), &log).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(dump(&env), before);
+    assert!(env.run(&["show", &ids[3]]).ok().stdout.contains("number 3"));
+    env.run(&["compact"]).ok();
+    assert!(!state.join("compact.failed").exists());
+}
