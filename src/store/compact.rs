@@ -195,9 +195,15 @@ pub fn run(project: &Project, timeout: Duration) -> Result<Outcome> {
         }
     };
     let _ = fs_err::remove_file(failed_path(project));
-    let mut session = Session::open(project, timeout)?;
-    let caught_up = session.install(&staging)?;
-    Ok(Outcome::Compacted { built, caught_up })
+    let installed = Session::open(project, timeout).and_then(|mut s| s.install(&staging));
+    if installed.is_err() && staging.exists() {
+        // Not swapped in (the lock not had in time, say): the next write starts over.
+        let _ = fs_err::remove_dir_all(&staging);
+    }
+    Ok(Outcome::Compacted {
+        built,
+        caught_up: installed?,
+    })
 }
 
 #[cfg(test)]

@@ -160,3 +160,22 @@ fn a_damaged_log_stops_a_compaction_and_changes_nothing() {
     env.run(&["compact"]).ok();
     assert!(!state.join("compact.failed").exists());
 }
+
+#[test]
+fn a_compaction_that_cannot_take_the_lock_leaves_nothing_behind() {
+    let (env, _) = grown(4);
+    let before = dump(&env);
+    let ws = memlog::workspace::Workspace::at(env.root()).unwrap_or_else(|e| panic!("{e}"));
+    let name = memlog::workspace::ProjectName::new("demo").unwrap_or_else(|e| panic!("{e}"));
+    let project = memlog::project::Project::new(&ws, name);
+    let held = crate::common::session(&project);
+    let r = env.run(&["compact", "--json", "--lock-timeout", "300"]);
+    drop(held);
+    assert_ne!(r.code, 0, "{}", r.stdout);
+    assert_eq!(r.json()["error"]["code"], "LOCK_TIMEOUT", "{}", r.stdout);
+    let state = env.root().join("ai-memory/demo/.memlog");
+    assert!(!state.join("store.compacting").exists());
+    // A lock not had in time is no reason to wait ten minutes before the next try.
+    assert!(!state.join("compact.failed").exists());
+    assert_eq!(dump(&env), before);
+}
