@@ -10,7 +10,14 @@ use std::time::Instant;
 pub fn run(ctx: &Ctx, args: super::rebuild::ProjectArg, out: &mut Out) -> Result<ExitCode> {
     let project = ctx.project(args.project.as_deref())?;
     let started = Instant::now();
-    let outcome = compact::run(&project, ctx.lock_timeout())?;
+    // A pause between the build and the swap, for tests that change the log meanwhile; in
+    // debug builds only.
+    let pause = std::env::var("MEMLOG_TEST_COMPACT_PAUSE_MS")
+        .ok()
+        .filter(|_| cfg!(debug_assertions))
+        .and_then(|ms| ms.parse().ok())
+        .map_or(std::time::Duration::ZERO, std::time::Duration::from_millis);
+    let outcome = compact::run(&project, ctx.lock_timeout(), pause)?;
     let elapsed = started.elapsed();
     let name = project.name.as_str();
     match outcome {
@@ -23,6 +30,13 @@ pub fn run(ctx: &Ctx, args: super::rebuild::ProjectArg, out: &mut Out) -> Result
         Outcome::Compacted { built, caught_up } if out.json => {
             out.json(&json!({"success": true, "project": name, "compacted": true, "events": built, "caught_up": caught_up, "millis": elapsed.as_millis()}));
         }
+        Outcome::Stale if out.json => {
+            out.json(&json!({"success": true, "project": name, "compacted": false, "reason": "the log was rewritten while the new store was built; it was thrown away"}));
+        }
+        Outcome::Stale => out.line(format!(
+            "{name}: the log was rewritten while the new store was built (a checkout, a gc): \
+             nothing swapped in; the next write starts over"
+        )),
         Outcome::Compacted { built, caught_up } => out.line(format!(
             "compacted {name}: rebuilt from {built} events in {elapsed:.1?}, then {caught_up} written meanwhile applied"
         )),

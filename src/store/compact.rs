@@ -104,6 +104,10 @@ pub enum Outcome {
         /// Events written while it was built, applied after the swap.
         caught_up: usize,
     },
+    /// The log was rewritten while the new store was built (a checkout, a `gc`), not only
+    /// appended to: the new store was thrown away, since what it holds may no longer be in the
+    /// log (content a `gc` removed, say). The next write that finds the store due starts over.
+    Stale,
 }
 
 /// The staging directory of a compaction.
@@ -152,10 +156,13 @@ pub(super) fn remove_leftover(project: &Project) {
 /// lock (waiting at most `timeout`) to swap it in and catch it up. Readers and writers go on
 /// meanwhile; the store they use is never modified by this.
 ///
+/// `pause` waits that long between the build and the swap (for tests that change the log in
+/// between; zero otherwise).
+///
 /// # Errors
 /// [`Error::CorruptLog`] for a bad line (the current store is left alone),
 /// [`Error::LockTimeout`] when the swap cannot take the lock, I/O and store errors.
-pub fn run(project: &Project, timeout: Duration) -> Result<Outcome> {
+pub fn run(project: &Project, timeout: Duration, pause: Duration) -> Result<Outcome> {
     project.ensure_state_dir()?;
     let Some(_running) = FileLock::try_acquire(&lock_path(project))? else {
         return Ok(Outcome::Busy);
@@ -195,14 +202,26 @@ pub fn run(project: &Project, timeout: Duration) -> Result<Outcome> {
         }
     };
     let _ = fs_err::remove_file(failed_path(project));
-    let installed = Session::open(project, timeout).and_then(|mut s| s.install(&staging));
-    if installed.is_err() && staging.exists() {
-        // Not swapped in (the lock not had in time, say): the next write starts over.
+    std::thread::sleep(pause);
+    let installed = Session::open(project, timeout).and_then(|mut session| {
+        // Under the lock, nobody rewrites the log: it must still begin with the bytes the new
+        // store was built from.
+        let now = event_log::read_complete(&log, 0)?;
+        let len = usize::try_from(next.len).unwrap_or(usize::MAX);
+        if now.len() < len || next.hashes.matching_prefix(&now, len) != len {
+            return Ok(None);
+        }
+        drop(now);
+        session.install(&staging).map(Some)
+    });
+    if !matches!(installed, Ok(Some(_))) && staging.exists() {
+        // Not swapped in (the lock not had in time, a rewritten log): the next write that
+        // finds the store due starts over.
         let _ = fs_err::remove_dir_all(&staging);
     }
-    Ok(Outcome::Compacted {
-        built,
-        caught_up: installed?,
+    Ok(match installed? {
+        Some(caught_up) => Outcome::Compacted { built, caught_up },
+        None => Outcome::Stale,
     })
 }
 

@@ -179,3 +179,37 @@ fn a_compaction_that_cannot_take_the_lock_leaves_nothing_behind() {
     assert!(!state.join("compact.failed").exists());
     assert_eq!(dump(&env), before);
 }
+
+/// Debug builds only: `MEMLOG_TEST_COMPACT_PAUSE_MS` holds the compaction between its build
+/// and its swap, while `gc` rewrites the log without a purged entry's content.
+#[test]
+#[cfg(debug_assertions)]
+fn a_store_built_before_a_gc_is_never_swapped_in() {
+    let (env, _) = grown(3);
+    let secret = "zebra-42 is the confidential host";
+    let out = output(add_command(&env, "hosts.db", "The database host", secret).output()).ok();
+    let id = out.stdout.trim().to_owned();
+    env.run(&["purge", &id, "--reason", "confidential host name"])
+        .ok();
+    let compaction = env
+        .command(&["compact", "--json"])
+        .env("MEMLOG_TEST_COMPACT_PAUSE_MS", "1500")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    std::thread::sleep(Duration::from_millis(500));
+    env.run(&["gc"]).ok();
+    let done = compaction
+        .wait_with_output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let out: serde_json::Value =
+        serde_json::from_slice(&done.stdout).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(out["results"]["compacted"], false, "{out}");
+    assert!(!dump(&env).contains("zebra"));
+    assert!(
+        !std::fs::read_to_string(env.log())
+            .unwrap_or_default()
+            .contains("zebra")
+    );
+    env.run(&["verify"]).ok();
+}
