@@ -4,7 +4,7 @@
 //! too, but not for the text index: a rebuild writes each term's postings in blocks and every
 //! entry's id and features once, while a write adds its entry's postings one record each,
 //! features included, and masks the entry in the blocks (see `retrieval::text_index`). A store
-//! grown to 100,000 entries by imports of 500 held 402 MB instead of 160, and a query took twice
+//! grown to 100,000 entries by imports of 500 held 402 MB instead of 168, and a query took twice
 //! as long as on a rebuilt one. So once the log lines applied since the store was last built
 //! reach a quarter of those it was built from (and at least
 //! [`crate::store::tuning::compact_from_lines`]), the process that applied them notes that the
