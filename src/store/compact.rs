@@ -153,8 +153,8 @@ pub(super) fn remove_leftover(project: &Project) {
 }
 
 /// Rebuilds the store of `project` from the log beside the current one, then takes the store
-/// lock (waiting at most `timeout`) to swap it in and catch it up. Readers and writers go on
-/// meanwhile; the store they use is never modified by this.
+/// lock (waiting at most `timeout`) to swap it in and catch it up: [`build`], then [`install`].
+/// Readers and writers go on meanwhile; the store they use is never modified by this.
 ///
 /// `pause` waits that long between the build and the swap (for tests that change the log in
 /// between; zero otherwise).
@@ -163,9 +163,33 @@ pub(super) fn remove_leftover(project: &Project) {
 /// [`Error::CorruptLog`] for a bad line (the current store is left alone),
 /// [`Error::LockTimeout`] when the swap cannot take the lock, I/O and store errors.
 pub fn run(project: &Project, timeout: Duration, pause: Duration) -> Result<Outcome> {
-    project.ensure_state_dir()?;
-    let Some(_running) = FileLock::try_acquire(&lock_path(project))? else {
+    let Some(built) = build(project)? else {
         return Ok(Outcome::Busy);
+    };
+    std::thread::sleep(pause);
+    install(project, built, timeout)
+}
+
+/// A new store built beside the current one, not yet swapped in; the compaction lock is held
+/// as long as it lives.
+pub struct Built {
+    staging: PathBuf,
+    /// The log prefix it was built from.
+    next: Fingerprint,
+    events: usize,
+    _running: FileLock,
+}
+
+/// Builds a new store from the log in the staging directory, without the store lock; `None`
+/// when another process is compacting the project.
+///
+/// # Errors
+/// [`Error::CorruptLog`] for a bad line (then nothing is left behind, and a marker keeps
+/// compactions started by themselves off for a while: [`failed_lately`]); I/O and store errors.
+pub fn build(project: &Project) -> Result<Option<Built>> {
+    project.ensure_state_dir()?;
+    let Some(running) = FileLock::try_acquire(&lock_path(project))? else {
+        return Ok(None);
     };
     let staging = staging(project);
     let log = project.log_path();
@@ -191,22 +215,42 @@ pub fn run(project: &Project, timeout: Duration, pause: Duration) -> Result<Outc
     };
     let built = Store::build_from_log_at(&staging, &log, &buf, &next, super::Verify::Hashes);
     drop(buf);
-    let built = match built {
-        Ok(b) => b.applied,
+    match built {
+        Ok(b) => {
+            let _ = fs_err::remove_file(failed_path(project));
+            Ok(Some(Built {
+                staging,
+                next,
+                events: b.applied,
+                _running: running,
+            }))
+        }
         Err(e) => {
             let _ = fs_err::remove_dir_all(&staging);
             // So that writes do not start the same doomed build again and again (see
             // [`failed_lately`]); an empty file: the error itself is the caller's to report.
             let _ = fs_err::write(failed_path(project), b"");
-            return Err(e);
+            Err(e)
         }
-    };
-    let _ = fs_err::remove_file(failed_path(project));
-    std::thread::sleep(pause);
+    }
+}
+
+/// Takes the store lock (waiting at most `timeout`) and swaps `built` in, then applies what was
+/// written since it was built; unless the log was rewritten meanwhile ([`Outcome::Stale`]).
+///
+/// # Errors
+/// [`Error::LockTimeout`], I/O and store errors; the new store is removed then.
+pub fn install(project: &Project, built: Built, timeout: Duration) -> Result<Outcome> {
+    let Built {
+        staging,
+        next,
+        events,
+        _running,
+    } = built;
     let installed = Session::open(project, timeout).and_then(|mut session| {
         // Under the lock, nobody rewrites the log: it must still begin with the bytes the new
         // store was built from.
-        let now = event_log::read_complete(&log, 0)?;
+        let now = event_log::read_complete(&project.log_path(), 0)?;
         let len = usize::try_from(next.len).unwrap_or(usize::MAX);
         if now.len() < len || next.hashes.matching_prefix(&now, len) != len {
             return Ok(None);
@@ -220,7 +264,10 @@ pub fn run(project: &Project, timeout: Duration, pause: Duration) -> Result<Outc
         let _ = fs_err::remove_dir_all(&staging);
     }
     Ok(match installed? {
-        Some(caught_up) => Outcome::Compacted { built, caught_up },
+        Some(caught_up) => Outcome::Compacted {
+            built: events,
+            caught_up,
+        },
         None => Outcome::Stale,
     })
 }

@@ -626,3 +626,76 @@ proptest! {
         prop_assert_eq!(store_dump(&s), before);
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    /// Law 3 through a compaction: the log up to some line reaches the store one session at a
+    /// time, a compaction builds a new store from the log up to a later line, more lines are
+    /// appended (and applied to the old store, or not) before it swaps the new store in, and the
+    /// store is then the fold of the whole log, byte for byte the store a rebuild makes. When
+    /// the log is rewritten instead of appended to in between, the new store is not swapped in
+    /// and the store is still the fold.
+    #[test]
+    fn a_compacted_store_is_the_fold_whatever_was_written_meanwhile(
+        steps in prop::collection::vec(step(), 6..30),
+        scripted_at in any::<usize>(),
+        v in any::<u8>(),
+        cuts in (any::<prop::sample::Index>(), any::<prop::sample::Index>()),
+        applied_meanwhile in any::<bool>(),
+        rewritten in any::<bool>(),
+        seed in any::<u64>(),
+    ) {
+        memlog::store::tuning::restore_defaults();
+        let w = history(&steps, scripted_at, v);
+        let lines = lines_of(&w.acked);
+        let (a, b) = {
+            let (x, y) = (cuts.0.index(lines.len() + 1), cuts.1.index(lines.len() + 1));
+            (x.min(y), x.max(y))
+        };
+        let (_dir, p) = temp_project();
+        let append = |from: usize, to: usize| {
+            memlog::log::durable::append(&p.log_path(), text(&lines[from..to]).as_bytes())
+                .unwrap_or_else(|e| panic!("{e}"));
+        };
+        append(0, a);
+        drop(session(&p));
+        append(a, b);
+        let built = memlog::store::compact::build(&p)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .unwrap_or_else(|| panic!("no other compaction runs"));
+        if rewritten && b >= 2 {
+            // The lines in another order, as a checkout or a merge writes them.
+            let mut other = lines[..b].to_vec();
+            shuffle(&mut other, seed);
+            other.rotate_left(1);
+            prop_assume!(other != lines[..b]);
+            rename_over(&p, &text(&other));
+            let outcome = memlog::store::compact::install(&p, built, std::time::Duration::from_secs(10))
+                .unwrap_or_else(|e| panic!("{e}"));
+            prop_assert_eq!(outcome, memlog::store::compact::Outcome::Stale);
+            let s = session(&p);
+            assert_store_is_the_fold(s.store(), &w.acked[..b], "after a stale compaction");
+            return Ok(());
+        }
+        append(b, lines.len());
+        if applied_meanwhile {
+            drop(session(&p));
+        }
+        let outcome = memlog::store::compact::install(&p, built, std::time::Duration::from_secs(10))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let caught_up = lines[b..].iter().collect::<BTreeSet<_>>().len();
+        prop_assert_eq!(
+            outcome,
+            memlog::store::compact::Outcome::Compacted {
+                built: lines[..b].iter().collect::<BTreeSet<_>>().len(),
+                caught_up,
+            }
+        );
+        let mut s = session(&p);
+        assert_store_is_the_fold(s.store(), &w.acked, "after the compaction");
+        let compacted = store_dump(&s);
+        s.rebuild().unwrap_or_else(|e| panic!("{e}"));
+        prop_assert_eq!(store_dump(&s), compacted);
+    }
+}
