@@ -119,20 +119,21 @@ pub fn run(ctx: &Ctx, args: ContextArgs, out: &mut Out) -> Result<ExitCode> {
         None => (Vec::new(), project.unwrap_or_default()),
         Some(sources) => {
             let (hits, slow_ms) = choose(ctx, &sources, &q)?;
-            super::query::record_accesses(ctx, &sources, &hits, "context");
+            let (project, read) = sources.close();
+            super::query::record_accesses(ctx, &read, &hits, "context");
             let filters = serde_json::json!({
                 "goal": q.goal, "scope": q.scope, "subject": q.subject,
             });
             log_query(
                 ctx,
-                &sources.project,
+                &project,
                 "context",
                 filters,
                 hits.len(),
                 started,
                 slow_ms,
             );
-            (hits, sources.project.name.to_string())
+            (hits, project.name.to_string())
         }
     };
     match args.format {

@@ -239,6 +239,18 @@ impl Sources {
         Ok(Some(Self { project, sessions }))
     }
 
+    /// Ends the sessions, releasing the store locks (what follows a search, printing and the
+    /// local logs, needs none: writers waiting for the store go on meanwhile), and returns the
+    /// project asked for and the projects read.
+    pub fn close(self) -> (Project, Vec<Project>) {
+        let read = self
+            .sessions
+            .iter()
+            .map(|(s, _)| s.project.clone())
+            .collect();
+        (self.project, read)
+    }
+
     pub fn sources(&self) -> Vec<Source<'_>> {
         self.sessions
             .iter()
@@ -253,21 +265,21 @@ impl Sources {
 
 /// Records that `hits` were returned, in each project's local access log (best effort: a read
 /// never fails because of it). Lifecycle importance counts these accesses.
-pub fn record_accesses(ctx: &Ctx, sources: &Sources, hits: &[Hit], via: &str) {
+pub fn record_accesses(ctx: &Ctx, read: &[Project], hits: &[Hit], via: &str) {
     if ctx.global.as_of.is_some() {
         // A look at the past is not a use of the entries today.
         return;
     }
     let now = ctx.now();
-    for (session, _) in &sources.sessions {
-        let name = session.project.name.as_str();
+    for project in read {
+        let name = project.name.as_str();
         let ids: Vec<&str> = hits
             .iter()
             .filter(|h| h.project == name)
             .map(|h| h.entry.id.as_str())
             .collect();
         if !ids.is_empty() {
-            crate::lifecycle::access_log::record_best_effort(&session.project, &ids, &now, via);
+            crate::lifecycle::access_log::record_best_effort(project, &ids, &now, via);
         }
     }
 }
@@ -535,8 +547,9 @@ pub fn run(ctx: &Ctx, args: QueryArgs, out: &mut Out) -> Result<ExitCode> {
             .extend(search::archived_hits(&sources.sources(), &req, room)?);
     }
     let elapsed = started.elapsed();
+    let (project, read) = sources.close();
     print_hits(out, &answer.hits, args.summary_only, args.explain);
-    record_accesses(ctx, &sources, &answer.hits, "query");
+    record_accesses(ctx, &read, &answer.hits, "query");
     if ctx.global.debug {
         warn_debug(&answer, elapsed);
     }
@@ -546,7 +559,7 @@ pub fn run(ctx: &Ctx, args: QueryArgs, out: &mut Out) -> Result<ExitCode> {
     }
     log_query(
         ctx,
-        &sources.project,
+        &project,
         "query",
         filters,
         answer.hits.len(),
