@@ -7,8 +7,26 @@ use crate::store::compact::{self, Outcome};
 use serde_json::json;
 use std::time::Instant;
 
-pub fn run(ctx: &Ctx, args: super::rebuild::ProjectArg, out: &mut Out) -> Result<ExitCode> {
-    let project = ctx.project(args.project.as_deref())?;
+#[derive(Debug, clap::Args)]
+pub struct CompactArgs {
+    #[command(flatten)]
+    target: super::rebuild::ProjectArg,
+    /// Only when the store is due (how commands start it: one started late, after another
+    /// compaction ended, does nothing)
+    #[arg(long, hide = true)]
+    if_due: bool,
+}
+
+pub fn run(ctx: &Ctx, args: CompactArgs, out: &mut Out) -> Result<ExitCode> {
+    let project = ctx.project(args.target.project.as_deref())?;
+    if args.if_due && !ctx.open_session(&project)?.store().compaction_due()? {
+        if out.json {
+            out.json(&json!({"success": true, "project": project.name.as_str(), "compacted": false, "reason": "not due"}));
+        } else {
+            out.line(format!("{}: not due for compaction", project.name));
+        }
+        return Ok(ExitCode::Ok);
+    }
     let started = Instant::now();
     // A pause between the build and the swap, for tests that change the log meanwhile; in
     // debug builds only.
@@ -97,6 +115,7 @@ fn detached(mut command: std::process::Command, project: &Project) -> std::proce
     use std::process::Stdio;
     command
         .arg("compact")
+        .arg("--if-due")
         .arg(project.name.as_str())
         .arg("--workspace")
         .arg(project.workspace.root())

@@ -138,7 +138,7 @@ pub enum Command {
     Rebuild(rebuild::ProjectArg),
     /// Rebuild the store beside itself and swap it in: what single writes added, folded into
     /// the compact layout (started in the background when a store is due; see docs/PERFORMANCE.md)
-    Compact(rebuild::ProjectArg),
+    Compact(compact::CompactArgs),
     /// Print the full projection state canonically, to compare two stores
     Dump(rebuild::ProjectArg),
     /// Entries that concurrent writers left in conflict, with both sides (who, when, what)

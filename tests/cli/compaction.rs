@@ -213,3 +213,18 @@ fn a_store_built_before_a_gc_is_never_swapped_in() {
     );
     env.run(&["verify"]).ok();
 }
+
+/// What commands start in the background checks first that the store is still due: one that
+/// started late, after another compaction ended, does nothing.
+#[test]
+fn compact_if_due_leaves_a_store_that_is_not_due() {
+    let (env, _) = grown(3);
+    let out = env.run(&["compact", "--if-due", "--json"]).ok().json();
+    assert_eq!(out["compacted"], false, "{out}");
+    assert_eq!(out["reason"], "not due", "{out}");
+    let health = env.run(&["health", "--json"]).ok().json();
+    assert_eq!(
+        health[0]["projections"]["compaction"]["built_from_lines"], 0,
+        "{health}"
+    );
+}
