@@ -62,6 +62,7 @@ fn check(ctx: &Ctx, project: &Project) -> (Value, Vec<String>) {
                 Ok(state) => projections["compaction"] = json!(state),
                 Err(e) => unhealthy.push(format!("the store cannot be read: {e}")),
             }
+
             match (session.store().stats(), session.store().event_count()) {
                 (Ok(s), Ok(n)) => {
                     entries = json!({"total": s.total_entries, "in_active_index": s.hot_entries, "by_status": s.entries_by_status});
@@ -77,6 +78,13 @@ fn check(ctx: &Ctx, project: &Project) -> (Value, Vec<String>) {
             log["readable"] = json!(readable);
             unhealthy.push(crate::policy::validate::redact_secrets(&e.to_string()));
         }
+    }
+    if let Some(at) = crate::store::compact::failed_at(project) {
+        let at = chrono::DateTime::<chrono::Utc>::from(at).format("%Y-%m-%dT%H:%M:%SZ");
+        warnings.push(format!(
+            "the last compaction failed ({at}); run `memlog compact` to see why (a log that \
+             does not verify: `memlog verify`)"
+        ));
     }
     let store = project.store_dir();
     projections["store"] = json!(store);

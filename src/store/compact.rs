@@ -131,9 +131,14 @@ const RETRY_AFTER: Duration = Duration::from_secs(600);
 /// True when a compaction of `project` failed less than ten minutes ago: a damaged log fails
 /// every build until it is repaired, and each would read the whole log again.
 pub fn failed_lately(project: &Project) -> bool {
+    failed_at(project).is_some_and(|t| t.elapsed().is_ok_and(|age| age < RETRY_AFTER))
+}
+
+/// When the last compaction of `project` failed, unless one succeeded since.
+pub fn failed_at(project: &Project) -> Option<std::time::SystemTime> {
     std::fs::metadata(failed_path(project))
         .and_then(|m| m.modified())
-        .is_ok_and(|t| t.elapsed().is_ok_and(|age| age < RETRY_AFTER))
+        .ok()
 }
 
 /// True while a compaction of `project` runs (in any process).

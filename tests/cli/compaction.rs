@@ -150,8 +150,11 @@ fn a_damaged_log_stops_a_compaction_and_changes_nothing() {
     assert_eq!(r.json()["error"]["code"], "CORRUPT_LOG", "{}", r.stdout);
     let state = env.root().join("ai-memory/demo/.memlog");
     assert!(!state.join("store.compacting").exists());
-    // Marked, so that writes do not start the same failing build again and again.
+    // Marked, so that writes do not start the same failing build again and again, and said.
     assert!(state.join("compact.failed").exists());
+    let health = env.run(&["health", "--json"]).json();
+    let warned = health[0]["warnings"].to_string();
+    assert!(warned.contains("the last compaction failed"), "{health}");
 
     // The store the damage found is the one that was there.
     std::fs::write(env.log(), &log).unwrap_or_else(|e| panic!("{e}"));
