@@ -56,7 +56,8 @@ pub fn run(ctx: &Ctx, args: CompactArgs, out: &mut Out) -> Result<ExitCode> {
              nothing swapped in; the next write starts over"
         )),
         Outcome::Compacted { built, caught_up } => out.line(format!(
-            "compacted {name}: rebuilt from {built} events in {elapsed:.1?}, then {caught_up} written meanwhile applied"
+            "compacted {name}: rebuilt from {built} event{} in {elapsed:.1?}, then {caught_up} written meanwhile applied",
+            if built == 1 { "" } else { "s" }
         )),
     }
     Ok(ExitCode::Ok)
@@ -91,7 +92,8 @@ pub fn start_due() {
     }
 }
 
-/// Compactions this process started and has not seen end.
+/// Compactions this process started and has not seen end (reaped by the next call, in the
+/// processes that run for long: the MCP server, the lifecycle daemon).
 static STARTED: std::sync::Mutex<Vec<std::process::Child>> = std::sync::Mutex::new(Vec::new());
 
 fn spawn(exe: &std::path::Path, project: &Project) -> std::io::Result<std::process::Child> {

@@ -326,16 +326,20 @@ fn daemon_cmd(ctx: &Ctx, args: &DaemonArgs, out: &mut Out) -> Result<ExitCode> {
             now: ctx.now(),
             ..base.clone()
         },
-        |p, r| match r {
-            Ok(r) => {
-                print_report(&r, out);
-                if out.json {
-                    reports.push(r);
+        |p, r| {
+            // A daemon runs for days: the stores its rounds made due are compacted now.
+            super::compact::start_due();
+            match r {
+                Ok(r) => {
+                    print_report(&r, out);
+                    if out.json {
+                        reports.push(r);
+                    }
                 }
-            }
-            Err(e) => {
-                failed = true;
-                warn(&format!("{}: evaluation failed: {e}", p.name));
+                Err(e) => {
+                    failed = true;
+                    warn(&format!("{}: evaluation failed: {e}", p.name));
+                }
             }
         },
     );
