@@ -62,7 +62,6 @@ fn check(ctx: &Ctx, project: &Project) -> (Value, Vec<String>) {
                 Ok(state) => projections["compaction"] = json!(state),
                 Err(e) => unhealthy.push(format!("the store cannot be read: {e}")),
             }
-
             match (session.store().stats(), session.store().event_count()) {
                 (Ok(s), Ok(n)) => {
                     entries = json!({"total": s.total_entries, "in_active_index": s.hot_entries, "by_status": s.entries_by_status});
