@@ -205,6 +205,11 @@ pub fn search(sources: &[Source<'_>], req: &Request) -> Result<Answer> {
         .collect();
     drop(partial);
     let order = |a: &(f64, usize), b: &(f64, usize)| {
+        // Most pairs differ in score: their candidates need not be looked up.
+        let by_score = b.0.total_cmp(&a.0);
+        if req.order == Order::Score && by_score != std::cmp::Ordering::Equal {
+            return by_score;
+        }
         let (ca, cb) = (cands.get(a.1), cands.get(b.1));
         let first = match req.order {
             Order::Score => std::cmp::Ordering::Equal,
@@ -215,7 +220,7 @@ pub fn search(sources: &[Source<'_>], req: &Request) -> Result<Answer> {
             ),
         };
         first
-            .then(b.0.total_cmp(&a.0))
+            .then(by_score)
             .then(cb.features.confidence.cmp(&ca.features.confidence))
             .then(cb.features.updated.cmp(&ca.features.updated))
             .then(sources[ca.src].global.cmp(&sources[cb.src].global))
