@@ -199,12 +199,7 @@ pub fn build(project: &Project) -> Result<Option<Built>> {
     let staging = staging(project);
     let log = project.log_path();
     let stamp = |path: &std::path::Path| {
-        FileStamp::at(path).map_err(|e| {
-            Error::Io(std::io::Error::new(
-                e.kind(),
-                format!("{}: {e}", path.display()),
-            ))
-        })
+        FileStamp::at(path).map_err(|e| Error::Io(super::session::io_context(path, e)))
     };
     let before = stamp(&log)?;
     let buf = event_log::read_complete(&log, 0)?;
@@ -214,7 +209,7 @@ pub fn build(project: &Project) -> Result<Option<Built>> {
     let unchanged = before == after && before.as_ref().is_some_and(|s| s.size == buf.len() as u64);
     let next = Fingerprint {
         len: buf.len() as u64,
-        lines: buf.iter().filter(|b| **b == b'\n').count() as u64,
+        lines: super::session::count_lines(&buf),
         hashes: BlockHashes::of(&buf),
         stamp: if unchanged { before } else { None },
     };

@@ -214,7 +214,7 @@ fn decode_lines(
     Ok(events)
 }
 
-fn count_lines(buf: &[u8]) -> u64 {
+pub(super) fn count_lines(buf: &[u8]) -> u64 {
     buf.iter().filter(|b| **b == b'\n').count() as u64
 }
 
@@ -847,7 +847,7 @@ fn missing_parents(
     Ok(out)
 }
 
-fn io_context(path: &std::path::Path, e: std::io::Error) -> std::io::Error {
+pub(super) fn io_context(path: &std::path::Path, e: std::io::Error) -> std::io::Error {
     std::io::Error::new(e.kind(), format!("{}: {e}", path.display()))
 }
 

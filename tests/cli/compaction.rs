@@ -42,6 +42,14 @@ fn dump(env: &Env) -> String {
     env.run(&["dump"]).ok().stdout
 }
 
+/// The store as it is dumps byte for byte as the store a rebuild makes.
+#[track_caller]
+fn assert_dumps_as_a_rebuild(env: &Env) {
+    let compacted = dump(env);
+    env.run(&["rebuild"]).ok();
+    assert_eq!(compacted, dump(env));
+}
+
 #[test]
 fn a_compacted_store_answers_as_a_rebuilt_one() {
     let (env, _) = grown(24);
@@ -62,9 +70,7 @@ fn a_compacted_store_answers_as_a_rebuilt_one() {
     assert_eq!(state["due"], false, "{health}");
 
     assert_eq!(env.run(&query).ok().stdout, before);
-    let compacted = dump(&env);
-    env.run(&["rebuild"]).ok();
-    assert_eq!(compacted, dump(&env));
+    assert_dumps_as_a_rebuild(&env);
 }
 
 #[test]
@@ -95,9 +101,7 @@ fn writes_during_a_compaction_are_all_kept() {
         .collect();
     assert_eq!(summaries.len(), 12, "{listed}");
     env.run(&["verify"]).ok();
-    let compacted = dump(&env);
-    env.run(&["rebuild"]).ok();
-    assert_eq!(compacted, dump(&env));
+    assert_dumps_as_a_rebuild(&env);
 }
 
 /// Debug builds only: `MEMLOG_TEST_SMALL_BATCHES` makes a store due after 8 lines.
@@ -131,9 +135,7 @@ fn a_store_due_is_compacted_in_the_background() {
     }
     // Whatever the compaction saw, nothing is lost and the store is a rebuild's.
     assert_eq!(env.listed(), Some(10));
-    let compacted = dump(&env);
-    env.run(&["rebuild"]).ok();
-    assert_eq!(compacted, dump(&env));
+    assert_dumps_as_a_rebuild(&env);
 }
 
 #[test]
