@@ -206,18 +206,21 @@ fn precondition(change: &Change, state: &EntryState) -> Result<()> {
     }
 }
 
+/// The events of `change`, each with its log line.
+type Lines = Vec<(Event, String)>;
+
 fn build_events(
     change: Change,
     heads: Vec<String>,
     ctx: &WriteContext,
-) -> Result<(Vec<Event>, String, Option<String>)> {
+) -> Result<(Lines, String, Option<String>)> {
     let event = |entry: &str, parents: Vec<String>, data| {
-        Event::build(entry, &ctx.actor, &ctx.at, parents, data)
+        Event::build_with_line(entry, &ctx.actor, &ctx.at, parents, data)
     };
     Ok(match change {
         Change::Create { fields, status } => {
             let e = event("", Vec::new(), EventData::Create { fields, status })?;
-            let id = e.entry.clone();
+            let id = e.0.entry.clone();
             (vec![e], id, None)
         }
         Change::Supersede {
@@ -228,10 +231,16 @@ fn build_events(
         } => {
             // One event: the replacement is created by the supersede itself, so a crash or a
             // torn tail keeps both or neither.
-            let sup = Event::supersede_with_replacement(
-                &target, &ctx.actor, &ctx.at, heads, fields, status, reason,
+            let sup = event(
+                &target,
+                heads,
+                EventData::Supersede {
+                    by: String::new(),
+                    reason,
+                    replacement: Some(projections::Replacement { fields, status }),
+                },
             )?;
-            let by = sup.created_entry().unwrap_or_default().to_owned();
+            let by = sup.0.created_entry().unwrap_or_default().to_owned();
             (vec![sup], by, Some(target))
         }
         Change::Deprecate { target, reason } => (
@@ -376,7 +385,8 @@ struct Deferred {
 const DEFERRED_EVENTS_KEPT: usize = 8192;
 
 struct Staged {
-    events: Vec<Event>,
+    /// The events, each with its log line.
+    events: Lines,
     written: Written,
 }
 
@@ -522,13 +532,13 @@ impl<'a> Batch<'a> {
             self.staged_keys.insert(key, id.clone());
         }
         self.touched.insert(id.clone());
-        for e in &events {
+        for (e, _) in &events {
             self.touched.insert(e.entry.clone());
         }
         if let Some(t) = &target {
             self.touched.insert(t.clone());
         }
-        let written = unstored(events.clone(), id, superseded, warnings);
+        let written = unstored(&events, id, superseded, warnings);
         if !self.ctx.dry_run {
             self.staged.push(Staged {
                 events,
@@ -627,11 +637,10 @@ impl<'a> Batch<'a> {
         let mut bytes = Vec::new();
         let mut events: Vec<(Event, String)> = Vec::new();
         for s in &staged {
-            for e in &s.events {
-                let line = e.to_line()?;
+            for (e, line) in &s.events {
                 bytes.extend_from_slice(line.as_bytes());
                 bytes.push(b'\n');
-                events.push((e.clone(), line));
+                events.push((e.clone(), line.clone()));
             }
         }
         let before = match &self.deferred {
@@ -893,7 +902,7 @@ fn gate(
 
 /// What a write did when the store was not consulted afterwards.
 fn unstored(
-    events: Vec<Event>,
+    events: &[(Event, String)],
     id: String,
     superseded: Option<String>,
     warnings: Vec<Warning>,
@@ -901,7 +910,7 @@ fn unstored(
     Written {
         id,
         superseded,
-        events: events.into_iter().map(|e| e.id).collect(),
+        events: events.iter().map(|(e, _)| e.id.clone()).collect(),
         entry: None,
         warnings,
         quarantined: None,
@@ -917,7 +926,7 @@ fn dry_run_without_store(project: &Project, ctx: &WriteContext, change: Change) 
     }
     let warnings = gate(project, ctx, &Policy::defaults(), None, &change, None, None)?;
     let (events, id, superseded) = build_events(change, Vec::new(), ctx)?;
-    Ok(unstored(events, id, superseded, warnings))
+    Ok(unstored(&events, id, superseded, warnings))
 }
 
 /// Events written elsewhere: `memlog import --format events` and `memlog merge-project`.
@@ -949,7 +958,7 @@ impl Batch<'_> {
         let staged_already = self
             .staged
             .iter()
-            .any(|s| s.events.iter().any(|e| e.id == event.id));
+            .any(|s| s.events.iter().any(|(e, _)| e.id == event.id));
         if staged_already || self.session.store().has_event(&event.id)? {
             return Ok(None);
         }
@@ -991,10 +1000,11 @@ impl Batch<'_> {
         let id = event
             .created_entry()
             .map_or_else(|| event.entry.clone(), str::to_owned);
-        let written = unstored(vec![event.clone()], id, None, warnings);
+        let events = vec![(event.clone(), event.to_line()?)];
+        let written = unstored(&events, id, None, warnings);
         if !self.ctx.dry_run {
             self.staged.push(Staged {
-                events: vec![event],
+                events,
                 written: written.clone(),
             });
         }

@@ -543,6 +543,21 @@ impl Event {
         parents: Vec<String>,
         data: EventData,
     ) -> Result<Self, EventError> {
+        Self::build_with_line(entry, actor, at, parents, data).map(|(event, _)| event)
+    }
+
+    /// [`Event::build`], with the event's canonical log line ([`Event::to_line`]) made from
+    /// the encoding its id hashes instead of encoding the event once more.
+    ///
+    /// # Errors
+    /// As [`Event::build`].
+    pub fn build_with_line(
+        entry: &str,
+        actor: &str,
+        at: &str,
+        parents: Vec<String>,
+        data: EventData,
+    ) -> Result<(Self, String), EventError> {
         let mut parents = parents;
         parents.sort();
         parents.dedup();
@@ -555,10 +570,22 @@ impl Event {
             data,
         };
         let mut body = event.body_value()?;
+        // The body's canonical encoding when a step below already has it.
+        let mut encoded = None;
         if matches!(event.data, EventData::Create { .. }) {
             body.remove("entry");
             let canonical = map_to_canonical_string(&body)?;
             event.entry = entry_id_from_hash(&hash_with(ENTRY_DOMAIN, &canonical), ENTRY_ID_CHARS);
+            // `entry` sorts between `data` and `parents`: the full body is this one with the
+            // member put back in its place.
+            encoded = top_level_key_offsets(&body, &canonical).map(|at| {
+                let mut full = String::with_capacity(canonical.len() + event.entry.len() + 12);
+                full.push_str(&canonical[..at.parents]);
+                full.push_str(",\"entry\":");
+                write_string(&mut full, &event.entry);
+                full.push_str(&canonical[at.parents..]);
+                full
+            });
             body.insert("entry".into(), Value::String(event.entry.clone()));
         }
         if let EventData::Supersede {
@@ -574,9 +601,25 @@ impl Event {
             }
         }
         event.check_fields()?;
-        let canonical = to_canonical_string(&Value::Object(body))?;
+        let canonical = match encoded {
+            Some(c) => c,
+            None => map_to_canonical_string(&body)?,
+        };
         event.id = hash_with(EVENT_DOMAIN, &canonical).to_hex().to_string();
-        Ok(event)
+        // `id` sorts between `entry` and `parents`, as in `decode`.
+        let line = match top_level_key_offsets(&body, &canonical) {
+            Some(TopLevel { parents, .. }) => {
+                let mut full = String::with_capacity(canonical.len() + event.id.len() + 8);
+                full.push_str(&canonical[..=parents]);
+                full.push_str("\"id\":");
+                write_string(&mut full, &event.id);
+                full.push(',');
+                full.push_str(&canonical[parents + 1..]);
+                full
+            }
+            None => event.to_line()?,
+        };
+        Ok((event, line))
     }
 
     /// Builds a supersede of `target` that creates its replacement in the same event: one line,

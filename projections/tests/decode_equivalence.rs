@@ -92,6 +92,11 @@ const TARGET: &str = "m-s2bgnsgj84zxh4vqk51fq7naym";
 const PARENT: &str = "0000000000000000000000000000000000000000000000000000000000000001";
 
 fn event() -> impl Strategy<Value = Option<Event>> {
+    event_with_line().prop_map(|built| built.map(|(event, _)| event))
+}
+
+/// An event and the line [`Event::build_with_line`] made with it.
+fn event_with_line() -> impl Strategy<Value = Option<(Event, String)>> {
     let data = prop_oneof![
         (fields(), any::<bool>()).prop_map(|(fields, draft)| EventData::Create {
             fields,
@@ -136,7 +141,7 @@ fn event() -> impl Strategy<Value = Option<Event>> {
         } else {
             vec![]
         };
-        Event::build(TARGET, &actor, "2026-11-22T10:31:12.123Z", parents, data).ok()
+        Event::build_with_line(TARGET, &actor, "2026-11-22T10:31:12.123Z", parents, data).ok()
     })
 }
 
@@ -182,6 +187,17 @@ proptest! {
         let decoded = decode_line(&line).map_err(|e| TestCaseError::fail(e.to_string()))?;
         prop_assert_eq!(decoded.to_line().ok(), Some(line.clone()));
         agree(&line)?;
+    }
+
+    /// The line a write appends is made from the encoding its id hashes: it must be the
+    /// event's canonical line, and read back as the same event.
+    #[test]
+    fn built_lines_are_the_canonical_lines(built in event_with_line()) {
+        let Some((e, line)) = built else { return Ok(()) };
+        prop_assert_eq!(Some(line.clone()), e.to_line().ok());
+        let decoded = decode_line(&line).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        prop_assert_eq!(decoded.id, e.id);
+        prop_assert_eq!(decoded.entry, e.entry);
     }
 
     #[test]
