@@ -148,10 +148,11 @@ pub fn is_valid_scope(scope: &str) -> bool {
 /// True for an ISO 8601 duration such as `P30D`, `P2W`, `PT12H`, `P1M`, or the short forms
 /// `30d`, `2w`, `12h`.
 pub fn is_valid_interval(s: &str) -> bool {
+    // The unit first: only then is the byte before it a character boundary.
     let short = |s: &str| {
         s.len() >= 2
-            && s[..s.len() - 1].bytes().all(|b| b.is_ascii_digit())
             && matches!(s.as_bytes().last(), Some(b'd' | b'w' | b'h'))
+            && s[..s.len() - 1].bytes().all(|b| b.is_ascii_digit())
     };
     let iso = |s: &str| {
         let Some(rest) = s.strip_prefix('P') else {
@@ -915,8 +916,22 @@ mod tests {
         ] {
             assert!(is_valid_interval(ok), "{ok}");
         }
-        for bad in ["", "P", "PT", "30", "d", "P1H", "monthly", "P1DT"] {
+        for bad in [
+            "", "P", "PT", "30", "d", "P1H", "monthly", "P1DT", "30\u{e9}", "\u{e9}", "P3\u{e9}",
+            "3\u{1f600}",
+        ] {
             assert!(!is_valid_interval(bad), "{bad}");
+        }
+    }
+
+    proptest::proptest! {
+        /// Intervals come straight from users: any text is answered, never a panic, and only a
+        /// valid one has a length.
+        #[test]
+        fn any_text_is_an_interval_or_not(s in "[0-9]{0,3}\\PC{0,3}[dwhPTYMDHS\u{e9}\u{1f600}]?") {
+            let valid = is_valid_interval(&s);
+            let millis = crate::lifecycle::freshness::interval_millis(&s);
+            proptest::prop_assert!(valid || millis.is_none());
         }
     }
 }
