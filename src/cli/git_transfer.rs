@@ -89,9 +89,10 @@ fn filters(args: &ExportArgs) -> Result<Filters> {
     })
 }
 
-/// `path` inside the workspace, or an error naming the fix: memlog writes nowhere else.
+/// `path` inside the workspace and outside its memory directory, or an error naming the fix:
+/// memlog writes nowhere else, and an export must never replace a log or a configuration.
 /// Nothing is created before the check.
-fn inside_workspace(root: &Path, path: &Path) -> Result<PathBuf> {
+fn inside_workspace(root: &Path, memory: &Path, path: &Path) -> Result<PathBuf> {
     let full = if path.is_absolute() {
         path.to_path_buf()
     } else {
@@ -127,6 +128,19 @@ fn inside_workspace(root: &Path, path: &Path) -> Result<PathBuf> {
     if !resolved.starts_with(&root) {
         return Err(outside());
     }
+    // Where the path leads once its existing part is resolved (a link may lead into the
+    // memory directory too).
+    let leads_to = resolved.join(full.strip_prefix(existing).unwrap_or(Path::new("")));
+    let memory = fs_err::canonicalize(memory).unwrap_or_else(|_| memory.to_path_buf());
+    if leads_to.starts_with(&memory) {
+        return Err(Error::Usage(format!(
+            "{} is inside {}, which holds the projects' logs and configurations: an export \
+             there could replace them; give a path elsewhere in the workspace, or `-` and \
+             redirect standard output",
+            path.display(),
+            memory.display()
+        )));
+    }
     Ok(full)
 }
 
@@ -143,7 +157,7 @@ pub fn export(ctx: &Ctx, args: ExportArgs, out: &mut Out) -> Result<ExitCode> {
     let target = if stdout {
         None
     } else {
-        Some(inside_workspace(ws.root(), &args.path)?)
+        Some(inside_workspace(ws.root(), &ws.memory_dir(), &args.path)?)
     };
     let as_dir = target
         .as_ref()

@@ -450,6 +450,37 @@ fn export_refuses_paths_outside_the_workspace_and_bad_filters() {
 }
 
 #[test]
+fn export_never_writes_into_the_memory_directory() {
+    let env = Env::with_project();
+    env.add("kept", "Kept entry");
+    let log = env.root().join("ai-memory/demo/events.jsonl");
+    let config = env.root().join("ai-memory/demo/memlog.json");
+    let before = (std::fs::read(&log).ok(), std::fs::read(&config).ok());
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(env.root().join("ai-memory/demo"), env.root().join("link"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    for path in [
+        "ai-memory/demo/events.jsonl",
+        "ai-memory/demo/memlog.json",
+        "ai-memory/",
+        "ai-memory/new/out.jsonl",
+        "link/events.jsonl",
+    ] {
+        for format in ["events", "jsonl", "json"] {
+            let r = env.run(&["export", "demo", path, "--format", format]);
+            assert_eq!(r.code, 2, "{path} {format}: {}", r.stderr);
+            assert!(r.stderr.contains("ai-memory"), "{}", r.stderr);
+        }
+    }
+    assert_eq!(
+        (std::fs::read(&log).ok(), std::fs::read(&config).ok()),
+        before
+    );
+    assert!(!env.root().join("ai-memory/new").exists());
+    assert_eq!(env.listed(), Some(1));
+}
+
+#[test]
 fn a_record_twice_in_one_input_is_imported_once() {
     let env = two_projects();
     let rec = json!({"section": "decisions", "kind": "decision", "subject": "ok", "scope": "repo", "summary": "Fine", "content": "x", "confidence": 0.9, "evidence": [{"type": "code", "uri": "src/a.rs#L1-L2", "note": "n"}], "created_by": "alice", "created_at": "2026-11-01T00:00:00Z"});
