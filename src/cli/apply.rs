@@ -480,10 +480,20 @@ impl Updates {
                 continue;
             }
             if line.len() > MAX_INPUT_BYTES {
+                // The rest of the line is part of this one refused update: read past it
+                // unkept, so that none of it is taken for an update of its own.
+                if line.last() != Some(&b'\n')
+                    && let Err(e) = skip_past_newline(reader)
+                {
+                    return Some(Err(e.into()));
+                }
                 return Some(Err(Error::Invalid(Invalid::one(
                     "input",
                     "max_length",
-                    format!("line {number} is longer than 16 MiB"),
+                    format!(
+                        "line {number} is longer than 16 MiB; split it into one Memory_Update \
+                         per line"
+                    ),
                 ))));
             }
             return Some(serde_json::from_slice::<Value>(&line).map_err(|e| {
@@ -494,6 +504,22 @@ impl Updates {
                 ))
             }));
         }
+    }
+}
+
+/// Reads past the next newline (or to the end), keeping nothing.
+fn skip_past_newline(reader: &mut dyn std::io::BufRead) -> std::io::Result<()> {
+    loop {
+        let buf = reader.fill_buf()?;
+        if buf.is_empty() {
+            return Ok(());
+        }
+        if let Some(i) = buf.iter().position(|b| *b == b'\n') {
+            reader.consume(i + 1);
+            return Ok(());
+        }
+        let n = buf.len();
+        reader.consume(n);
     }
 }
 

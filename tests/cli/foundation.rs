@@ -454,6 +454,40 @@ fn a_large_json_lines_import_is_one_batch_and_a_hostile_one_stays_small() {
     assert_eq!(read(&env.log()), before);
 }
 
+#[test]
+fn an_overlong_line_is_one_refused_update_whatever_it_hides() {
+    let env = Env::with_project();
+    let kept = env.add("kept", "Kept entry");
+    // A line past 16 MiB whose tail, after the cut, would parse as an update of its own.
+    let head = r#"{"note":""#;
+    let limit = 16 * 1024 * 1024;
+    let mut long = String::with_capacity(limit + 4096);
+    long.push_str(head);
+    long.push_str(&"a".repeat(limit - head.len() - 1000));
+    long.push_str(&" ".repeat(2000));
+    long.push_str(&format!(
+        r#"{{"operation":"deprecate","target_id":"{kept}","reason":"hidden"}}"#
+    ));
+    let input = format!(
+        "{}\n{long}\n{}\n",
+        r#"{"operation":"deprecate","target_id":"m-zzzzzzzzzz"}"#,
+        create_line(7, "after the long line")
+    );
+    let r = stdin_run(&env, &["apply", "--json", "-"], input.as_bytes());
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let report = r.json();
+    let skipped: Vec<u64> = report["skipped"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|s| s["index"].as_u64())
+        .collect();
+    assert_eq!(skipped, [1, 2], "{report}");
+    assert_eq!(report["applied"][0]["index"], 3, "{report}");
+    let shown = env.run(&["show", &kept, "--json"]).ok().json();
+    assert_eq!(shown["status"], "active", "{shown}");
+}
+
 fn active_ids(env: &Env) -> Vec<String> {
     let listed = env.run(&["list", "--json"]).ok().json();
     let mut ids: Vec<String> = listed
