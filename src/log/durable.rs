@@ -45,6 +45,9 @@ impl Unsynced {
 /// Appends `bytes` (one or more complete lines) with a single `write` call, without syncing:
 /// the caller syncs later, outside its locks, so that the next writer need not wait for the disk.
 ///
+/// A write that fails part way (a full disk, a file size limit) is cut off again, so that the
+/// log holds all of the lines or none of them: the caller reports them as not written.
+///
 /// # Errors
 /// When the file cannot be opened or written (the error names the path).
 pub fn append_unsynced(
@@ -55,7 +58,16 @@ pub fn append_unsynced(
         .create(true)
         .append(true)
         .open(path)?;
-    file.write_all(bytes)?;
+    // The caller holds the write lock: nobody else appends meanwhile.
+    let before = file.metadata()?.len();
+    if let Err(e) = file.write_all(bytes) {
+        // If even this fails, the next command finds a torn last line and quarantines it.
+        let _ = file.set_len(before);
+        let message = format!(
+            "{e}; nothing of this write was appended: free disk space, then run the command again"
+        );
+        return Err(std::io::Error::new(e.kind(), message).into());
+    }
     let stamp = crate::log::stamp::FileStamp::of(&file.metadata()?);
     Ok((stamp, Unsynced { file }))
 }

@@ -355,3 +355,40 @@ fn an_unreadable_input_file_is_a_usage_error_naming_it() {
     }
     assert_eq!(tree(env.dir.path()), before, "nothing written");
 }
+
+/// A disk that fills up in the middle of an append: the log keeps all of the lines or none, and
+/// the command reports none of them as written (a file size limit stands in for the full disk).
+#[cfg(unix)]
+#[test]
+fn an_append_cut_short_by_a_full_disk_leaves_the_log_as_it_was() {
+    let env = Env::with_project();
+    env.add("kept", "Kept entry");
+    let before = std::fs::read(env.log()).unwrap_or_default();
+    let input: String = (0..2000)
+        .map(|i| {
+            serde_json::json!({"operation": "create", "entry": {"section": "learnings", "kind": "other", "subject": format!("bulk.{i}"), "scope": "repo", "summary": format!("Bulk note {i}"), "content": "c ".repeat(120), "confidence": 0.8, "evidence": [{"type": "doc", "uri": "docs/a.md", "note": "n"}]}})
+                .to_string()
+                + "\n"
+        })
+        .collect();
+    let file = env.root().join("bulk.jsonl");
+    std::fs::write(&file, input).unwrap_or_else(|e| panic!("{e}"));
+    // Files may grow to 1 MiB (the store's are smaller); the append of about 1.8 MB fails.
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(r#"trap "" XFSZ; ulimit -f 1024; exec "$0" "$@""#)
+        .arg(crate::common::bin())
+        .args(["--json", "apply", "demo"])
+        .arg(&file)
+        .current_dir(env.root())
+        .env("MEMLOG_WORKSPACE", env.root())
+        .env("MEMLOG_AUTO_COMPACT", "0")
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(7), "{stdout}");
+    assert!(stdout.contains("nothing of this write was appended"), "{stdout}");
+    assert_eq!(std::fs::read(env.log()).unwrap_or_default(), before);
+    assert_eq!(env.listed(), Some(1));
+    env.run(&["verify"]).ok();
+}
