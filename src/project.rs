@@ -271,9 +271,12 @@ impl Project {
             .policies
             .lifecycle
             .validate()
-            .map_err(|problem| Error::CorruptFile {
+            .map_err(|problem| Error::InvalidConfig {
                 path,
-                problem: format!("{problem}; fix it in the file (see docs/LIFECYCLE.md)"),
+                project: self.name.to_string(),
+                problems: vec![format!(
+                    "{problem}; fix it in the file (see docs/LIFECYCLE.md)"
+                )],
             })?;
         Ok(config)
     }

@@ -78,13 +78,24 @@ pub fn problems(text: &str) -> Vec<Problem> {
             }
         }
     }
-    if out.is_empty()
-        && let Err(e) = serde_json::from_value::<ProjectConfig>(value)
-    {
-        out.push(Problem {
-            key: String::new(),
-            message: e.to_string(),
-        });
+    if out.is_empty() {
+        match serde_json::from_value::<ProjectConfig>(value) {
+            Err(e) => out.push(Problem {
+                key: String::new(),
+                message: e.to_string(),
+            }),
+            // The ranges the schema cannot state (a decay rate above 0, a table of scores from
+            // 0 to 1, ...): what every command refuses must be refused here too.
+            Ok(config) => {
+                if let Err(problem) = config.policies.lifecycle.validate() {
+                    let (key, message) = problem.split_once(' ').unwrap_or(("", &problem));
+                    out.push(Problem {
+                        key: key.to_owned(),
+                        message: message.to_owned(),
+                    });
+                }
+            }
+        }
     }
     out
 }

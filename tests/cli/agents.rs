@@ -180,6 +180,42 @@ fn config_validate_names_every_invalid_key_and_every_command_refuses_it_alike() 
     assert_eq!(std::fs::read(env.log()).unwrap_or_default(), log_before);
 }
 
+/// Values of the right type but out of their range, which only the lifecycle policy's own
+/// checks see: `config validate`, `health` and every other command agree that they are invalid.
+#[test]
+fn config_validate_and_health_refuse_what_every_command_refuses() {
+    let path_of = |env: &Env| env.root().join("ai-memory/demo/memlog.json");
+    for (key, value) in [
+        ("decay", serde_json::json!({"function": "exponential", "lambda": -1})),
+        ("decay_function", serde_json::json!("bogus")),
+        ("default_ttl_days", serde_json::json!(0)),
+        ("importance", serde_json::json!({"ttl_multiplier": 0.5})),
+    ] {
+        let env = Env::with_project();
+        let path = path_of(&env);
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"));
+        let mut c: serde_json::Value =
+            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}"));
+        c["policies"]["lifecycle"][key] = value;
+        std::fs::write(&path, c.to_string()).unwrap_or_else(|e| panic!("{e}"));
+        let v = env.run(&["config", "validate", "demo", "--json"]);
+        assert_eq!(v.code, 1, "{key}: {}", v.stdout);
+        let problem = v.json()[0]["problems"][0]["key"].clone();
+        assert!(
+            problem
+                .as_str()
+                .is_some_and(|k| k.starts_with(&format!("policies.lifecycle.{key}"))),
+            "{key}: {}",
+            v.stdout
+        );
+        let h = env.run(&["health", "demo"]);
+        assert_ne!(h.code, 0, "{key}: {}", h.stdout);
+        let l = env.run(&["list", "demo", "--json"]);
+        assert_eq!(l.code, 3, "{key}: {}", l.stdout);
+        assert_eq!(l.json()["error"]["code"], "VALIDATION_ERROR", "{}", l.stdout);
+    }
+}
+
 #[test]
 fn the_schema_in_docs_is_the_one_generated_from_the_code() {
     let env = Env::new();
