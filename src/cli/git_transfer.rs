@@ -89,7 +89,7 @@ fn filters(args: &ExportArgs) -> Result<Filters> {
     })
 }
 
-/// `path` inside the workspace and outside its memory directory, or an error naming the fix:
+/// `path` inside the workspace and not one of memlog's own files, or an error naming the fix:
 /// memlog writes nowhere else, and an export must never replace a log or a configuration.
 /// Nothing is created before the check.
 fn inside_workspace(root: &Path, memory: &Path, path: &Path) -> Result<PathBuf> {
@@ -129,17 +129,32 @@ fn inside_workspace(root: &Path, memory: &Path, path: &Path) -> Result<PathBuf> 
         return Err(outside());
     }
     // Where the path leads once its existing part is resolved (a link may lead into the
-    // memory directory too).
+    // memory directory too). Exports may live there (`ai-memory/memory.jsonl`,
+    // `ai-memory/entries/`), but never over memlog's own files.
     let leads_to = resolved.join(full.strip_prefix(existing).unwrap_or(Path::new("")));
     let memory = fs_err::canonicalize(memory).unwrap_or_else(|_| memory.to_path_buf());
-    if leads_to.starts_with(&memory) {
-        return Err(Error::Usage(format!(
-            "{} is inside {}, which holds the projects' logs and configurations: an export \
-             there could replace them; give a path elsewhere in the workspace, or `-` and \
-             redirect standard output",
-            path.display(),
-            memory.display()
-        )));
+    if let Ok(inside) = leads_to.strip_prefix(&memory) {
+        let own = inside
+            .components()
+            .any(|c| c.as_os_str() == crate::project::STATE_DIR)
+            || inside.file_name().is_some_and(|n| {
+                [
+                    crate::project::LOG_FILE,
+                    crate::project::CONFIG_FILE,
+                    ".gitattributes",
+                    ".gitignore",
+                ]
+                .iter()
+                .any(|own| n == *own)
+            });
+        if own {
+            return Err(Error::Usage(format!(
+                "{} is one of memlog's own files (a project's log, configuration or local \
+                 state): an export must not replace it; give another path, e.g. \
+                 ai-memory/memory.jsonl, or `-` and redirect standard output",
+                path.display()
+            )));
+        }
     }
     Ok(full)
 }

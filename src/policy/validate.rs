@@ -82,7 +82,15 @@ pub fn redact_secrets(message: &str) -> String {
 #[derive(Default)]
 struct Checker {
     problems: Vec<Problem>,
+    /// Problems past [`MAX_PROBLEMS`], counted, not kept.
+    left_out: usize,
 }
+
+/// Problems listed for one input; past them one more problem says how many were left out, so
+/// that hostile input of any size gets an answer of a few lines.
+const MAX_PROBLEMS: usize = 20;
+/// Characters of one problem's message; an echoed value past them is cut.
+const MAX_MESSAGE_CHARS: usize = 400;
 
 impl Checker {
     fn push(
@@ -91,10 +99,44 @@ impl Checker {
         constraint: &'static str,
         message: impl Into<String>,
     ) {
+        if self.problems.len() > MAX_PROBLEMS {
+            if let Some(last) = self.problems.last_mut() {
+                self.left_out += 1;
+                last.message = format!(
+                    "{} more problems not listed; fix the ones above first",
+                    self.left_out
+                );
+            }
+            return;
+        }
+        let field: String = field.into();
+        // Redacted before it is cut: a cut secret is no longer recognised.
+        let mut message = redact_secrets(&message.into());
+        if message.chars().count() > MAX_MESSAGE_CHARS {
+            message = message.chars().take(MAX_MESSAGE_CHARS).collect::<String>() + "…";
+        }
+        let field = if field.chars().count() > MAX_MESSAGE_CHARS / 4 {
+            field
+                .chars()
+                .take(MAX_MESSAGE_CHARS / 4)
+                .collect::<String>()
+                + "…"
+        } else {
+            field
+        };
+        if self.problems.len() == MAX_PROBLEMS {
+            self.left_out = 1;
+            self.problems.push(Problem {
+                field: "input".into(),
+                constraint: "too_many_problems",
+                message: "1 more problem not listed; fix the ones above first".into(),
+            });
+            return;
+        }
         self.problems.push(Problem {
-            field: field.into(),
+            field,
             constraint,
-            message: redact_secrets(&message.into()),
+            message,
         });
     }
 
@@ -917,7 +959,17 @@ mod tests {
             assert!(is_valid_interval(ok), "{ok}");
         }
         for bad in [
-            "", "P", "PT", "30", "d", "P1H", "monthly", "P1DT", "30\u{e9}", "\u{e9}", "P3\u{e9}",
+            "",
+            "P",
+            "PT",
+            "30",
+            "d",
+            "P1H",
+            "monthly",
+            "P1DT",
+            "30\u{e9}",
+            "\u{e9}",
+            "P3\u{e9}",
             "3\u{1f600}",
         ] {
             assert!(!is_valid_interval(bad), "{bad}");

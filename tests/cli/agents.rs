@@ -186,7 +186,10 @@ fn config_validate_names_every_invalid_key_and_every_command_refuses_it_alike() 
 fn config_validate_and_health_refuse_what_every_command_refuses() {
     let path_of = |env: &Env| env.root().join("ai-memory/demo/memlog.json");
     for (key, value) in [
-        ("decay", serde_json::json!({"function": "exponential", "lambda": -1})),
+        (
+            "decay",
+            serde_json::json!({"function": "exponential", "lambda": -1}),
+        ),
         ("decay_function", serde_json::json!("bogus")),
         ("default_ttl_days", serde_json::json!(0)),
         ("importance", serde_json::json!({"ttl_multiplier": 0.5})),
@@ -212,7 +215,12 @@ fn config_validate_and_health_refuse_what_every_command_refuses() {
         assert_ne!(h.code, 0, "{key}: {}", h.stdout);
         let l = env.run(&["list", "demo", "--json"]);
         assert_eq!(l.code, 3, "{key}: {}", l.stdout);
-        assert_eq!(l.json()["error"]["code"], "VALIDATION_ERROR", "{}", l.stdout);
+        assert_eq!(
+            l.json()["error"]["code"],
+            "VALIDATION_ERROR",
+            "{}",
+            l.stdout
+        );
     }
 }
 

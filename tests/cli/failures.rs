@@ -387,7 +387,10 @@ fn an_append_cut_short_by_a_full_disk_leaves_the_log_as_it_was() {
         .unwrap_or_else(|e| panic!("{e}"));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(7), "{stdout}");
-    assert!(stdout.contains("nothing of this write was appended"), "{stdout}");
+    assert!(
+        stdout.contains("nothing of this write was appended"),
+        "{stdout}"
+    );
     assert_eq!(std::fs::read(env.log()).unwrap_or_default(), before);
     assert_eq!(env.listed(), Some(1));
     env.run(&["verify"]).ok();

@@ -450,7 +450,7 @@ fn export_refuses_paths_outside_the_workspace_and_bad_filters() {
 }
 
 #[test]
-fn export_never_writes_into_the_memory_directory() {
+fn export_never_writes_over_memlogs_own_files() {
     let env = Env::with_project();
     env.add("kept", "Kept entry");
     let log = env.root().join("ai-memory/demo/events.jsonl");
@@ -462,21 +462,32 @@ fn export_never_writes_into_the_memory_directory() {
     for path in [
         "ai-memory/demo/events.jsonl",
         "ai-memory/demo/memlog.json",
-        "ai-memory/",
-        "ai-memory/new/out.jsonl",
+        "ai-memory/global/events.jsonl",
+        "ai-memory/.gitattributes",
+        "ai-memory/demo/.memlog/",
+        "ai-memory/demo/.memlog/access.jsonl",
         "link/events.jsonl",
     ] {
         for format in ["events", "jsonl", "json"] {
             let r = env.run(&["export", "demo", path, "--format", format]);
             assert_eq!(r.code, 2, "{path} {format}: {}", r.stderr);
-            assert!(r.stderr.contains("ai-memory"), "{}", r.stderr);
+            assert!(r.stderr.contains("memlog's own files"), "{}", r.stderr);
         }
     }
     assert_eq!(
         (std::fs::read(&log).ok(), std::fs::read(&config).ok()),
         before
     );
-    assert!(!env.root().join("ai-memory/new").exists());
+    assert_eq!(env.listed(), Some(1));
+    // Exports beside them are where the requirements put them.
+    env.run(&[
+        "export",
+        "demo",
+        "ai-memory/demo/memory.jsonl",
+        "--format",
+        "jsonl",
+    ])
+    .ok();
     assert_eq!(env.listed(), Some(1));
 }
 

@@ -175,7 +175,7 @@ fn invalid_policies_are_refused_naming_the_key() {
     assert_ne!(r.code, 0);
     assert!(
         r.stderr
-            .contains("policies.lifecycle.decay.lambda must be > 0"),
+            .contains("`policies.lifecycle.decay.lambda`: must be > 0"),
         "{}",
         r.stderr
     );
@@ -187,7 +187,7 @@ fn invalid_policies_are_refused_naming_the_key() {
     let r = env.run(&["lifecycle", "run"]);
     assert!(
         r.stderr
-            .contains("policies.lifecycle.decay.table[0].score must be between 0 and 1"),
+            .contains("`policies.lifecycle.decay.table[0].score`: must be between 0 and 1"),
         "{}",
         r.stderr
     );

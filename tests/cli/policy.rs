@@ -534,3 +534,36 @@ proptest! {
         prop_assert!(!applied.to_string().contains("FAKEFAKE"));
     }
 }
+
+/// Hostile input of any size gets an answer of a few lines: one problem per field up to a
+/// bound, then a count of the rest, in the output and in the local apply log alike.
+#[test]
+fn a_flood_of_bad_values_is_answered_in_a_few_lines() {
+    let env = Env::with_project();
+    let update = json!({"operation": "create", "entry": {"section": "learnings", "kind": "other", "subject": "a", "scope": "repo", "summary": "s", "content": "c", "confidence": 0.8, "evidence": [{"type": "doc", "uri": "docs/a.md", "note": "n"}], "tags": vec!["t".repeat(70); 5_000], "related_entries": vec!["x".repeat(5000); 50]}});
+    let file = env.root().join("flood.json");
+    std::fs::write(&file, update.to_string()).unwrap_or_else(|e| panic!("{e}"));
+    let apply_log = env.root().join("ai-memory/demo/.memlog/apply-log.jsonl");
+    let text = env.run(&["apply", "demo", "flood.json"]);
+    assert_eq!(
+        text.code,
+        3,
+        "{}",
+        &text.stderr[..text.stderr.len().min(2000)]
+    );
+    assert!(text.stderr.len() < 16 * 1024, "{} bytes", text.stderr.len());
+    assert!(
+        text.stderr.contains("more problems not listed"),
+        "{}",
+        text.stderr
+    );
+    let json = env.run(&["apply", "demo", "flood.json", "--json"]);
+    assert!(json.stdout.len() < 32 * 1024, "{} bytes", json.stdout.len());
+    let problems = &json.json()["error"]["details"]["problems"];
+    assert!(
+        problems.as_array().is_some_and(|p| p.len() <= 21),
+        "{problems}"
+    );
+    let logged = std::fs::metadata(&apply_log).map_or(0, |m| m.len());
+    assert!(logged < 64 * 1024, "{logged} bytes logged");
+}
