@@ -36,17 +36,11 @@ pub struct ContextArgs {
     pub no_global: bool,
 }
 
-fn split_args(args: &[String]) -> (Option<String>, Option<String>) {
-    match args {
-        [] => (None, None),
-        [one] if one == "-" || std::path::Path::new(one).is_file() => (None, Some(one.clone())),
-        [one] => (Some(one.clone()), None),
-        [p, f, ..] => (Some(p.clone()), Some(f.clone())),
-    }
-}
-
 fn read_input(file: Option<&str>) -> Result<String> {
     match file {
+        None if super::invoke::stdin_is_terminal() => Err(Error::Usage(
+            "no input: give an AgentTask JSON file, or pipe the JSON in (`-` reads stdin)".into(),
+        )),
         None | Some("-") => {
             let mut s = String::new();
             super::invoke::stdin().read_to_string(&mut s)?;
@@ -89,8 +83,11 @@ fn choose(ctx: &Ctx, sources: &Sources, q: &context::TaskQuery) -> Result<(Vec<H
 
 pub fn run(ctx: &Ctx, args: ContextArgs, out: &mut Out) -> Result<ExitCode> {
     let started = Instant::now();
-    let (project_arg, file) = split_args(&args.args);
-    let input = read_input(file.as_deref())?;
+    // One argument is the input when it is `-` or looks like a file (a mistyped file name is
+    // reported as missing, not taken for a project), as for `apply`.
+    let (project_arg, file) = super::apply::project_and_file(&args.args);
+    let project_arg = project_arg.map(str::to_owned);
+    let input = read_input(file)?;
     let task: Map<String, Value> = match serde_json::from_str(&input) {
         Ok(Value::Object(m)) => m,
         Ok(_) => {

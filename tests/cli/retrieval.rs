@@ -448,3 +448,18 @@ fn list_finds_the_few_entries_a_selective_filter_keeps() {
     assert_eq!(ids(&recent.json()).len(), 3);
     assert!(!ids(&recent.json()).contains(&old_id));
 }
+
+/// One argument that looks like a file is the input, so a mistyped name is reported as missing
+/// instead of being taken for a project while the task is read from standard input.
+#[test]
+fn context_names_a_missing_task_file() {
+    let env = Env::with_project();
+    for args in [vec!["context", "nosuch.json"], vec!["context", "demo", "nosuch.json"]] {
+        let r = context(&env, &args, "{\"goal\": \"x\"}");
+        assert_eq!(r.code, 2, "{args:?}: {}{}", r.stdout, r.stderr);
+        assert!(r.stderr.contains("cannot read `nosuch.json`"), "{}", r.stderr);
+    }
+    // A project name alone still reads the task from standard input.
+    let r = context(&env, &["context", "demo"], "{\"goal\": \"x\"}").ok();
+    assert!(r.stdout.contains("\"goal\""), "{}", r.stdout);
+}
