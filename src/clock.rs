@@ -88,6 +88,20 @@ fn plain_layout(s: &str) -> bool {
 /// # Errors
 /// A message naming the accepted forms.
 pub fn parse_time(s: &str) -> Result<DateTime<Utc>, String> {
+    let t = parse_any_time(s)?;
+    // What an event cannot carry is refused here, where the time is given, and not by the
+    // write that would have recorded it.
+    if !projections::time::is_event_timestamp(&format_timestamp(t)) {
+        return Err(format!(
+            "`{}` is outside the times memlog records (UTC years 0001 to 9999, no leap \
+             second); use e.g. 2026-11-22T10:31:12Z",
+            s.escape_debug()
+        ));
+    }
+    Ok(t)
+}
+
+fn parse_any_time(s: &str) -> Result<DateTime<Utc>, String> {
     // chrono alone tolerates signed years and padded fields; accept only the plain layouts.
     if !plain_layout(s) {
         return Err(format!(
@@ -161,8 +175,31 @@ mod tests {
             "2026-11-22T10:31:12Zz",
             "２０２６-11-22",
             "yesterday",
+            "2026-11-22T23:59:60Z",
+            "0000-01-01T00:00:00Z",
+            "0001-01-01T00:30:00+01:00",
+            "9999-12-31T23:30:00-01:00",
         ] {
             assert!(parse_time(bad).is_err(), "{bad}");
+        }
+    }
+
+    proptest! {
+        /// Every time accepted is one an event can carry: `--now` never lets a write fail
+        /// later on its own timestamp.
+        #[test]
+        fn every_accepted_time_is_an_event_time(
+            y in 0u32..10000, mo in 0u32..14, d in 0u32..33, h in 0u32..25, mi in 0u32..61,
+            sec in 0u32..62, off in prop::option::of(-1440i32..1440),
+        ) {
+            let zone = off.map_or("Z".to_owned(), |o| {
+                format!("{}{:02}:{:02}", if o < 0 { '-' } else { '+' }, o.abs() / 60, o.abs() % 60)
+            });
+            let s = format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{sec:02}{zone}");
+            if let Ok(t) = parse_time(&s) {
+                let stamp = super::format_timestamp(t);
+                prop_assert!(projections::time::is_event_timestamp(&stamp), "{} -> {}", s, stamp);
+            }
         }
     }
 }
