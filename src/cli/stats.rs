@@ -73,6 +73,11 @@ pub fn read(
     let now = crate::clock::parse_time(&at).map_err(Error::Usage)?;
     let dates = range.resolve(now);
     let mut parts = Vec::with_capacity(projects.len());
+    let mut inputs = lifecycle_inputs(projects, &at)?;
+    // In a date range, accesses count for the entries created in it (property 48), like
+    // everything else.
+    let bounded = dates.from.is_some() || dates.to.is_some();
+    let mut in_range: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
     for p in projects {
         let session = ctx.open_session(p)?;
         parts.push(statistics::read_project(
@@ -82,9 +87,21 @@ pub fn read(
             &dates,
             now,
         )?);
+        if bounded && let Some(counts) = &inputs.access_counts {
+            for id in counts.keys() {
+                if let Some(entry) = session.store().entry(id)?
+                    && dates.contains_day(projections::time::day_of(&entry.created_at))
+                {
+                    in_range.insert(id.clone());
+                }
+            }
+        }
         // The session (and its store lock) ends here, before the next project is read.
     }
-    let stats = MemoryStatistics::build(&parts, &dates, lifecycle_inputs(projects, &at)?);
+    if bounded && let Some(counts) = &mut inputs.access_counts {
+        counts.retain(|id, _| in_range.contains(id));
+    }
+    let stats = MemoryStatistics::build(&parts, &dates, inputs);
     Ok((stats, dates, at))
 }
 

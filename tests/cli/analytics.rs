@@ -264,6 +264,34 @@ fn date_ranges_exclude_what_is_outside() {
     assert_eq!(month["statistics"]["total_entries"], 5);
 }
 
+/// Property 48 for the access distribution too: accesses count for the entries created in the
+/// range only.
+#[test]
+fn date_ranges_count_the_accesses_of_their_entries_only() {
+    let (env, ids) = scenario();
+    // The entry of 2026-11-01 is read twice.
+    for _ in 0..2 {
+        env.run_at("2026-11-21T00:00:00Z", &["show", &ids[0]]).ok();
+    }
+    let buckets = |args: &[&str]| stats(&env, NOW, args)["statistics"]["lifecycle"]
+        ["access_frequency_distribution"]
+        .clone();
+    let all = buckets(&[]);
+    assert_eq!(all["1-4"], 1, "{all}");
+    assert_eq!(all["0"], 4, "{all}");
+    let between = buckets(&["--from", "2026-11-01", "--to", "2026-11-10"]);
+    assert_eq!(between["1-4"], 1, "{between}");
+    assert_eq!(between["0"], 1, "{between}");
+    let week = buckets(&["--range", "7d"]);
+    assert_eq!(week["1-4"], 0, "{week}");
+    assert_eq!(week["0"], 3, "{week}");
+    let nothing = buckets(&["--from", "2025-01-01", "--to", "2025-01-31"]);
+    assert_eq!(
+        nothing,
+        serde_json::json!({"0": 0, "1-4": 0, "5-19": 0, "20+": 0})
+    );
+}
+
 #[test]
 fn entries_approaching_expiry_and_past_valid_to() {
     let (env, ids) = scenario();
