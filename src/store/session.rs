@@ -42,10 +42,18 @@ pub struct SyncReport {
     /// Events whose parents are not in the log (a line deleted by hand, or a partial copy).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub missing_parents: Vec<MissingParent>,
+    /// Events the store had applied that a rewritten log no longer holds (a checkout of an
+    /// older commit, a reset, a replaced or emptied file): the store now follows the log.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub dropped: usize,
     /// Active entries that a merge brought in beside an active entry with the same subject,
     /// scope and summary (two branches recorded the same thing): (new entry, existing entry).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub duplicates: Vec<(String, String)>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl SyncReport {
@@ -77,6 +85,20 @@ impl SyncReport {
                     &first.event[..12.min(first.event.len())],
                     first.entry,
                     &first.parent[..12.min(first.parent.len())],
+                ),
+            });
+        }
+        if self.dropped > 0 {
+            out.push(crate::policy::Warning {
+                field: "log".into(),
+                rule: "events_dropped",
+                message: format!(
+                    "{} event(s) that the store had applied are no longer in the log: it was \
+                     rewritten (a checkout of an older commit, a reset, or a replaced or emptied \
+                     file), and the projections now follow it; if that was a mistake, restore \
+                     the log from git (`git checkout -- ai-memory/<project>/events.jsonl`) \
+                     before writing to it",
+                    self.dropped
                 ),
             });
         }
@@ -538,6 +560,19 @@ impl Session {
             self.report.mode = "merge";
             return Ok(());
         }
+        // Events of the store that no line of the log states any more (a line gc replaced by
+        // its tombstone keeps its id).
+        let mut kept = known.len();
+        let mut counted: HashSet<&str> = HashSet::new();
+        for (e, _) in &decoded {
+            if counted.insert(&e.id)
+                && !known.contains(e.id.as_str())
+                && self.store().has_event(&e.id)?
+            {
+                kept += 1;
+            }
+        }
+        self.report.dropped = self.store().event_count()?.saturating_sub(kept);
         drop(known);
         let events = decode_with_lines(&self.project, buf, 1, 0)?;
         self.report.applied += self.build(events, &next)?;

@@ -395,3 +395,29 @@ fn an_append_cut_short_by_a_full_disk_leaves_the_log_as_it_was() {
     assert_eq!(env.listed(), Some(1));
     env.run(&["verify"]).ok();
 }
+
+/// A log emptied or cut back by hand: the projections follow it, and the command says how many
+/// events the store had that the log no longer holds, and how to get them back.
+#[test]
+fn a_log_that_lost_events_says_so() {
+    let env = Env::with_project();
+    for i in 0..3 {
+        env.add(&format!("s{i}"), &format!("Entry {i}"));
+    }
+    let log = std::fs::read_to_string(env.log()).unwrap_or_default();
+    let first: String = log.lines().take(1).map(|l| format!("{l}\n")).collect();
+    std::fs::write(env.log(), first).unwrap_or_else(|e| panic!("{e}"));
+    let r = env.run(&["list", "--json"]).ok();
+    assert_eq!(r.json().as_array().map(Vec::len), Some(1));
+    let warnings = r.warnings();
+    assert!(
+        warnings.iter().any(|w| w.contains("2 event(s) that the store had applied are no longer in the log")),
+        "{warnings:?}"
+    );
+    std::fs::write(env.log(), "").unwrap_or_else(|e| panic!("{e}"));
+    let r = env.run(&["list"]).ok();
+    assert!(r.stderr.contains("1 event(s) that the store had applied"), "{}", r.stderr);
+    // Said once: the store follows the log from then on.
+    let r = env.run(&["list"]).ok();
+    assert!(!r.stderr.contains("no longer in the log"), "{}", r.stderr);
+}
