@@ -605,8 +605,16 @@ pub fn validate_evidence(ctx: &Ctx, args: EvidenceArgs, out: &mut Out) -> Result
                 ));
             }
         }
+        let (marked, cleared) = if args.dry_run {
+            (
+                "would be marked stale",
+                "would be cleared (dry run: nothing written)",
+            )
+        } else {
+            ("marked stale", "cleared")
+        };
         out.line(format!(
-            "{}: {} entries checked, {} with stale evidence; {} marked stale, {} cleared{}",
+            "{}: {} entries checked, {} with stale evidence; {} {marked}, {} {cleared}{}",
             p.name,
             checks.len(),
             stale_count,

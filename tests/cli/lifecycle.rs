@@ -406,6 +406,11 @@ fn freshness_lists_expiring_state_and_due_reviews() {
 fn evidence_checks_flag_and_clear_stale_paths() {
     let env = Env::with_project();
     let a = env.add("a.subject", "cites src/lib.rs#L1-L9");
+    // A dry run says what it would do, and does nothing.
+    let log = std::fs::read(env.log()).unwrap_or_default();
+    let r = env.run(&["validate-evidence", "--dry-run"]);
+    assert!(r.stdout.contains("1 would be marked stale"), "{}", r.stdout);
+    assert_eq!(std::fs::read(env.log()).unwrap_or_default(), log);
     let r = env.run(&["validate-evidence", "--json"]);
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert_eq!(r.json()["marked_stale"][0], a.as_str());
