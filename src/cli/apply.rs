@@ -360,6 +360,8 @@ pub(super) struct Updates {
     /// The document was a single object (not an array or a stream).
     pub single_object: bool,
     next_line: usize,
+    /// Why the first line of JSON Lines is not an update, reported before the others.
+    first_error: Option<Error>,
 }
 
 impl Updates {
@@ -401,13 +403,24 @@ impl Updates {
                 break;
             }
         }
-        let first_value = serde_json::from_slice::<Value>(&first).ok();
+        // A first line that is a whole JSON value except for a key stated twice is still the
+        // first line of JSON Lines (or the whole input): refused alone, with its line number.
+        let (first_value, first_error) = match super::strict_json::from_slice(&first) {
+            Ok(v) => (Some(v), None),
+            Err(e) if serde_json::from_slice::<serde::de::IgnoredAny>(&first).is_ok() => {
+                (Some(Value::Null), Some(line_error(1, &e)))
+            }
+            Err(_) => (None, None),
+        };
         if let Some(value) = first_value {
             let mut probe = Vec::new();
             loop {
                 probe.clear();
                 if reader.read_until(b'\n', &mut probe)? == 0 {
                     // The whole input was one line: one document.
+                    if let Some(e) = first_error {
+                        return Err(e);
+                    }
                     let single = value.is_object() && value.get("memory_updates").is_none();
                     return Ok(Self::document(updates_of(value)?, single));
                 }
@@ -417,7 +430,15 @@ impl Updates {
             }
             // Several lines, the first a whole JSON value: JSON Lines.
             let rest = std::io::Cursor::new(probe).chain(reader);
-            let mut me = Self::document(updates_of_line(value), false);
+            let mut me = Self::document(
+                if first_error.is_some() {
+                    Vec::new()
+                } else {
+                    updates_of_line(value)
+                },
+                false,
+            );
+            me.first_error = first_error;
             me.lines = Some(Box::new(std::io::BufReader::new(rest)));
             me.next_line = 2;
             return Ok(me);
@@ -437,7 +458,7 @@ impl Updates {
         }
         let text = String::from_utf8(buf)
             .map_err(|_| Error::Invalid(Invalid::one("input", "format", "input is not UTF-8")))?;
-        let value: Value = serde_json::from_str(&text).map_err(|e| {
+        let value: Value = super::strict_json::from_slice(text.as_bytes()).map_err(|e| {
             Error::Invalid(Invalid::one(
                 "input",
                 "format",
@@ -454,11 +475,15 @@ impl Updates {
             document: items.into_iter(),
             single_object,
             next_line: 0,
+            first_error: None,
         }
     }
 
     /// The next update, or why its line is not one.
     pub(super) fn next_update(&mut self) -> Option<Result<Value>> {
+        if let Some(e) = self.first_error.take() {
+            return Some(Err(e));
+        }
         if let Some(v) = self.document.next() {
             return Some(Ok(v));
         }
@@ -496,15 +521,18 @@ impl Updates {
                     ),
                 ))));
             }
-            return Some(serde_json::from_slice::<Value>(&line).map_err(|e| {
-                Error::Invalid(Invalid::one(
-                    "input",
-                    "format",
-                    format!("line {number} is not valid JSON: {e}"),
-                ))
-            }));
+            return Some(super::strict_json::from_slice(&line).map_err(|e| line_error(number, &e)));
         }
     }
+}
+
+/// Why line `number` of JSON Lines is not an update.
+fn line_error(number: usize, e: &serde_json::Error) -> Error {
+    Error::Invalid(Invalid::one(
+        "input",
+        "format",
+        format!("line {number} is not valid JSON: {e}"),
+    ))
 }
 
 /// Reads past the next newline (or to the end), keeping nothing.

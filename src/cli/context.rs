@@ -88,7 +88,7 @@ pub fn run(ctx: &Ctx, args: ContextArgs, out: &mut Out) -> Result<ExitCode> {
     let (project_arg, file) = super::apply::project_and_file(&args.args);
     let project_arg = project_arg.map(str::to_owned);
     let input = read_input(file)?;
-    let task: Map<String, Value> = match serde_json::from_str(&input) {
+    let task: Map<String, Value> = match super::strict_json::from_slice(input.as_bytes()) {
         Ok(Value::Object(m)) => m,
         Ok(_) => {
             return Err(Error::Usage(

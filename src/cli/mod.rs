@@ -29,6 +29,7 @@ mod read;
 mod rebuild;
 pub mod schemas;
 mod stats;
+mod strict_json;
 mod verify;
 mod write_ops;
 

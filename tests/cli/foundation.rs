@@ -488,6 +488,42 @@ fn an_overlong_line_is_one_refused_update_whatever_it_hides() {
     assert_eq!(shown["status"], "active", "{shown}");
 }
 
+#[test]
+fn a_key_stated_twice_is_refused_not_guessed() {
+    let env = Env::with_project();
+    let kept = env.add("kept", "Kept entry");
+    let before = read(&env.log());
+    // serde_json alone would keep the last `operation`: a deprecate.
+    let twice = format!(
+        r#"{{"operation":"create","operation":"deprecate","target_id":"{kept}","entry":{{"summary":"x"}}}}"#
+    );
+    let r = stdin_run(&env, &["apply", "--json", "-"], twice.as_bytes());
+    assert_eq!(r.code, 3, "{}", r.stdout);
+    assert!(
+        r.stdout.contains("`operation` is stated twice"),
+        "{}",
+        r.stdout
+    );
+    assert_eq!(read(&env.log()), before);
+    // In JSON Lines, that line alone is refused, wherever it is.
+    let mut nested = create_line(2, "second");
+    nested = nested.replacen(r#""confidence":"#, r#""confidence":0.1,"confidence":"#, 1);
+    let input = format!("{twice}\n{}\n{nested}\n", create_line(1, "first"));
+    let r = stdin_run(&env, &["apply", "--json", "-"], input.as_bytes());
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    let report = r.json();
+    let skipped: Vec<u64> = report["skipped"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|s| s["index"].as_u64())
+        .collect();
+    assert_eq!(skipped, [1, 3], "{report}");
+    assert_eq!(report["applied"][0]["index"], 2, "{report}");
+    let shown = env.run(&["show", &kept, "--json"]).ok().json();
+    assert_eq!(shown["status"], "active", "{shown}");
+}
+
 fn active_ids(env: &Env) -> Vec<String> {
     let listed = env.run(&["list", "--json"]).ok().json();
     let mut ids: Vec<String> = listed
