@@ -53,7 +53,7 @@ impl Invalid {
     ) -> Self {
         Self {
             problems: vec![Problem {
-                field: field.into(),
+                field: redact_secrets(&field.into()),
                 constraint,
                 message: redact_secrets(&message.into()),
             }],
@@ -61,8 +61,9 @@ impl Invalid {
     }
 }
 
-/// Messages quote what was submitted (`kind` is `…`); a credential pasted into the wrong field
-/// must still never be echoed, so anything the secret detector flags is replaced.
+/// Messages quote what was submitted (`kind` is `…`), and field paths name the keys submitted
+/// (`entry.<key>`); a credential pasted into the wrong place must still never be echoed, so
+/// anything the secret detector flags is replaced.
 pub fn redact_secrets(message: &str) -> String {
     let findings = crate::policy::secret_scan::scan_text(message);
     if findings.is_empty() {
@@ -92,7 +93,7 @@ impl Checker {
         message: impl Into<String>,
     ) {
         self.problems.push(Problem {
-            field: field.into(),
+            field: redact_secrets(&field.into()),
             constraint,
             message: redact_secrets(&message.into()),
         });

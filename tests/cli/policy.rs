@@ -435,6 +435,104 @@ fn errors_never_echo_a_credential() {
     }
 }
 
+/// An obviously fake GitHub token of the real format.
+const LEAK_TOKEN: &str = "ghp_R8x2Lk9Qm4Tz7Vb1Nc6Yh3Jd5Fs0Wp2Ae8Gu";
+
+/// A credential where a key, an operation or a target id is expected: `apply` and `validate`
+/// still say what is wrong and where, with the credential redacted in their output and in
+/// `.memlog/apply-log.jsonl`.
+#[test]
+fn apply_and_validate_redact_the_input_they_echo() {
+    let env = Env::with_project();
+    let t = LEAK_TOKEN;
+    let input = format!(
+        "{{\"operation\":\"create\",\"{t}\":1}}\n\
+         {{\"operation\":\"create\",\"entry\":{{\"{t}\":1,\"evidence\":[{{\"{t}\":1}}]}}}}\n\
+         {{\"operation\":\"{t}\"}}\n\
+         {{\"operation\":\"deprecate\",\"target_id\":\"{t}\"}}\n"
+    );
+    let applied = run_stdin(&env, &["apply", "--json", "-"], input.as_bytes());
+    let report = applied.json();
+    let skipped = &report["skipped"];
+    let codes: Vec<&str> = (0..4)
+        .map(|i| skipped[i]["code"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(
+        codes,
+        [
+            "VALIDATION_ERROR",
+            "VALIDATION_ERROR",
+            "VALIDATION_ERROR",
+            "NOT_FOUND"
+        ],
+        "{report}"
+    );
+    let fields: Vec<&str> = skipped[1]["problems"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| p["field"].as_str())
+        .collect();
+    assert_eq!(
+        fields,
+        ["entry.evidence[0].[redacted]", "entry.[redacted]"],
+        "{report}"
+    );
+    assert_eq!(skipped[2]["operation"], "[redacted]", "{report}");
+    assert_eq!(
+        skipped[3]["message"], "no entry matches `[redacted]` in project `demo`",
+        "{report}"
+    );
+    let text = run_stdin(&env, &["apply", "-"], input.as_bytes());
+    assert!(
+        text.stderr.contains("no entry matches `[redacted]`"),
+        "{}",
+        text.stderr
+    );
+    let single = run_stdin(
+        &env,
+        &["apply", "--json", "-"],
+        format!("{{\"operation\":\"{t}\"}}").as_bytes(),
+    );
+    assert_eq!(single.code, 3, "{}", single.stdout);
+    let checked = run_stdin(&env, &["validate", "-"], input.as_bytes());
+    assert!(
+        checked.stdout.contains("update 3 ([redacted]): invalid")
+            && checked.stdout.contains("no entry matches `[redacted]`"),
+        "{}",
+        checked.stdout
+    );
+    let checked_json = run_stdin(&env, &["validate", "--json", "-"], input.as_bytes());
+    assert_eq!(checked_json.json()[2]["operation"], "[redacted]");
+    let apply_log =
+        std::fs::read_to_string(env.root().join("ai-memory/demo/.memlog/apply-log.jsonl"))
+            .unwrap_or_default();
+    assert!(apply_log.contains("[redacted]"), "{apply_log}");
+    crate::common::assert_nowhere(
+        &env,
+        &[&applied, &text, &single, &checked, &checked_json],
+        t,
+    );
+}
+
+/// `import` reports each record by its id; a credential as the id is redacted there.
+#[test]
+fn import_redacts_the_record_ids_it_reports() {
+    let env = Env::with_project();
+    let record = json!({"id": format!("m-{LEAK_TOKEN}"), "section": "learnings",
+        "kind": "other", "subject": "a", "scope": "repo", "summary": "s", "content": "c",
+        "confidence": 0.9, "evidence": [{"type": "doc", "uri": "a.md", "note": "n"}]});
+    let line = format!("{record}\n");
+    let first = run_stdin(&env, &["import", "demo", "-", "--json"], line.as_bytes());
+    assert_eq!(first.code, 0, "{}{}", first.stdout, first.stderr);
+    let report = first.json();
+    assert_eq!(report["imported"][0]["record"], "m-[redacted]", "{report}");
+    // Again: the record's entry is already there, and the report says so in text.
+    let again = run_stdin(&env, &["import", "demo", "-"], line.as_bytes());
+    assert_eq!(again.code, 0, "{}{}", again.stdout, again.stderr);
+    crate::common::assert_nowhere(&env, &[&first, &again], LEAK_TOKEN);
+}
+
 #[test]
 fn a_missing_input_file_is_named_not_taken_for_a_project() {
     let env = Env::with_project();
