@@ -788,7 +788,7 @@ fn log_skipped(ctx: &Ctx, project: &Project, skipped: &[Skipped]) -> Result<()> 
         return Ok(());
     }
     project.ensure_state_dir()?;
-    let actor = ctx.actor().unwrap_or_default();
+    let actor = redact_secrets(&ctx.actor().unwrap_or_default());
     let mut bytes = Vec::new();
     for s in skipped {
         let line = json!({"at": ctx.now(), "actor": actor, "index": s.index, "operation": s.operation, "code": s.code, "message": s.message});

@@ -533,6 +533,42 @@ fn import_redacts_the_record_ids_it_reports() {
     crate::common::assert_nowhere(&env, &[&first, &again], LEAK_TOKEN);
 }
 
+/// A credential given as the actor is refused, and the security log records the detection
+/// without it (as it does every detection), as does the log of skipped updates.
+#[test]
+fn a_credential_as_actor_is_kept_in_no_log() {
+    let env = Env::with_project();
+    let mut args = vec!["--actor", LEAK_TOKEN];
+    args.extend(add_args("s", "c", "doc:docs/a.md:n"));
+    let added = env.run(&args);
+    assert_eq!(added.code, 3, "{}", added.stderr);
+    let update = json!({"operation": "create", "entry": {"section": "learnings",
+        "kind": "other", "subject": "a", "scope": "repo", "summary": "s", "content": "c",
+        "confidence": 0.9, "evidence": [{"type": "doc", "uri": "a.md", "note": "n"}]}});
+    let lines = format!("{update}\n{update}\n");
+    let applied = run_stdin(
+        &env,
+        &["--actor", LEAK_TOKEN, "apply", "-"],
+        lines.as_bytes(),
+    );
+    assert_eq!(applied.code, 3, "{}", applied.stderr);
+    let security =
+        std::fs::read_to_string(env.root().join("ai-memory/demo/.memlog/security.jsonl"))
+            .unwrap_or_default();
+    let records: Vec<Value> = security
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    assert!(!records.is_empty(), "the detection is logged");
+    assert!(
+        records.iter().all(|r| r["actor"] == "[redacted]"
+            && r["field"] == "actor"
+            && r["rule"] == "github-token"),
+        "{security}"
+    );
+    crate::common::assert_nowhere(&env, &[&added, &applied], LEAK_TOKEN);
+}
+
 #[test]
 fn a_missing_input_file_is_named_not_taken_for_a_project() {
     let env = Env::with_project();
