@@ -80,6 +80,16 @@ pub fn redact_secrets(message: &str) -> String {
     out
 }
 
+/// [`redact_secrets`] on every string of `v` (an error's details, a logged query's filters).
+pub fn redact_secrets_in(v: &mut Value) {
+    match v {
+        Value::String(s) => *s = redact_secrets(s),
+        Value::Array(items) => items.iter_mut().for_each(redact_secrets_in),
+        Value::Object(map) => map.values_mut().for_each(redact_secrets_in),
+        _ => {}
+    }
+}
+
 #[derive(Default)]
 struct Checker {
     problems: Vec<Problem>,

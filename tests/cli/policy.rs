@@ -569,6 +569,28 @@ fn a_credential_as_actor_is_kept_in_no_log() {
     crate::common::assert_nowhere(&env, &[&added, &applied], LEAK_TOKEN);
 }
 
+/// The query log keeps every query's filters, with a credential in them redacted; `--debug`
+/// does not show the words searched for it either (the index lowercases and splits them).
+#[test]
+fn logged_queries_redact_a_credential() {
+    let env = Env::with_project();
+    env.add("auth", "Sessions expire after 30 minutes");
+    let text = format!("sessions {LEAK_TOKEN}");
+    let runs = [
+        env.run(&["query", &text]).ok(),
+        env.run(&["--debug", "query", &text]).ok(),
+        env.run(&["query", "--subject", LEAK_TOKEN]).ok(),
+    ];
+    let body = LEAK_TOKEN["ghp_".len()..].to_lowercase();
+    assert!(!runs[1].stderr.contains(&body), "{}", runs[1].stderr);
+    assert!(runs[1].stderr.contains("session"), "{}", runs[1].stderr);
+    let log = std::fs::read_to_string(env.root().join("ai-memory/demo/.memlog/queries.jsonl"))
+        .unwrap_or_default();
+    assert_eq!(log.matches("\"sessions [redacted]\"").count(), 2, "{log}");
+    assert!(log.contains("\"subject\":\"[redacted]\""), "{log}");
+    crate::common::assert_nowhere(&env, &runs.iter().collect::<Vec<_>>(), LEAK_TOKEN);
+}
+
 #[test]
 fn a_missing_input_file_is_named_not_taken_for_a_project() {
     let env = Env::with_project();
