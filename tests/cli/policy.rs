@@ -591,6 +591,30 @@ fn logged_queries_redact_a_credential() {
     crate::common::assert_nowhere(&env, &runs.iter().collect::<Vec<_>>(), LEAK_TOKEN);
 }
 
+/// A credential as the project name would be a directory in git and in every message: refused.
+#[test]
+fn a_credential_is_no_project_name() {
+    let env = Env::with_project();
+    let update = r#"{"operation":"deprecate","target_id":"m-x"}"#;
+    let runs = [
+        env.run(&["init", LEAK_TOKEN]),
+        env.run(&["--json", "init", LEAK_TOKEN]),
+        run_stdin(&env, &["apply", LEAK_TOKEN, "-"], update.as_bytes()),
+        env.run(&["query", "--project", LEAK_TOKEN, "x"]),
+    ];
+    for r in &runs {
+        assert_eq!(r.code, 3, "{}{}", r.stdout, r.stderr);
+        assert!(
+            r.stderr.contains("looks like a credential")
+                || r.stdout.contains("looks like a credential"),
+            "{}{}",
+            r.stdout,
+            r.stderr
+        );
+    }
+    crate::common::assert_nowhere(&env, &runs.iter().collect::<Vec<_>>(), LEAK_TOKEN);
+}
+
 #[test]
 fn a_missing_input_file_is_named_not_taken_for_a_project() {
     let env = Env::with_project();
