@@ -107,7 +107,8 @@ pub struct ProjectName(String);
 impl ProjectName {
     /// Validates a project name: 1 to 64 characters from letters, digits, `.`, `_` and `-`, not
     /// starting with `.` or `-`, so it can never be `..`, an absolute path, a hidden directory
-    /// such as `.memlog`, or anything with a separator or control character.
+    /// such as `.memlog`, or anything with a separator or control character; and nothing the
+    /// secret detector flags.
     ///
     /// # Errors
     /// [`Error::BadProjectName`] saying which rule failed.
@@ -143,6 +144,10 @@ impl ProjectName {
         {
             return bad("use only letters, digits, `.`, `_` and `-`");
         }
+        if !crate::policy::secret_scan::scan_text(name).is_empty() {
+            // The name becomes a directory in git and is echoed by every command.
+            return bad("it looks like a credential; name the project after what it is");
+        }
         Ok(Self(name.to_owned()))
     }
 
@@ -176,5 +181,25 @@ mod tests {
             );
         }
         assert!(ProjectName::new(&"a".repeat(65)).is_err());
+    }
+
+    #[test]
+    fn a_credential_is_no_project_name() {
+        let err = ProjectName::new("ghp_R8x2Lk9Qm4Tz7Vb1Nc6Yh3Jd5Fs0Wp2Ae8Gu");
+        assert!(
+            matches!(err, Err(Error::BadProjectName { why, .. }) if why.contains("credential")),
+            "{err:?}"
+        );
+        for name in [
+            "api-keys",
+            "token-service",
+            "my-secret-project",
+            "ghp_tools",
+        ] {
+            assert!(
+                ProjectName::new(name).is_ok(),
+                "{name:?} should be accepted"
+            );
+        }
     }
 }

@@ -3,7 +3,7 @@
 use super::{Ctx, ExitCode, Out};
 use crate::error::{Error, Result};
 use crate::policy::validate::{
-    EntryInput, Invalid, check_create, check_reason, entry_input_from_json,
+    EntryInput, Invalid, check_create, check_reason, entry_input_from_json, redact_secrets,
 };
 use crate::project::Project;
 use crate::store::session::Session;
@@ -607,14 +607,20 @@ impl Report {
         self.warnings.extend(c.store_warning);
     }
 
+    /// Records a refused update. What it echoes of the input (its operation, the target id a
+    /// not-found names) is redacted: it is printed, and kept in `.memlog/apply-log.jsonl`.
     fn skip(&mut self, index: usize, operation: Option<String>, e: Error) {
         self.skipped_count += 1;
         let full = self.skipped.len() < SKIPPED_IN_FULL;
         self.skipped.push(Skipped {
             index,
-            operation,
+            operation: operation.as_deref().map(redact_secrets),
             code: super::output::error_code(&e),
-            message: if full { e.to_string() } else { String::new() },
+            message: if full {
+                redact_secrets(&e.to_string())
+            } else {
+                String::new()
+            },
             problems: match &e {
                 Error::Invalid(inv) if full => inv.problems.clone(),
                 _ => Vec::new(),
@@ -836,7 +842,7 @@ fn log_skipped(ctx: &Ctx, project: &Project, skipped: &[Skipped]) -> Result<()> 
         return Ok(());
     }
     project.ensure_state_dir()?;
-    let actor = ctx.actor().unwrap_or_default();
+    let actor = redact_secrets(&ctx.actor().unwrap_or_default());
     let mut bytes = Vec::new();
     for s in skipped {
         let line = json!({"at": ctx.now(), "actor": actor, "index": s.index, "operation": s.operation, "code": s.code, "message": s.message});

@@ -4,7 +4,7 @@ use super::apply::{Sink, Updates, apply_one, project_and_file};
 use super::output::{constraint_code, error_code, safe};
 use super::{Ctx, ExitCode, Out};
 use crate::error::{Error, Result};
-use crate::policy::validate::Problem;
+use crate::policy::validate::{Problem, redact_secrets};
 use crate::project::Project;
 use crate::workspace::{ProjectName, Workspace};
 use crate::writer::Batch;
@@ -61,13 +61,13 @@ fn errors_of(e: &Error) -> Vec<ErrorItem> {
             code: error_code(e),
             field: "target_id".into(),
             constraint: "exists",
-            message: e.to_string(),
+            message: redact_secrets(&e.to_string()),
         }],
         other => vec![ErrorItem {
             code: error_code(other),
             field: "update".into(),
             constraint: "policy",
-            message: other.to_string(),
+            message: redact_secrets(&other.to_string()),
         }],
     }
 }
@@ -124,7 +124,7 @@ pub fn validate(ctx: &Ctx, args: ValidateArgs, out: &mut Out) -> Result<ExitCode
                     .ok()
                     .and_then(|u| u.get("operation"))
                     .and_then(Value::as_str)
-                    .map(str::to_owned);
+                    .map(redact_secrets);
                 let result = item.and_then(|update| {
                     let mut sink = match batch.as_mut() {
                         Some(b) => Sink::Batch(b),

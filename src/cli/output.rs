@@ -350,7 +350,7 @@ pub fn error_body(e: &Error) -> (i32, Value) {
     let (code, name, mut details) = classify(e);
     // Errors quote their input (an id, a value, a path); never echo a credential.
     let message = crate::policy::validate::redact_secrets(&e.to_string());
-    redact_strings(&mut details);
+    crate::policy::validate::redact_secrets_in(&mut details);
     (
         code as i32,
         json!({"success": false, "error": {"code": name, "message": message, "details": details}}),
@@ -385,15 +385,6 @@ pub fn report_error_after(e: &Error, json_mode: bool, partial: Option<Value>) ->
         let _ = writeln!(std::io::stderr(), "error: {}", safe(message));
     }
     code
-}
-
-fn redact_strings(v: &mut Value) {
-    match v {
-        Value::String(s) => *s = crate::policy::validate::redact_secrets(s),
-        Value::Array(items) => items.iter_mut().for_each(redact_strings),
-        Value::Object(map) => map.values_mut().for_each(redact_strings),
-        _ => {}
-    }
 }
 
 /// Prints a usage error from clap (help and version go to stdout with exit 0).

@@ -511,7 +511,7 @@ pub fn log_query(
         slow,
     };
     let state = project.state_dir();
-    match query_log::append(&state, &entry) {
+    match query_log::append(&state, entry) {
         Ok(size) if size > query_log::FOLD_BYTES => {
             if let Err(e) = crate::analytics::query_patterns::fold_if_large(&state) {
                 warn(&format!("could not fold the query log: {e}"));
@@ -551,7 +551,7 @@ pub fn run(ctx: &Ctx, args: QueryArgs, out: &mut Out) -> Result<ExitCode> {
     print_hits(out, &answer.hits, args.summary_only, args.explain);
     record_accesses(ctx, &read, &answer.hits, "query");
     if ctx.global.debug {
-        warn_debug(&answer, elapsed);
+        warn_debug(&answer, args.text.as_deref().unwrap_or_default(), elapsed);
     }
     let mut filters = serde_json::to_value(&args.filters).unwrap_or(Value::Null);
     if let (Value::Object(m), Some(t)) = (&mut filters, &args.text) {
@@ -569,11 +569,18 @@ pub fn run(ctx: &Ctx, args: QueryArgs, out: &mut Out) -> Result<ExitCode> {
     Ok(ExitCode::Ok)
 }
 
-fn warn_debug(answer: &Answer, elapsed: std::time::Duration) {
+/// The query's words are searched lowercased and split (`ghp`, then the rest of a token): a
+/// word taken from a credential in `text` is shown as `[redacted]`.
+fn warn_debug(answer: &Answer, text: &str, elapsed: std::time::Duration) {
+    let secrets: Vec<String> = crate::policy::secret_scan::scan_text(text)
+        .iter()
+        .map(|f| text[f.start..f.end].to_lowercase())
+        .collect();
     let terms: Vec<String> = answer
         .terms
         .iter()
         .map(|t| match &t.corrected_to {
+            _ if secrets.iter().any(|s| s.contains(&t.word)) => "[redacted]".to_owned(),
             Some(c) => format!("{}->{} (df {})", t.word, c, t.df),
             None => format!("{}:{} (df {})", t.word, t.term, t.df),
         })

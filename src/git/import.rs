@@ -137,17 +137,20 @@ pub struct Report {
     pub rejected: Vec<Outcome>,
 }
 
+/// What the input said is echoed redacted: a record's id, an event's entry or a file name is
+/// anything the input holds, and the report is printed.
 fn outcome(
     source: &str,
     record: Option<&str>,
     entry: Option<&str>,
     reason: Option<String>,
 ) -> Outcome {
+    use crate::policy::validate::redact_secrets;
     Outcome {
-        source: source.to_owned(),
-        record: record.map(str::to_owned),
-        entry: entry.map(str::to_owned),
-        reason,
+        source: redact_secrets(source),
+        record: record.map(redact_secrets),
+        entry: entry.map(redact_secrets),
+        reason: reason.as_deref().map(redact_secrets),
     }
 }
 

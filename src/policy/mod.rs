@@ -361,7 +361,8 @@ impl Policy {
 }
 
 /// Appends secret detections to the project's local security log (`.memlog/security.jsonl`):
-/// time, actor, operation, field and rule. Never the value.
+/// time, actor, operation, field and rule. Never the value: the actor and the field are
+/// redacted, for the detection may be in the actor itself or in a key submitted.
 ///
 /// # Errors
 /// When the log cannot be written.
@@ -376,10 +377,12 @@ pub fn log_detections(
         return Ok(());
     }
     project.ensure_state_dir()?;
+    let actor = validate::redact_secrets(actor);
     let mut bytes = Vec::new();
     for d in detections {
         let line = serde_json::json!({
-            "at": at, "actor": actor, "operation": operation, "field": d.field, "rule": d.rule,
+            "at": at, "actor": actor, "operation": operation,
+            "field": validate::redact_secrets(&d.field), "rule": d.rule,
             "action": "rejected",
         });
         bytes.extend_from_slice(line.to_string().as_bytes());

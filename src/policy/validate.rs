@@ -53,7 +53,7 @@ impl Invalid {
     ) -> Self {
         Self {
             problems: vec![Problem {
-                field: field.into(),
+                field: redact_secrets(&field.into()),
                 constraint,
                 message: redact_secrets(&message.into()),
             }],
@@ -61,8 +61,9 @@ impl Invalid {
     }
 }
 
-/// Messages quote what was submitted (`kind` is `…`); a credential pasted into the wrong field
-/// must still never be echoed, so anything the secret detector flags is replaced.
+/// Messages quote what was submitted (`kind` is `…`), and field paths name the keys submitted
+/// (`entry.<key>`); a credential pasted into the wrong place must still never be echoed, so
+/// anything the secret detector flags is replaced.
 pub fn redact_secrets(message: &str) -> String {
     let findings = crate::policy::secret_scan::scan_text(message);
     if findings.is_empty() {
@@ -77,6 +78,16 @@ pub fn redact_secrets(message: &str) -> String {
     }
     out.push_str(&message[last..]);
     out
+}
+
+/// [`redact_secrets`] on every string of `v` (an error's details, a logged query's filters).
+pub fn redact_secrets_in(v: &mut Value) {
+    match v {
+        Value::String(s) => *s = redact_secrets(s),
+        Value::Array(items) => items.iter_mut().for_each(redact_secrets_in),
+        Value::Object(map) => map.values_mut().for_each(redact_secrets_in),
+        _ => {}
+    }
 }
 
 #[derive(Default)]
@@ -109,8 +120,8 @@ impl Checker {
             }
             return;
         }
-        let field: String = field.into();
-        // Redacted before it is cut: a cut secret is no longer recognised.
+        // Redacted before they are cut: a cut secret is no longer recognised.
+        let field: String = redact_secrets(&field.into());
         let mut message = redact_secrets(&message.into());
         if message.chars().count() > MAX_MESSAGE_CHARS {
             message = message.chars().take(MAX_MESSAGE_CHARS).collect::<String>() + "…";

@@ -32,12 +32,14 @@ pub struct QueryLogEntry {
 }
 
 /// Appends `entry` to the query log in `state_dir` and returns the log's size. Not synced: a
-/// query log line lost in a crash costs nothing, a sync on every read would.
+/// query log line lost in a crash costs nothing, a sync on every read would. A credential in
+/// the filters (a token pasted as the query text) is redacted first: the log keeps no secret.
 ///
 /// # Errors
 /// When the file cannot be written.
-pub fn append(state_dir: &Path, entry: &QueryLogEntry) -> Result<u64> {
-    let mut line = serde_json::to_vec(entry).unwrap_or_default();
+pub fn append(state_dir: &Path, mut entry: QueryLogEntry) -> Result<u64> {
+    crate::policy::validate::redact_secrets_in(&mut entry.filters);
+    let mut line = serde_json::to_vec(&entry).unwrap_or_default();
     line.push(b'\n');
     let (stamp, _unsynced) = crate::log::durable::append_unsynced(&state_dir.join(FILE), &line)?;
     Ok(stamp.size)

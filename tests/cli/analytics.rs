@@ -273,9 +273,9 @@ fn date_ranges_count_the_accesses_of_their_entries_only() {
     for _ in 0..2 {
         env.run_at("2026-11-21T00:00:00Z", &["show", &ids[0]]).ok();
     }
-    let buckets = |args: &[&str]| stats(&env, NOW, args)["statistics"]["lifecycle"]
-        ["access_frequency_distribution"]
-        .clone();
+    let buckets = |args: &[&str]| {
+        stats(&env, NOW, args)["statistics"]["lifecycle"]["access_frequency_distribution"].clone()
+    };
     let all = buckets(&[]);
     assert_eq!(all["1-4"], 1, "{all}");
     assert_eq!(all["0"], 4, "{all}");

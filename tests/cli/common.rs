@@ -262,3 +262,43 @@ pub fn git(env: &Env, args: &[&str]) -> String {
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
+
+/// Asserts that `secret` is in none of `runs`' output and nowhere under the workspace: not in
+/// a file (the log, the store, the local logs of `.memlog/`) nor in a file's name. A detected
+/// credential is never printed nor stored.
+#[track_caller]
+pub fn assert_nowhere(env: &Env, runs: &[&Run], secret: &str) {
+    for r in runs {
+        assert!(
+            !r.stdout.contains(secret) && !r.stderr.contains(secret),
+            "printed: {}{}",
+            r.stdout,
+            r.stderr
+        );
+    }
+    let mut dirs = vec![env.root().to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for item in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+            let path = item.unwrap_or_else(|e| panic!("{e}")).path();
+            assert!(
+                !path.to_string_lossy().contains(secret),
+                "named: {}",
+                path.display()
+            );
+            if path.is_dir() {
+                dirs.push(path);
+            } else {
+                let bytes = std::fs::read(&path).unwrap_or_default();
+                assert!(
+                    !bytes.windows(secret.len()).any(|w| w == secret.as_bytes()),
+                    "stored in {}: {}",
+                    path.display(),
+                    String::from_utf8_lossy(&bytes)
+                        .chars()
+                        .take(2000)
+                        .collect::<String>()
+                );
+            }
+        }
+    }
+}

@@ -411,12 +411,18 @@ fn a_log_that_lost_events_says_so() {
     assert_eq!(r.json().as_array().map(Vec::len), Some(1));
     let warnings = r.warnings();
     assert!(
-        warnings.iter().any(|w| w.contains("2 event(s) that the store had applied are no longer in the log")),
+        warnings
+            .iter()
+            .any(|w| w.contains("2 event(s) that the store had applied are no longer in the log")),
         "{warnings:?}"
     );
     std::fs::write(env.log(), "").unwrap_or_else(|e| panic!("{e}"));
     let r = env.run(&["list"]).ok();
-    assert!(r.stderr.contains("1 event(s) that the store had applied"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("1 event(s) that the store had applied"),
+        "{}",
+        r.stderr
+    );
     // Said once: the store follows the log from then on.
     let r = env.run(&["list"]).ok();
     assert!(!r.stderr.contains("no longer in the log"), "{}", r.stderr);

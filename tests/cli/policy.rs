@@ -435,6 +435,186 @@ fn errors_never_echo_a_credential() {
     }
 }
 
+/// An obviously fake GitHub token of the real format.
+const LEAK_TOKEN: &str = "ghp_R8x2Lk9Qm4Tz7Vb1Nc6Yh3Jd5Fs0Wp2Ae8Gu";
+
+/// A credential where a key, an operation or a target id is expected: `apply` and `validate`
+/// still say what is wrong and where, with the credential redacted in their output and in
+/// `.memlog/apply-log.jsonl`.
+#[test]
+fn apply_and_validate_redact_the_input_they_echo() {
+    let env = Env::with_project();
+    let t = LEAK_TOKEN;
+    let input = format!(
+        "{{\"operation\":\"create\",\"{t}\":1}}\n\
+         {{\"operation\":\"create\",\"entry\":{{\"{t}\":1,\"evidence\":[{{\"{t}\":1}}]}}}}\n\
+         {{\"operation\":\"{t}\"}}\n\
+         {{\"operation\":\"deprecate\",\"target_id\":\"{t}\"}}\n"
+    );
+    let applied = run_stdin(&env, &["apply", "--json", "-"], input.as_bytes());
+    let report = applied.json();
+    let skipped = &report["skipped"];
+    let codes: Vec<&str> = (0..4)
+        .map(|i| skipped[i]["code"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(
+        codes,
+        [
+            "VALIDATION_ERROR",
+            "VALIDATION_ERROR",
+            "VALIDATION_ERROR",
+            "NOT_FOUND"
+        ],
+        "{report}"
+    );
+    let fields: Vec<&str> = skipped[1]["problems"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| p["field"].as_str())
+        .collect();
+    assert_eq!(
+        fields,
+        ["entry.evidence[0].[redacted]", "entry.[redacted]"],
+        "{report}"
+    );
+    assert_eq!(skipped[2]["operation"], "[redacted]", "{report}");
+    assert_eq!(
+        skipped[3]["message"], "no entry matches `[redacted]` in project `demo`",
+        "{report}"
+    );
+    let text = run_stdin(&env, &["apply", "-"], input.as_bytes());
+    assert!(
+        text.stderr.contains("no entry matches `[redacted]`"),
+        "{}",
+        text.stderr
+    );
+    let single = run_stdin(
+        &env,
+        &["apply", "--json", "-"],
+        format!("{{\"operation\":\"{t}\"}}").as_bytes(),
+    );
+    assert_eq!(single.code, 3, "{}", single.stdout);
+    let checked = run_stdin(&env, &["validate", "-"], input.as_bytes());
+    assert!(
+        checked.stdout.contains("update 3 ([redacted]): invalid")
+            && checked.stdout.contains("no entry matches `[redacted]`"),
+        "{}",
+        checked.stdout
+    );
+    let checked_json = run_stdin(&env, &["validate", "--json", "-"], input.as_bytes());
+    assert_eq!(checked_json.json()[2]["operation"], "[redacted]");
+    let apply_log =
+        std::fs::read_to_string(env.root().join("ai-memory/demo/.memlog/apply-log.jsonl"))
+            .unwrap_or_default();
+    assert!(apply_log.contains("[redacted]"), "{apply_log}");
+    crate::common::assert_nowhere(
+        &env,
+        &[&applied, &text, &single, &checked, &checked_json],
+        t,
+    );
+}
+
+/// `import` reports each record by its id; a credential as the id is redacted there.
+#[test]
+fn import_redacts_the_record_ids_it_reports() {
+    let env = Env::with_project();
+    let record = json!({"id": format!("m-{LEAK_TOKEN}"), "section": "learnings",
+        "kind": "other", "subject": "a", "scope": "repo", "summary": "s", "content": "c",
+        "confidence": 0.9, "evidence": [{"type": "doc", "uri": "a.md", "note": "n"}]});
+    let line = format!("{record}\n");
+    let first = run_stdin(&env, &["import", "demo", "-", "--json"], line.as_bytes());
+    assert_eq!(first.code, 0, "{}{}", first.stdout, first.stderr);
+    let report = first.json();
+    assert_eq!(report["imported"][0]["record"], "m-[redacted]", "{report}");
+    // Again: the record's entry is already there, and the report says so in text.
+    let again = run_stdin(&env, &["import", "demo", "-"], line.as_bytes());
+    assert_eq!(again.code, 0, "{}{}", again.stdout, again.stderr);
+    crate::common::assert_nowhere(&env, &[&first, &again], LEAK_TOKEN);
+}
+
+/// A credential given as the actor is refused, and the security log records the detection
+/// without it (as it does every detection), as does the log of skipped updates.
+#[test]
+fn a_credential_as_actor_is_kept_in_no_log() {
+    let env = Env::with_project();
+    let mut args = vec!["--actor", LEAK_TOKEN];
+    args.extend(add_args("s", "c", "doc:docs/a.md:n"));
+    let added = env.run(&args);
+    assert_eq!(added.code, 3, "{}", added.stderr);
+    let update = json!({"operation": "create", "entry": {"section": "learnings",
+        "kind": "other", "subject": "a", "scope": "repo", "summary": "s", "content": "c",
+        "confidence": 0.9, "evidence": [{"type": "doc", "uri": "a.md", "note": "n"}]}});
+    let lines = format!("{update}\n{update}\n");
+    let applied = run_stdin(
+        &env,
+        &["--actor", LEAK_TOKEN, "apply", "-"],
+        lines.as_bytes(),
+    );
+    assert_eq!(applied.code, 3, "{}", applied.stderr);
+    let security =
+        std::fs::read_to_string(env.root().join("ai-memory/demo/.memlog/security.jsonl"))
+            .unwrap_or_default();
+    let records: Vec<Value> = security
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    assert!(!records.is_empty(), "the detection is logged");
+    assert!(
+        records.iter().all(|r| r["actor"] == "[redacted]"
+            && r["field"] == "actor"
+            && r["rule"] == "github-token"),
+        "{security}"
+    );
+    crate::common::assert_nowhere(&env, &[&added, &applied], LEAK_TOKEN);
+}
+
+/// The query log keeps every query's filters, with a credential in them redacted; `--debug`
+/// does not show the words searched for it either (the index lowercases and splits them).
+#[test]
+fn logged_queries_redact_a_credential() {
+    let env = Env::with_project();
+    env.add("auth", "Sessions expire after 30 minutes");
+    let text = format!("sessions {LEAK_TOKEN}");
+    let runs = [
+        env.run(&["query", &text]).ok(),
+        env.run(&["--debug", "query", &text]).ok(),
+        env.run(&["query", "--subject", LEAK_TOKEN]).ok(),
+    ];
+    let body = LEAK_TOKEN["ghp_".len()..].to_lowercase();
+    assert!(!runs[1].stderr.contains(&body), "{}", runs[1].stderr);
+    assert!(runs[1].stderr.contains("session"), "{}", runs[1].stderr);
+    let log = std::fs::read_to_string(env.root().join("ai-memory/demo/.memlog/queries.jsonl"))
+        .unwrap_or_default();
+    assert_eq!(log.matches("\"sessions [redacted]\"").count(), 2, "{log}");
+    assert!(log.contains("\"subject\":\"[redacted]\""), "{log}");
+    crate::common::assert_nowhere(&env, &runs.iter().collect::<Vec<_>>(), LEAK_TOKEN);
+}
+
+/// A credential as the project name would be a directory in git and in every message: refused.
+#[test]
+fn a_credential_is_no_project_name() {
+    let env = Env::with_project();
+    let update = r#"{"operation":"deprecate","target_id":"m-x"}"#;
+    let runs = [
+        env.run(&["init", LEAK_TOKEN]),
+        env.run(&["--json", "init", LEAK_TOKEN]),
+        run_stdin(&env, &["apply", LEAK_TOKEN, "-"], update.as_bytes()),
+        env.run(&["query", "--project", LEAK_TOKEN, "x"]),
+    ];
+    for r in &runs {
+        assert_eq!(r.code, 3, "{}{}", r.stdout, r.stderr);
+        assert!(
+            r.stderr.contains("looks like a credential")
+                || r.stdout.contains("looks like a credential"),
+            "{}{}",
+            r.stdout,
+            r.stderr
+        );
+    }
+    crate::common::assert_nowhere(&env, &runs.iter().collect::<Vec<_>>(), LEAK_TOKEN);
+}
+
 #[test]
 fn a_missing_input_file_is_named_not_taken_for_a_project() {
     let env = Env::with_project();

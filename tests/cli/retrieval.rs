@@ -454,10 +454,17 @@ fn list_finds_the_few_entries_a_selective_filter_keeps() {
 #[test]
 fn context_names_a_missing_task_file() {
     let env = Env::with_project();
-    for args in [vec!["context", "nosuch.json"], vec!["context", "demo", "nosuch.json"]] {
+    for args in [
+        vec!["context", "nosuch.json"],
+        vec!["context", "demo", "nosuch.json"],
+    ] {
         let r = context(&env, &args, "{\"goal\": \"x\"}");
         assert_eq!(r.code, 2, "{args:?}: {}{}", r.stdout, r.stderr);
-        assert!(r.stderr.contains("cannot read `nosuch.json`"), "{}", r.stderr);
+        assert!(
+            r.stderr.contains("cannot read `nosuch.json`"),
+            "{}",
+            r.stderr
+        );
     }
     // A project name alone still reads the task from standard input.
     let r = context(&env, &["context", "demo"], "{\"goal\": \"x\"}").ok();
