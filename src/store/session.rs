@@ -296,10 +296,20 @@ pub fn repair_tail_locked(project: &Project) -> Result<Option<QuarantineNote>> {
 /// Removes what an interrupted rebuild left behind. The caller holds the store lock.
 fn remove_leftovers(project: &Project) {
     let dir = project.store_dir();
-    for leftover in [
-        dir.with_extension("building"),
-        dir.with_extension("retired"),
-    ] {
+    let mut leftovers = vec![dir.with_extension("building")];
+    // `store.retired`, and the `store.retired-…` of rebuilds that could not remove it.
+    if let (Some(parent), Some(name)) = (dir.parent(), dir.file_name())
+        && let Ok(entries) = std::fs::read_dir(parent)
+    {
+        let prefix = format!("{}.retired", name.to_string_lossy());
+        leftovers.extend(
+            entries
+                .flatten()
+                .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+                .map(|e| e.path()),
+        );
+    }
+    for leftover in leftovers {
         if leftover.exists() {
             // Best effort: a leftover that cannot be removed now is tried again next time.
             let _ = fs_err::remove_dir_all(&leftover);
@@ -666,9 +676,15 @@ impl Session {
     fn replace_store(&mut self, staging: &std::path::Path) -> Result<()> {
         let dir = self.project.store_dir();
         drop(self.store.take());
-        let retired = dir.with_extension("retired");
-        if retired.exists() {
-            fs_err::remove_dir_all(&retired)?;
+        let mut retired = dir.with_extension("retired");
+        if retired.exists() && fs_err::remove_dir_all(&retired).is_err() {
+            // An old store that cannot be removed (its permissions were changed by hand) must
+            // not block every later rebuild: this one retires under a name of its own, and the
+            // next session tries to remove both again.
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos());
+            retired = dir.with_extension(format!("retired-{}-{nanos}", std::process::id()));
         }
         if dir.exists() {
             fs_err::rename(&dir, &retired)?;

@@ -182,8 +182,12 @@ fn a_broken_store_is_rebuilt_and_leftovers_are_removed() {
     env.run(&["rebuild"]).ok();
     std::fs::create_dir_all(state.join("store.building/x")).unwrap_or_else(|e| panic!("{e}"));
     std::fs::create_dir_all(state.join("store.retired/y")).unwrap_or_else(|e| panic!("{e}"));
+    // What a rebuild leaves when it could not remove the `store.retired` before it.
+    std::fs::create_dir_all(state.join("store.retired-7-1700000000/z"))
+        .unwrap_or_else(|e| panic!("{e}"));
     env.run(&["list"]).ok();
     assert!(!state.join("store.building").exists() && !state.join("store.retired").exists());
+    assert!(!state.join("store.retired-7-1700000000").exists());
     // Deleting the whole local state while nothing runs is not an error either.
     std::fs::remove_dir_all(&state).unwrap_or_else(|e| panic!("{e}"));
     env.add("c", "third");
