@@ -12,9 +12,12 @@ pub(super) struct Id {
 }
 
 impl Id {
+    /// The longest id held.
+    pub(super) const MAX_LEN: usize = 28;
+
     /// `None` for a key that cannot be an entry id.
     pub(super) fn new(id: &[u8]) -> Option<Self> {
-        let mut bytes = [0; 28];
+        let mut bytes = [0; Self::MAX_LEN];
         bytes.get_mut(..id.len())?.copy_from_slice(id);
         Some(Self {
             len: u8::try_from(id.len()).ok()?,

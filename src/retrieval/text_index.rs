@@ -190,6 +190,44 @@ pub fn for_each_in_base(
     Some(())
 }
 
+/// The offset of each position of a chunk of the base table, in order, in `out`; `None` when
+/// the bytes are not such a chunk or an id is longer than `max_id` (the features are decoded only
+/// by [`base_at`], for the positions asked for).
+pub fn base_offsets(chunk: &[u8], max_id: usize, out: &mut Vec<u32>) -> Option<()> {
+    let mut at = 0usize;
+    while let Some(&len) = chunk.get(at) {
+        let len = usize::from(len);
+        if len > max_id {
+            return None;
+        }
+        out.push(u32::try_from(at).ok()?);
+        let has = *chunk.get(at + 1 + len)?;
+        at += 2 + len;
+        match has {
+            0 => {}
+            1 => {
+                chunk.get(at..at + DocFeatures::SIZE)?;
+                at += DocFeatures::SIZE;
+            }
+            _ => return None,
+        }
+    }
+    Some(())
+}
+
+/// The id and features of the position at `offset` of a chunk (see [`base_offsets`]); the
+/// features `None` for an entry without; `None` when they do not decode.
+pub fn base_at(chunk: &[u8], offset: usize) -> Option<(&[u8], Option<DocFeatures>)> {
+    let len = usize::from(*chunk.get(offset)?);
+    let id = chunk.get(offset + 1..offset + 1 + len)?;
+    let rest = chunk.get(offset + 1 + len..)?;
+    match rest.split_first()? {
+        (0, _) => Some((id, None)),
+        (1, f) => Some((id, Some(DocFeatures::decode(f.get(..DocFeatures::SIZE)?)?))),
+        _ => None,
+    }
+}
+
 /// Writes a number in 7-bit groups, low first, the high bit set on all but the last.
 fn push_varint(out: &mut Vec<u8>, mut n: u32) {
     while n >= 0x80 {
@@ -492,6 +530,25 @@ mod tests {
         );
         // A cut chunk is not a chunk.
         assert!(for_each_in_base(&chunk[..20], |_, _| ()).is_none());
+        // Read by offsets, position by position, it holds the same.
+        let mut offsets = Vec::new();
+        assert!(base_offsets(&chunk, 28, &mut offsets).is_some());
+        let by_offset: Vec<_> = offsets
+            .iter()
+            .filter_map(|o| base_at(&chunk, *o as usize))
+            .map(|(id, f)| (String::from_utf8_lossy(id).into_owned(), f))
+            .collect();
+        assert_eq!(by_offset, seen);
+        for cut in 1..chunk.len() {
+            let mut out = Vec::new();
+            assert_eq!(
+                base_offsets(&chunk[..cut], 28, &mut out).is_some(),
+                for_each_in_base(&chunk[..cut], |_, _| ()).is_some(),
+                "cut at {cut}"
+            );
+        }
+        // An id longer than the reader holds makes the chunk unreadable.
+        assert!(base_offsets(&chunk, 12, &mut Vec::new()).is_none());
     }
 
     proptest::proptest! {

@@ -1812,6 +1812,15 @@ impl Store {
     ///
     /// # Errors
     /// When the store cannot be read.
+    /// The value of an index record, held as the store returned it (no copy).
+    ///
+    /// # Errors
+    /// When the store cannot be read.
+    pub fn index_value(&self, key: &[u8]) -> Result<Option<fjall::Slice>> {
+        let full = [INDEX, key].concat();
+        self.ks[K_PROJ].get(&full).map_err(|e| self.err(e))
+    }
+
     pub fn with_index_value<R>(
         &self,
         key: &[u8],
