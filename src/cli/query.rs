@@ -324,17 +324,7 @@ pub fn hit_json(h: &Hit, summary_only: bool, explain: bool) -> Value {
     m.insert("project".into(), h.project.clone().into());
     m.insert("global".into(), h.global.into());
     m.insert("score".into(), round(h.components.score).into());
-    m.insert(
-        "annotations".into(),
-        Value::Array(
-            h.rules
-                .iter()
-                .map(|r| r.annotation().into())
-                .chain(h.global.then(|| "global".into()))
-                .chain(h.related_to.as_ref().map(|_| "related".into()))
-                .collect(),
-        ),
-    );
+    m.insert("annotations".into(), h.annotations().into());
     if let Some(r) = &h.related_to {
         m.insert("related_to".into(), r.clone().into());
     }
@@ -452,13 +442,7 @@ pub fn print_hits(out: &mut Out, hits: &[Hit], summary_only: bool, explain: bool
     ));
     for h in hits {
         let e = &h.entry;
-        let mut notes: Vec<&str> = h.rules.iter().map(Rule::annotation).collect();
-        if h.global {
-            notes.push("global");
-        }
-        if h.related_to.is_some() {
-            notes.push("related");
-        }
+        let notes = h.annotations();
         let notes = if notes.is_empty() {
             String::new()
         } else {

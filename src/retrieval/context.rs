@@ -47,14 +47,6 @@ pub fn context_entry(h: &super::search::Hit) -> Value {
     let mut map = projections::entry_json::to_flat_map(&h.entry);
     map.remove("content");
     map.insert("global".into(), Value::Bool(h.global));
-    map.insert(
-        "annotations".into(),
-        Value::Array(
-            h.rules
-                .iter()
-                .map(|r| Value::String(r.annotation().into()))
-                .collect(),
-        ),
-    );
+    map.insert("annotations".into(), h.annotations().into());
     Value::Object(map)
 }

@@ -68,6 +68,20 @@ pub struct Hit {
     pub related_to: Option<String>,
 }
 
+impl Hit {
+    /// The notes shown with the entry, in every output alike: the rules that demoted or
+    /// annotated it, then `global` (from `ai-memory/global/`) and `related` (added by
+    /// `--include-related`).
+    pub fn annotations(&self) -> Vec<&'static str> {
+        self.rules
+            .iter()
+            .map(Rule::annotation)
+            .chain(self.global.then_some("global"))
+            .chain(self.related_to.as_ref().map(|_| "related"))
+            .collect()
+    }
+}
+
 /// How one word of the query was searched.
 #[derive(Debug, Clone, Serialize)]
 pub struct TermReport {

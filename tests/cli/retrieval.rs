@@ -316,7 +316,7 @@ fn context(env: &Env, args: &[&str], task: &str) -> crate::common::Run {
 
 #[test]
 fn context_fills_memory_context_or_leaves_the_task_alone() {
-    let (env, ids, _) = fixture();
+    let (env, ids, global) = fixture();
     let disabled = "{\"goal\": \"deploy\",  \"memory_enabled\": false}";
     let r = context(&env, &["context", "demo", "-"], disabled).ok();
     assert_eq!(r.stdout.trim_end(), disabled);
@@ -344,6 +344,13 @@ fn context_fills_memory_context_or_leaves_the_task_alone() {
             .all(|e| e.get("content").is_none() && e["status"] == "active")
     );
     assert!(!ids_of(&ctx).contains(&ids[2]), "out of scope");
+    // Global entries are marked as in a query's answer.
+    let global_entry = list
+        .iter()
+        .find(|e| e["id"] == global[0].as_str())
+        .cloned()
+        .unwrap_or(Value::Null);
+    assert_eq!(global_entry["annotations"], json!(["global"]), "{ctx}");
 
     for budget in [0, 20, 60, 120, 200, 400, 1200] {
         let r = context(
