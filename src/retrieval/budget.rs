@@ -121,6 +121,17 @@ pub fn render_entry(n: usize, h: &Hit) -> String {
     if let Some(to) = &f.valid_to {
         text.push_str(&format!("; valid until {}", date(to)));
     }
+    // What the kind of memory needs besides its summary: a procedure its ordered steps, an
+    // experience its outcome and where it happened (the date and agent are on the line above).
+    if f.kind == projections::Kind::RunbookStep {
+        text.push_str(&format!("\n   steps: {}", one_line(&f.content, 400)));
+    } else if f.kind == projections::Kind::Incident {
+        text.push_str(&format!(
+            "\n   outcome: {}; project {}",
+            one_line(&f.content, 300),
+            one_line(&h.project, 64)
+        ));
+    }
     if !notes.is_empty() {
         text.push_str(&format!("\n   note: {}", notes.join("; ")));
     }
@@ -146,7 +157,7 @@ fn one_line(s: &str, max: usize) -> String {
 /// entries it holds.
 pub fn render(project: &str, hits: &[Hit], budget: usize) -> (String, usize) {
     let header = format!(
-        "## Memory for project {}\nPrior knowledge recorded by agents, most relevant first. Run `memlog show <id>` for an entry's full content.\n\n",
+        "## Memory for project {}\nPrior knowledge recorded by agents, most confident first. Run `memlog show <id>` for an entry's full content.\n\n",
         one_line(project, 64)
     );
     let omitted = |k: usize| {

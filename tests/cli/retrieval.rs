@@ -477,3 +477,43 @@ fn context_names_a_missing_task_file() {
     let r = context(&env, &["context", "demo"], "{\"goal\": \"x\"}").ok();
     assert!(r.stdout.contains("\"goal\""), "{}", r.stdout);
 }
+
+/// The prompt gives a procedure its ordered steps and an experience its outcome and project
+/// (requirements 8.3 and 8.4 of the retrieval-context document); other entries their summary.
+#[test]
+fn the_prompt_carries_steps_and_outcomes() {
+    let env = Env::with_project();
+    env.run(&crate::common::add_args(
+        ("learnings", "runbook_step"),
+        "payments.deploy",
+        "Deploy payments safely",
+        "1. Stop the consumers. 2. Wait for the queue to drain. 3. Deploy.",
+        "0.9",
+        "doc:docs/runbook.md:the runbook",
+    ))
+    .ok();
+    env.run(&crate::common::add_args(
+        ("observations", "incident"),
+        "payments.outage",
+        "Payments deploy caused an outage",
+        "Rolled back within five minutes; no payment was lost.",
+        "0.9",
+        "log:logs/incident.log:timeline",
+    ))
+    .ok();
+    let task = r#"{"goal":"deploy payments","memory_enabled":true}"#;
+    let r = context(&env, &["context", "demo", "-", "--format", "prompt"], task).ok();
+    assert!(
+        r.stdout
+            .contains("steps: 1. Stop the consumers. 2. Wait for the queue to drain. 3. Deploy."),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains(
+            "outcome: Rolled back within five minutes; no payment was lost.; project demo"
+        ),
+        "{}",
+        r.stdout
+    );
+}
