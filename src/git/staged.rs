@@ -118,10 +118,22 @@ fn scan_event_line(path: &str, line_no: usize, line: &str) -> Vec<StagedFinding>
             })
             .collect();
     };
+    // Every member but the ids and hashes an event is made of, and every key: a line may look
+    // like an event and still carry text anywhere (an edit by hand, another tool's import).
     let mut strings = Vec::new();
-    for key in ["actor", "data"] {
-        if let Some(v) = map.get(key) {
-            collect_strings(key.to_owned(), v, &mut strings);
+    for (key, v) in &map {
+        use projections::event::{is_entry_id, is_event_id};
+        let hash_like = match key.as_str() {
+            "id" | "purged_by" => v.as_str().is_some_and(is_event_id),
+            "entry" => v.as_str().is_some_and(is_entry_id),
+            "parents" => v
+                .as_array()
+                .is_some_and(|a| a.iter().all(|p| p.as_str().is_some_and(is_event_id))),
+            _ => false,
+        };
+        strings.push(("a top-level key".to_owned(), key.clone()));
+        if !hash_like {
+            collect_strings(key.clone(), v, &mut strings);
         }
     }
     let mut out = Vec::new();
@@ -136,7 +148,8 @@ fn scan_event_line(path: &str, line_no: usize, line: &str) -> Vec<StagedFinding>
             path: path.to_owned(),
             line: line_no,
             column: f.column,
-            field: Some(field.clone()),
+            // A path through a key that is itself a credential must not show it.
+            field: Some(crate::policy::validate::redact_secrets(&field)),
             rule: f.rule,
             description: f.description,
         }));
@@ -154,6 +167,7 @@ fn collect_strings(at: String, v: &Value, out: &mut Vec<(String, String)>) {
         }
         Value::Object(map) => {
             for (k, item) in map {
+                out.push((format!("a key of {at}"), k.clone()));
                 collect_strings(format!("{at}.{k}"), item, out);
             }
         }

@@ -139,6 +139,20 @@ fn install_is_idempotent_keeps_a_user_hook_and_uninstall_undoes_it() {
         "{out}"
     );
     assert!(!out.contains(FAKE_TOKEN), "{out}");
+    // So is one in a line of JSON that is no event, wherever it is: a member, or a key.
+    for line in [
+        format!(r#"{{"note":"{FAKE_TOKEN}"}}"#),
+        format!(r#"{{"type":"create","extra":"{FAKE_TOKEN}"}}"#),
+        format!(r#"{{"{FAKE_TOKEN}":1}}"#),
+        format!(r#"{{"data":{{"{FAKE_TOKEN}":{{"x":1}}}}}}"#),
+    ] {
+        std::fs::write(env.log(), format!("{before}{line}\n")).unwrap_or_else(|e| panic!("{e}"));
+        git(&env, &["add", "-A"]);
+        let (code, out) = git_try(&env, &["commit", "-qm", "hand edit"]);
+        assert_ne!(code, 0, "{line}: {out}");
+        assert!(out.contains("github-token"), "{out}");
+        assert!(!out.contains(FAKE_TOKEN), "{out}");
+    }
     std::fs::write(env.log(), &before).unwrap_or_else(|e| panic!("{e}"));
     git(&env, &["add", "-A"]);
 
