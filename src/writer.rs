@@ -181,7 +181,14 @@ fn precondition(change: &Change, state: &EntryState) -> Result<()> {
         Change::Resolve { .. } | Change::ResolveWinner { .. } if !state.in_conflict() => refuse(
             format!("{} has no conflict to resolve (one head)", state.id),
         ),
-        Change::Purge { .. } if state.purged => refuse(format!("{} is already purged", state.id)),
+        Change::Purge { redacted, .. } if state.purged && redacted.is_empty() => refuse(format!(
+            "{} is already purged, and every event that carried its content is covered",
+            state.id
+        )),
+        // Content of it written beside the purge came back with a merge: this purge covers it.
+        Change::Purge { .. } if state.purged => Ok(()),
+        // A conflict left by a write beside the purge is cleared without changing anything.
+        Change::Resolve { set, .. } if state.purged && set.is_empty() => Ok(()),
         Change::Pin { .. } if state.pinned => refuse(format!("{} is already pinned", state.id)),
         Change::Unpin { .. } if !state.pinned => refuse(format!("{} is not pinned", state.id)),
         _ if state.purged => refuse(format!(
@@ -857,6 +864,11 @@ fn gate(
         ),
         Change::Update { set, .. } | Change::Resolve { set, .. } => match state {
             None => (crate::policy::Verdict::default(), "update"),
+            // Clearing the conflict of a purged entry changes no field: there is no content
+            // left to check.
+            Some(state) if state.purged && set.is_empty() => {
+                (crate::policy::Verdict::default(), "resolve")
+            }
             Some(state) => {
                 let (fields, status) = projections::fold::apply_set(state, set)
                     .map_err(|m| Error::Invalid(Invalid::one("set", "type", m)))?;

@@ -89,6 +89,17 @@ pub fn list(
 
 /// Both sides of the conflict of `state`, from the entry's events.
 pub fn describe(state: &EntryState, events: &[Event]) -> Conflict {
+    // A purged entry's sides are shown without its content, whatever event still carries it.
+    let redacted: Vec<Event>;
+    let events = if state.purged {
+        redacted = events
+            .iter()
+            .map(|e| projections::tombstone::redact(e, &state.id).unwrap_or_else(|| e.clone()))
+            .collect();
+        &redacted[..]
+    } else {
+        events
+    };
     let by_id: BTreeMap<&str, &Event> = events.iter().map(|e| (e.id.as_str(), e)).collect();
     let ancestry: Vec<BTreeSet<&str>> = state.heads.iter().map(|h| ancestors(h, &by_id)).collect();
     let shared: BTreeSet<&str> = ancestry

@@ -31,6 +31,32 @@ pub fn redactions(store: &Store, entry: &str) -> Result<BTreeMap<String, String>
     Ok(out)
 }
 
+/// [`redactions`] of the events that no purge of `entry` covers yet: content written beside
+/// the purge on another branch, which a merge brought in. A purge of an already purged entry
+/// covers them, so that `gc` can remove them too.
+///
+/// # Errors
+/// As [`redactions`].
+pub fn uncovered(store: &Store, entry: &str) -> Result<BTreeMap<String, String>> {
+    let events = store.entry_events(entry)?;
+    let covered: HashSet<&str> = events
+        .iter()
+        .filter(|e| e.entry == entry)
+        .filter_map(|e| match &e.data {
+            EventData::Purge { redacted, .. } => Some(redacted.keys().map(String::as_str)),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    let mut out = BTreeMap::new();
+    for e in events.iter().filter(|e| !covered.contains(e.id.as_str())) {
+        if let Some(r) = tombstone::redact(e, entry) {
+            out.insert(e.id.clone(), tombstone::digest(&r)?);
+        }
+    }
+    Ok(out)
+}
+
 /// What `gc` did (or would do, with `dry_run`).
 #[derive(Debug, Clone, Serialize)]
 pub struct GcReport {

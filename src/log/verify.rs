@@ -135,6 +135,35 @@ pub fn verify_log(path: &Path) -> Result<Report> {
         });
     }
     drop(by_id);
+    // Content of a purged entry that no purge covers: written beside the purge on another
+    // branch and brought in by a merge. `gc` cannot remove it until a purge names it.
+    let mut covered: std::collections::HashSet<&str> = std::collections::HashSet::new();
+    let mut purged: std::collections::HashSet<&str> = std::collections::HashSet::new();
+    for (_, _, e) in &events {
+        if let projections::EventData::Purge { redacted, .. } = &e.data {
+            purged.insert(&e.entry);
+            covered.extend(redacted.keys().map(String::as_str));
+        }
+    }
+    for (line, offset, e) in &events {
+        for entry in e.entries() {
+            if purged.contains(entry)
+                && !covered.contains(e.id.as_str())
+                && projections::tombstone::redact(e, entry).is_some()
+            {
+                warnings.push(Finding {
+                    line: *line,
+                    offset: *offset,
+                    problem: format!(
+                        "event {} carries content of purged entry {entry} that no purge covers \
+                         (it was written beside the purge and a merge brought it in); run \
+                         `memlog purge {entry} --reason ...` again to cover it, then `memlog gc`",
+                        e.id
+                    ),
+                });
+            }
+        }
+    }
     // Where each event is, and the event itself: a parent must project onto the entry of the
     // event naming it (a supersede that creates its replacement belongs to both entries).
     let where_is: HashMap<&str, (usize, u64, &Event)> = events

@@ -733,3 +733,63 @@ fn queries_leave_archived_entries_out_unless_asked_and_record_accesses() {
     assert!(!after.contains(&b) || before.contains(&b));
     assert!(std::fs::read(env.log()).unwrap_or_default().len() > log.len());
 }
+
+/// Content written beside a purge on another branch comes back with the merge: it is never
+/// shown, `verify` says so, a second purge covers it so that `gc` removes it, and the conflict
+/// it leaves can be cleared.
+#[test]
+fn content_written_beside_a_purge_can_be_purged_after_the_merge() {
+    let env = Env::new();
+    git(&env, &["init", "-q", "-b", "main"]);
+    env.run(&["init", "demo"]).ok();
+    let id = env.add("leak", "Content that will be purged");
+    git(&env, &["add", "-A"]);
+    git(&env, &["commit", "-qm", "base"]);
+    git(&env, &["checkout", "-qb", "other"]);
+    env.run(&[
+        "update",
+        &id,
+        "--content",
+        "PURGEDTEXT on a branch",
+        "--reason",
+        "r",
+    ])
+    .ok();
+    git(&env, &["commit", "-qam", "other"]);
+    git(&env, &["checkout", "-q", "main"]);
+    env.run(&["purge", &id, "--reason", "mistake"]).ok();
+    env.run(&["gc", "demo"]).ok();
+    git(&env, &["commit", "-qam", "purged"]);
+    git(&env, &["merge", "-q", "--no-edit", "other"]);
+
+    let verify = env.run(&["verify"]);
+    assert!(
+        verify.stdout.contains("no purge covers") || verify.stderr.contains("no purge covers"),
+        "{}{}",
+        verify.stdout,
+        verify.stderr
+    );
+    for args in [
+        vec!["conflicts", "demo"],
+        vec!["conflicts", "demo", "--json"],
+    ] {
+        let r = env.run(&args);
+        assert!(!r.stdout.contains("PURGEDTEXT"), "{}", r.stdout);
+    }
+    // The conflict the concurrent write left is cleared without changing anything.
+    env.run(&["resolve", &id, "--reason", "clear it"]).ok();
+    assert_eq!(env.run(&["conflicts", "demo", "--check"]).code, 0);
+    // A second purge covers the content that came back; gc removes it from the log.
+    env.run(&["purge", &id, "--reason", "it came back"]).ok();
+    env.run(&["gc", "demo"]).ok();
+    let log = std::fs::read_to_string(env.log()).unwrap_or_default();
+    assert!(!log.contains("PURGEDTEXT"), "{log}");
+    let verify = env.run(&["verify"]).ok();
+    assert!(
+        !verify.stdout.contains("no purge covers"),
+        "{}",
+        verify.stdout
+    );
+    // Nothing more to cover: a third purge is refused.
+    assert_eq!(env.run(&["purge", &id, "--reason", "again"]).code, 3);
+}
