@@ -93,6 +93,12 @@ fn filters(args: &ExportArgs) -> Result<Filters> {
 /// memlog writes nowhere else, and an export must never replace a log or a configuration.
 /// Nothing is created before the check.
 fn inside_workspace(root: &Path, memory: &Path, path: &Path) -> Result<PathBuf> {
+    // A file named after a credential would put it in the workspace, and in git.
+    if !crate::policy::secret_scan::scan_text(&path.to_string_lossy()).is_empty() {
+        return Err(Error::Usage(
+            "the export path looks like a credential; name the file after what it holds".into(),
+        ));
+    }
     let full = if path.is_absolute() {
         path.to_path_buf()
     } else {

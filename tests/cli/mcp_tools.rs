@@ -190,6 +190,24 @@ fn the_lifecycle_git_and_transfer_tools_run_their_commands() {
     );
     let v = c.call("import", "import", json!({"project": "copy", "path": "-"}));
     assert_eq!(v["error"]["code"], "USAGE_ERROR", "{v}");
+    // A tool reads inside the workspace only.
+    for path in ["/etc/passwd", "../outside.jsonl", "out/../../outside.jsonl"] {
+        let v = c.call("import", "import", json!({"project": "copy", "path": path}));
+        assert_eq!(v["error"]["code"], "USAGE_ERROR", "{path}: {v}");
+    }
+    // Nor is a file named after a credential written.
+    let v = c.call(
+        "export",
+        "export",
+        json!({"project": "demo", "path": "ghp_FAKEFAKEFAKEFAKEFAKEFAKEFAKEFAKE0000", "format": "jsonl"}),
+    );
+    assert_eq!(v["error"]["code"], "USAGE_ERROR", "{v}");
+    assert!(!v.to_string().contains("ghp_FAKE"), "{v}");
+    assert!(
+        !env.root()
+            .join("ghp_FAKEFAKEFAKEFAKEFAKEFAKEFAKEFAKE0000")
+            .exists()
+    );
 
     let v = c.call(
         "purge",

@@ -210,6 +210,17 @@ fn import_argv(v: Value) -> Built {
             "path `-` (standard input) is not available to a tool; give a file in the workspace",
         ));
     }
+    // A tool reads only inside the workspace (the server's process can read more).
+    let relative = std::path::Path::new(&q.path);
+    if relative.is_absolute()
+        || relative
+            .components()
+            .any(|c| matches!(c, std::path::Component::ParentDir))
+    {
+        return Err(serde::de::Error::custom(
+            "path must be relative to the workspace root and inside it (no `..`, not absolute)",
+        ));
+    }
     let mut a = Argv::new("import");
     a.opt(
         "conflict-strategy",
