@@ -196,6 +196,7 @@ pub struct AuditArgs {
 
 /// One piece of evidence.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct Evidence {
     /// code | artifact | log | screenshot | assumption | ticket | doc
     #[serde(rename = "type")]

@@ -190,6 +190,15 @@ fn the_lifecycle_git_and_transfer_tools_run_their_commands() {
     );
     let v = c.call("import", "import", json!({"project": "copy", "path": "-"}));
     assert_eq!(v["error"]["code"], "USAGE_ERROR", "{v}");
+    // Keys an evidence object does not have are refused, as by `apply`.
+    let v = c.call(
+        "create",
+        "add",
+        json!({"project": "copy", "section": "learnings", "kind": "other", "subject": "a.b",
+            "scope": "repo", "summary": "s", "content": "c", "confidence": 0.8,
+            "evidence": [{"type": "doc", "uri": "docs/a.md", "note": "n", "extra": 1}]}),
+    );
+    assert_eq!(v["error"]["code"], "USAGE_ERROR", "{v}");
     // A tool reads inside the workspace only.
     for path in ["/etc/passwd", "../outside.jsonl", "out/../../outside.jsonl"] {
         let v = c.call("import", "import", json!({"project": "copy", "path": path}));
