@@ -182,7 +182,7 @@ fn print_report(r: &RunReport, out: &mut Out) {
     }
     let counts: Vec<String> = r.counts().iter().map(|(k, v)| format!("{k} {v}")).collect();
     out.line(format!(
-        "{}{}: {} entries in {} batches, {} transitions{}, {} skipped, {} pinned, {} ms",
+        "{}{}: {} entries in {} batches, {} transitions{}, {} skipped, {} pinned, {}{} ms",
         if r.dry_run { "dry run: " } else { "" },
         r.project,
         r.processed,
@@ -195,6 +195,11 @@ fn print_report(r: &RunReport, out: &mut Out) {
         },
         r.skipped.len(),
         r.pinned,
+        if r.reclaimed_bytes > 0 {
+            format!("{} bytes reclaimed, ", r.reclaimed_bytes)
+        } else {
+            String::new()
+        },
         r.duration_ms
     ));
 }

@@ -688,6 +688,7 @@ fn run_report() -> Value {
             "kinds",
             json!({"type": "object", "additionalProperties": kind}),
         ),
+        ("reclaimed_bytes", integer()),
     ])
 }
 

@@ -39,6 +39,9 @@ pub struct Applied {
     /// The event appended (none in a dry run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub event: Option<String>,
+    /// For a purge: the bytes of content it removes from the projections.
+    #[serde(skip)]
+    pub reclaimed: u64,
 }
 
 /// An entry the run could not evaluate or change.
@@ -72,6 +75,10 @@ pub struct RunReport {
     /// Per kind: entries, entries that left the hot tier, and their summed lifespans.
     #[serde(default)]
     pub kinds: std::collections::BTreeMap<String, KindLife>,
+    /// Bytes of entry state (summary, content, evidence) that this run's purges removed from
+    /// the projections; `memlog gc` then removes them from the log.
+    #[serde(default)]
+    pub reclaimed_bytes: u64,
 }
 
 /// Storage used by one tier.
@@ -104,6 +111,17 @@ fn tier_of(s: &projections::EntryState) -> &'static str {
 }
 
 /// Adds one entry to the storage and lifespan figures.
+/// Bytes of an entry's state that a purge removes: its summary, content and evidence, as the
+/// state is stored.
+fn content_bytes(s: &projections::EntryState) -> u64 {
+    let mut blank = s.clone();
+    blank.fields.summary.clear();
+    blank.fields.content.clear();
+    blank.fields.evidence.clear();
+    let size = |s: &projections::EntryState| serde_json::to_vec(s).map_or(0, |b| b.len() as u64);
+    size(s).saturating_sub(size(&blank))
+}
+
 fn account(
     report: &mut RunReport,
     s: &projections::EntryState,
@@ -215,6 +233,7 @@ pub fn run(project: &Project, opts: &RunOptions, stop: &AtomicBool) -> Result<Ru
         stopped: false,
         storage: std::collections::BTreeMap::new(),
         kinds: std::collections::BTreeMap::new(),
+        reclaimed_bytes: 0,
     };
     let size = usize::try_from(policy.batch_size).unwrap_or(500).max(1);
     for chunk in ids.chunks(size) {
@@ -333,6 +352,7 @@ fn run_batch(
                         to: to.as_str().into(),
                         reason,
                         event: None,
+                        reclaimed: 0,
                     },
                 )),
                 Decision::Purge { reason } => Some((
@@ -347,6 +367,7 @@ fn run_batch(
                         to: "purged".into(),
                         reason,
                         event: None,
+                        reclaimed: content_bytes(&state),
                     },
                 )),
             })
@@ -369,7 +390,10 @@ fn run_batch(
         }
     }
     match batch.finish() {
-        Ok(_) => report.transitions.extend(staged),
+        Ok(_) => {
+            report.reclaimed_bytes += staged.iter().map(|a| a.reclaimed).sum::<u64>();
+            report.transitions.extend(staged);
+        }
         Err(e) => {
             // The batch's append failed: none of its changes were written.
             for a in staged {

@@ -338,9 +338,16 @@ fn expired_entries_are_purged_after_retention() {
         t,
         [(a.clone(), "archived".to_owned(), "expired".to_owned())]
     );
-    assert!(transitions(&run_at(&env, 100 + 365 + 29)).is_empty());
-    let t = transitions(&run_at(&env, 100 + 365 + 30));
+    let quiet = run_at(&env, 100 + 365 + 29);
+    assert!(transitions(&quiet).is_empty());
+    assert_eq!(quiet["reclaimed_bytes"], 0, "{quiet}");
+    let purging = run_at(&env, 100 + 365 + 30);
+    let t = transitions(&purging);
     assert_eq!(t, [(a.clone(), "expired".to_owned(), "purged".to_owned())]);
+    // The cleanup says what it reclaimed: at least the summary and content it removed.
+    let reclaimed = purging["reclaimed_bytes"].as_u64().unwrap_or(0);
+    let removed = "a decision".len() + "Details of the decision.".len();
+    assert!(reclaimed >= removed as u64, "{purging}");
     assert_eq!(show(&env, &a)["purged"], true);
     // Its audit trail outlives the purge.
     let audit = env.run(&["audit", &a, "--json"]).ok().json();
