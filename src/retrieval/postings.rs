@@ -12,7 +12,7 @@ use super::features::DocFeatures;
 use super::search::Source;
 use super::text_index::{
     BASE_CHUNK, Block, POSITION_BLOCK, Posting, base_at, base_key, base_offsets, block_prefix,
-    for_each_inline, for_each_position, term_prefix,
+    for_each_in_base, for_each_inline, for_each_position, term_prefix,
 };
 use crate::error::Result;
 use crate::store::Store;
@@ -75,36 +75,48 @@ pub(super) struct Slot {
 
 /// The chunk of a source's base table at hand: positions are asked for in ascending order, so
 /// one chunk is held at a time (a broad query that kept every chunk it read spent a fifth of its
-/// time having fresh pages cleared for them). The chunk is kept as read, with the offset of each
-/// position: a query whose terms hold one entry in twenty decodes those entries, not the other
-/// nineteen around each.
+/// time having fresh pages cleared for them). A sparse walk keeps the chunk as read with the
+/// offset of each position and decodes only the entries it asks for (a query whose terms hold
+/// one entry in twenty decodes those, not the nineteen around each); a dense one decodes the
+/// chunk whole, which costs less per entry when nearly every entry is asked for.
 #[derive(Default)]
 pub(super) struct BaseCursor {
     chunk: Option<u32>,
+    /// Decode each chunk whole.
+    dense: bool,
+    /// A dense walk's decoded chunk.
+    slots: Vec<Slot>,
+    /// A sparse walk's chunk as read, and the offset of each position in it.
     bytes: Option<fjall::Slice>,
     offsets: Vec<u32>,
 }
 
+/// Positions asked for, per position of the base table, from which a walk is dense.
+const DENSE_SHARE: usize = 4;
+
 impl BaseCursor {
+    /// A cursor for a walk over `asked` positions up to `last`.
+    pub(super) fn for_walk(asked: usize, last: u32) -> Self {
+        Self {
+            dense: asked.saturating_mul(DENSE_SHARE) >= last as usize,
+            ..Self::default()
+        }
+    }
+
     /// The slot at `position`; `None` when the store's base table has no such position or its
     /// chunk does not decode (the posting is then skipped, like one in a block that does not
     /// decode).
     pub(super) fn slot(&mut self, store: &Store, position: u32) -> Result<Option<Slot>> {
         let chunk = position / BASE_CHUNK;
+        let at = (position % BASE_CHUNK) as usize;
         if self.chunk != Some(chunk) {
             self.chunk = Some(chunk);
-            self.offsets.clear();
-            self.bytes = store.index_value(&base_key(chunk))?;
-            if let Some(bytes) = &self.bytes
-                && base_offsets(bytes, Id::MAX_LEN, &mut self.offsets).is_none()
-            {
-                self.offsets.clear();
-            }
+            self.load(store, chunk)?;
         }
-        let (Some(bytes), Some(&offset)) = (
-            &self.bytes,
-            self.offsets.get((position % BASE_CHUNK) as usize),
-        ) else {
+        if self.dense {
+            return Ok(self.slots.get(at).copied());
+        }
+        let (Some(bytes), Some(&offset)) = (&self.bytes, self.offsets.get(at)) else {
             return Ok(None);
         };
         Ok(base_at(bytes, offset as usize).and_then(|(id, features)| {
@@ -113,6 +125,29 @@ impl BaseCursor {
                 features,
             })
         }))
+    }
+
+    fn load(&mut self, store: &Store, chunk: u32) -> Result<()> {
+        self.slots.clear();
+        self.offsets.clear();
+        self.bytes = store.index_value(&base_key(chunk))?;
+        let Some(bytes) = &self.bytes else {
+            return Ok(());
+        };
+        if self.dense {
+            let slots = &mut self.slots;
+            let mut whole = true;
+            let decoded = for_each_in_base(bytes, |id, features| match Id::new(id) {
+                Some(id) => slots.push(Slot { id, features }),
+                None => whole = false,
+            });
+            if decoded.is_none() || !whole {
+                self.slots.clear();
+            }
+        } else if base_offsets(bytes, Id::MAX_LEN, &mut self.offsets).is_none() {
+            self.offsets.clear();
+        }
+        Ok(())
     }
 
     /// The id and features of the entry at `position` when it is hot and not masked: a posting

@@ -363,7 +363,13 @@ impl Gathering<'_> {
     ) -> Result<()> {
         self.own[src].start_run();
         let mut heads = vec![0; common.len()];
-        let mut cursor = BaseCursor::default();
+        let asked = common.iter().map(|(_, list)| list.len()).sum();
+        let last = common
+            .iter()
+            .filter_map(|(_, list)| list.last().map(|p| p.0))
+            .max()
+            .unwrap_or(0);
+        let mut cursor = BaseCursor::for_walk(asked, last);
         let mut masked = MaskCursor::new(masks);
         while let Some(position) = common
             .iter()
