@@ -170,11 +170,13 @@ impl FilterArgs {
             f.scope = Some(scope.clone());
         }
         f.subject.clone_from(&self.subject);
+        // `--tags "a, b"` means a and b.
         f.tags = self
             .tags
             .iter()
+            .map(|t| t.trim())
             .filter(|t| !t.is_empty())
-            .cloned()
+            .map(str::to_owned)
             .collect();
         if let Some(x) = confidence_arg("min-confidence", self.min_confidence)? {
             f.min_confidence = x;

@@ -209,6 +209,15 @@ fn scope_hierarchy_and_filters_before_text() {
         ])
         .ok();
     assert_eq!(r.json(), json!([]));
+    // Spaces around the commas are not part of the tags.
+    let spaced = env
+        .run(&["--json", "list", "demo", "--tags", " deploy , "])
+        .ok();
+    let plain = env
+        .run(&["--json", "list", "demo", "--tags", "deploy"])
+        .ok();
+    assert_eq!(ids_of(&spaced.json()), ids_of(&plain.json()));
+    assert!(!ids_of(&plain.json()).is_empty());
 }
 
 #[test]
