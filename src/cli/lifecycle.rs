@@ -537,8 +537,9 @@ pub fn check_freshness(ctx: &Ctx, args: ProjectArgs, out: &mut Out) -> Result<Ex
         ));
     }
     for i in &items {
-        let when = if i.days < 0.0 {
-            format!("{:.1} days ago", -i.days)
+        // What is due or past is so now or before: "0.0 days ago", never "in -0.0 days".
+        let when = if i.days < 0.0 || (i.days == 0.0 && i.problem != "expiring") {
+            format!("{:.1} days ago", i.days.abs())
         } else {
             format!("in {:.1} days", i.days)
         };

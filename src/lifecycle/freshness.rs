@@ -88,7 +88,8 @@ pub fn check(store: &Store, now: &str, warning_days: u32) -> Result<Vec<Stale>> 
         clippy::cast_precision_loss,
         reason = "millisecond spans far below 2^52"
     )]
-    let days = |t: i64| ((t - now_ms) as f64 / DAY_MS * 10.0).round() / 10.0;
+    // To a tenth of a day; `+ 0.0` turns the -0.0 of a moment ago into 0.
+    let days = |t: i64| ((t - now_ms) as f64 / DAY_MS * 10.0).round() / 10.0 + 0.0;
     for s in entries {
         let item = |problem, due: String, t| Stale {
             id: s.id.clone(),

@@ -404,6 +404,21 @@ fn freshness_lists_expiring_state_and_due_reviews() {
         .filter_map(|i| i["problem"].as_str())
         .collect();
     assert_eq!(problems, ["expired", "review_due"]);
+    // An hour after it expired: a tenth of a day rounds to none, said without a minus sign.
+    let hour_after = (chrono::DateTime::parse_from_rfc3339(&day(3))
+        .unwrap_or_else(|e| panic!("{e}"))
+        + chrono::Duration::hours(1))
+    .to_rfc3339();
+    let text = env.run_at(&hour_after, &["check-freshness"]).ok().stdout;
+    assert!(
+        text.contains("(0.0 days ago)") && !text.contains("-0"),
+        "{text}"
+    );
+    let json = env
+        .run_at(&hour_after, &["check-freshness", "--json"])
+        .ok()
+        .stdout;
+    assert!(json.contains("\"days\": 0.0"), "{json}");
     // A run archives the state entry past its valid_to.
     let t = transitions(&run_at(&env, 4));
     assert_eq!(t, [(state, "active".to_owned(), "archived".to_owned())]);
