@@ -5,6 +5,7 @@
 //! between calls: every call opens the project, takes the store lock for its own length and
 //! releases it, so `memlog` processes can write beside a running server.
 
+mod framing;
 pub mod tools;
 
 use crate::cli::envelope;
@@ -226,12 +227,16 @@ pub fn serve(server: Server) -> std::io::Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    runtime.block_on(async move {
-        let running = server
-            .serve(rmcp::transport::stdio())
-            .await
-            .map_err(std::io::Error::other)?;
-        running.waiting().await.map_err(std::io::Error::other)?;
-        Ok(())
-    })
+    runtime.block_on(framing::framed(
+        tokio::io::stdin(),
+        tokio::io::stdout(),
+        |input, output| async move {
+            let running = server
+                .serve((input, output))
+                .await
+                .map_err(std::io::Error::other)?;
+            running.waiting().await.map_err(std::io::Error::other)?;
+            Ok(())
+        },
+    ))
 }

@@ -138,6 +138,32 @@ fn the_server_answers_json_rpc_and_exits_when_its_input_closes() {
         stats["result"]["structuredContent"]["success"], true,
         "{stats}"
     );
+    // Lines that are not JSON get a parse error (id null), and the server goes on.
+    for raw in [
+        "not json",
+        r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"arguments":{"limit":1e400}}}"#,
+    ] {
+        writeln!(stdin, "{raw}").unwrap_or_else(|e| panic!("{e}"));
+    }
+    writeln!(stdin, r#"{{"jsonrpc":"2.0","id":5,"method":"ping"}}"#)
+        .unwrap_or_else(|e| panic!("{e}"));
+    stdin.flush().unwrap_or_else(|e| panic!("{e}"));
+    let mut parse_errors = 0;
+    loop {
+        let line = lines
+            .next()
+            .unwrap_or_else(|| panic!("the server stopped"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}"));
+        if v["error"]["code"] == -32700 {
+            assert!(v["id"].is_null(), "{v}");
+            parse_errors += 1;
+        }
+        if v["id"] == 5 {
+            break;
+        }
+    }
+    assert_eq!(parse_errors, 2);
 
     drop(stdin);
     let started = Instant::now();
