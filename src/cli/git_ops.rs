@@ -46,8 +46,33 @@ pub struct SyncContextArgs {
     pub dry_run: bool,
 }
 
-pub fn merge_driver(_ctx: &Ctx, args: MergeDriverArgs, out: &mut Out) -> Result<ExitCode> {
-    let merged = crate::git::merge_driver::run(&args.ours, &args.theirs)?;
+pub fn merge_driver(ctx: &Ctx, args: MergeDriverArgs, out: &mut Out) -> Result<ExitCode> {
+    // git runs the driver in the repository's root, where `%P` names the working copy of the
+    // log, which git replaces with the driver's result. A memlog write may have appended to it
+    // after git read it: what is there is merged in too, under the project's write lock so
+    // that no write lands between the read and the result. (One landing after the driver
+    // exits and before git writes the result is still lost; that window is git's.)
+    let working =
+        args.path.as_deref().map(std::path::Path::new).filter(|p| {
+            p.file_name().is_some_and(|n| n == crate::project::LOG_FILE) && p.is_file()
+        });
+    let merged = match working {
+        Some(log) => {
+            let state = log
+                .parent()
+                .unwrap_or(std::path::Path::new("."))
+                .join(crate::project::STATE_DIR);
+            fs_err::create_dir_all(&state)?;
+            let _write = crate::log::lock::FileLock::acquire(
+                &state.join("write.lock"),
+                "write",
+                ctx.lock_timeout(),
+            )?;
+            let written = fs_err::read(log)?;
+            crate::git::merge_driver::run_with(&args.ours, &args.theirs, &written)?
+        }
+        None => crate::git::merge_driver::run(&args.ours, &args.theirs)?,
+    };
     let name = args.path.unwrap_or_else(|| args.ours.display().to_string());
     if out.json {
         out.json(&json!({"success": true, "path": name, "ours": merged.ours, "added": merged.added, "duplicates": merged.duplicates}));

@@ -85,9 +85,24 @@ pub fn merge(ours: &[u8], theirs: &[u8]) -> Merged {
 /// # Errors
 /// When a file cannot be read or written (the error names it).
 pub fn run(ours: &Path, theirs: &Path) -> Result<Merged> {
+    run_with(ours, theirs, b"")
+}
+
+/// [`run`], with the lines of `written` too: what memlog appended to the working copy of the
+/// log after git read it (a write acknowledged while the merge runs). git replaces the working
+/// copy with the driver's result, so a line only there would otherwise be lost.
+///
+/// # Errors
+/// As [`run`].
+pub fn run_with(ours: &Path, theirs: &Path, written: &[u8]) -> Result<Merged> {
     let a = fs_err::read(ours)?;
     let b = fs_err::read(theirs)?;
-    let merged = merge(&a, &b);
+    let mut merged = merge(&a, &b);
+    if !written.is_empty() {
+        let more = merge(&merged.bytes, written);
+        merged.added += more.added;
+        merged.bytes = more.bytes;
+    }
     crate::log::durable::write_atomic(ours, &merged.bytes)?;
     Ok(merged)
 }

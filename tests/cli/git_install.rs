@@ -258,3 +258,57 @@ fn merge_driver_writes_the_deduplicated_union() {
     assert_eq!(missing.code, 7, "{}", missing.stderr);
     assert!(missing.stderr.contains("nope"), "{}", missing.stderr);
 }
+
+/// A write acknowledged while `git merge` runs (here: just before git calls the driver) is in
+/// the merged log: the driver merges in what the working copy holds, which git then replaces.
+#[cfg(unix)]
+#[test]
+fn a_write_made_during_a_merge_survives_it() {
+    let env = Env::new();
+    git(&env, &["init", "-q", "-b", "main"]);
+    env.run(&["init", "demo"]).ok();
+    env.run(&["git", "install"]).ok();
+    env.add("base", "Base entry");
+    git(&env, &["add", "-A"]);
+    git(&env, &["commit", "-qm", "base", "--no-verify"]);
+    git(&env, &["checkout", "-qb", "b"]);
+    env.add("on.b", "Written on b");
+    git(&env, &["commit", "-qam", "b", "--no-verify"]);
+    git(&env, &["checkout", "-q", "main"]);
+    env.add("on.main", "Written on main");
+    git(&env, &["commit", "-qam", "main", "--no-verify"]);
+    // A driver that lets an agent write first, the way a concurrent writer would.
+    let acked = env.root().join("acked");
+    let script = env.root().join("driver.sh");
+    let bin = crate::common::bin();
+    let root = env.root().display().to_string();
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\n\"{bin}\" --workspace \"{root}\" add demo --section decisions --kind decision \
+             --subject during --scope repo --summary \"Written during the merge\" --content c \
+             --confidence 0.8 --evidence code:src/lib.rs:n > \"{}\" || exit 1\n\
+             exec \"{bin}\" --workspace \"{root}\" merge-driver \"$@\"\n",
+            acked.display()
+        ),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    git(
+        &env,
+        &[
+            "config",
+            "merge.memlog.driver",
+            &format!("sh {} %O %A %B %P", script.display()),
+        ],
+    );
+    git(&env, &["merge", "-q", "--no-edit", "b", "--no-verify"]);
+    let id = std::fs::read_to_string(&acked).unwrap_or_default();
+    let id = id.trim();
+    assert!(
+        id.starts_with("m-"),
+        "the write was not acknowledged: {id:?}"
+    );
+    env.run(&["show", id]).ok();
+    assert_eq!(env.listed(), Some(4));
+    env.run(&["verify"]).ok();
+}
