@@ -526,6 +526,9 @@ const L0_COMPACTION_TABLES: usize = 4;
 const SETTLE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 /// Time without a change in level 0 after which it flushes another tiny table.
 const SETTLE_STUCK: std::time::Duration = std::time::Duration::from_millis(250);
+/// How long a flush waits for its memtables to reach the disk (a memtable of 8 MiB takes well
+/// under a second) before it reports a failure instead of waiting forever.
+const FLUSH_WAIT: std::time::Duration = std::time::Duration::from_secs(20);
 /// Tiny tables it flushes at most, per keyspace.
 const SETTLE_PADS: usize = 8;
 
@@ -2174,7 +2177,7 @@ impl Store {
                     };
                     let (key, value) = item.into_inner().map_err(|e| self.err(e))?;
                     ks.insert(key, value).map_err(|e| self.err(e))?;
-                    ks.rotate_memtable_and_wait().map_err(|e| self.err(e))?;
+                    self.rotate_and_wait(ks)?;
                     pads += 1;
                     seen = (ks.l0_table_count(), std::time::Instant::now());
                     continue;
@@ -2196,17 +2199,29 @@ impl Store {
     /// When fjall fails.
     pub fn flush(&self) -> Result<()> {
         for ks in &self.ks {
-            ks.rotate_memtable_and_wait().map_err(|e| self.err(e))?;
-            // fjall waits only when it rotated a non-empty active memtable: memtables recovered
-            // from a journal on open are sealed and flushed in the background, and emptying the
-            // journal before they reach a table would lose them.
-            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-            while ks.sealed_memtable_count() > 0 {
-                if std::time::Instant::now() > deadline {
-                    return Err(self.err("timed out waiting for memtables to be flushed"));
-                }
-                std::thread::sleep(std::time::Duration::from_millis(1));
+            self.rotate_and_wait(ks)?;
+        }
+        Ok(())
+    }
+
+    /// Seals the active memtable of `ks` and waits until every sealed memtable is a table,
+    /// memtables recovered from a journal on open included (emptying the journal before they
+    /// reach a table would lose them). fjall's own wait never ends when its flush fails (a
+    /// full disk), holding the store lock forever; this one gives up after
+    /// [`FLUSH_WAIT`] with an error that names the likely cause, and the journal still holds
+    /// everything.
+    fn rotate_and_wait(&self, ks: &fjall::Keyspace) -> Result<()> {
+        ks.rotate_memtable().map_err(|e| self.err(e))?;
+        let deadline = std::time::Instant::now() + FLUSH_WAIT;
+        while ks.sealed_memtable_count() > 0 {
+            if std::time::Instant::now() > deadline {
+                return Err(self.err(format!(
+                    "its memtables were not written to disk within {} s (is the disk full?); \
+                     nothing is lost: the store's journal holds them",
+                    FLUSH_WAIT.as_secs()
+                )));
             }
+            std::thread::sleep(std::time::Duration::from_millis(1));
         }
         Ok(())
     }
