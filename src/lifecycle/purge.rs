@@ -22,9 +22,18 @@ use std::time::Duration;
 /// # Errors
 /// When the store cannot be read or an event cannot be encoded.
 pub fn redactions(store: &Store, entry: &str) -> Result<BTreeMap<String, String>> {
+    digests(&store.entry_events(entry)?, entry, |_| true)
+}
+
+/// The tombstone digests of those of `events` that carry `entry`'s content and pass `keep`.
+fn digests(
+    events: &[Event],
+    entry: &str,
+    keep: impl Fn(&Event) -> bool,
+) -> Result<BTreeMap<String, String>> {
     let mut out = BTreeMap::new();
-    for e in store.entry_events(entry)? {
-        if let Some(r) = tombstone::redact(&e, entry) {
+    for e in events.iter().filter(|e| keep(e)) {
+        if let Some(r) = tombstone::redact(e, entry) {
             out.insert(e.id.clone(), tombstone::digest(&r)?);
         }
     }
@@ -48,13 +57,7 @@ pub fn uncovered(store: &Store, entry: &str) -> Result<BTreeMap<String, String>>
         })
         .flatten()
         .collect();
-    let mut out = BTreeMap::new();
-    for e in events.iter().filter(|e| !covered.contains(e.id.as_str())) {
-        if let Some(r) = tombstone::redact(e, entry) {
-            out.insert(e.id.clone(), tombstone::digest(&r)?);
-        }
-    }
-    Ok(out)
+    digests(&events, entry, |e| !covered.contains(e.id.as_str()))
 }
 
 /// What `gc` did (or would do, with `dry_run`).

@@ -458,6 +458,16 @@ fn a_large_json_lines_import_is_one_batch_and_a_hostile_one_stays_small() {
     assert_eq!(read(&env.log()), before);
 }
 
+/// The numbers of the updates an `apply --json` report skipped.
+fn skipped_indexes(report: &serde_json::Value) -> Vec<u64> {
+    report["skipped"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|s| s["index"].as_u64())
+        .collect()
+}
+
 #[test]
 fn an_overlong_line_is_one_refused_update_whatever_it_hides() {
     let env = Env::with_project();
@@ -480,12 +490,7 @@ fn an_overlong_line_is_one_refused_update_whatever_it_hides() {
     let r = stdin_run(&env, &["apply", "--json", "-"], input.as_bytes());
     assert_eq!(r.code, 1, "{}", r.stderr);
     let report = r.json();
-    let skipped: Vec<u64> = report["skipped"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|s| s["index"].as_u64())
-        .collect();
+    let skipped = skipped_indexes(&report);
     assert_eq!(skipped, [1, 2], "{report}");
     assert_eq!(report["applied"][0]["index"], 3, "{report}");
     let shown = env.run(&["show", &kept, "--json"]).ok().json();
@@ -516,12 +521,7 @@ fn a_key_stated_twice_is_refused_not_guessed() {
     let r = stdin_run(&env, &["apply", "--json", "-"], input.as_bytes());
     assert_eq!(r.code, 1, "{}", r.stdout);
     let report = r.json();
-    let skipped: Vec<u64> = report["skipped"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|s| s["index"].as_u64())
-        .collect();
+    let skipped = skipped_indexes(&report);
     assert_eq!(skipped, [1, 3], "{report}");
     assert_eq!(report["applied"][0]["index"], 2, "{report}");
     let shown = env.run(&["show", &kept, "--json"]).ok().json();
