@@ -1,8 +1,9 @@
 //! The lines between the client and the MCP library. The library drops a line that is not JSON
 //! without an answer (so a client waits forever); JSON-RPC answers it with a parse error. Every
 //! line the client sends passes through here first: JSON goes on to the library, anything else
-//! is answered `-32700` (id null), and a line longer than [`MAX_LINE`] `-32600`. The library's
-//! answers and these go out one whole line at a time.
+//! is answered `-32700` (id null), a line longer than [`MAX_LINE`] `-32600`, and a tool call
+//! whose `arguments` is not an object `-32602` (the library would say the method is unknown).
+//! The library's answers and these go out one whole line at a time.
 
 use std::sync::Arc;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
@@ -70,6 +71,20 @@ async fn pass_requests(
             continue;
         }
         match serde_json::from_slice::<serde_json::Value>(&line) {
+            // The library takes a call whose `arguments` is not an object for an unknown
+            // method: it is a call with invalid params.
+            Ok(v)
+                if v.get("id").is_some()
+                    && v["method"] == "tools/call"
+                    && v["params"]
+                        .get("arguments")
+                        .is_some_and(|a| !a.is_object() && !a.is_null()) =>
+            {
+                let answer = serde_json::json!({"jsonrpc": "2.0", "id": v["id"], "error": {
+                    "code": -32602,
+                    "message": "Invalid params: `arguments` must be an object"}});
+                write_line(&out, answer.to_string().as_bytes()).await?;
+            }
             Ok(_) => {
                 library.write_all(&line).await?;
                 if line.last() != Some(&b'\n') {

@@ -145,10 +145,16 @@ fn the_server_answers_json_rpc_and_exits_when_its_input_closes() {
     ] {
         writeln!(stdin, "{raw}").unwrap_or_else(|e| panic!("{e}"));
     }
+    writeln!(
+        stdin,
+        r#"{{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{{"name":"list","arguments":[1,2]}}}}"#
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     writeln!(stdin, r#"{{"jsonrpc":"2.0","id":5,"method":"ping"}}"#)
         .unwrap_or_else(|e| panic!("{e}"));
     stdin.flush().unwrap_or_else(|e| panic!("{e}"));
     let mut parse_errors = 0;
+    let mut invalid_params = 0;
     loop {
         let line = lines
             .next()
@@ -159,11 +165,15 @@ fn the_server_answers_json_rpc_and_exits_when_its_input_closes() {
             assert!(v["id"].is_null(), "{v}");
             parse_errors += 1;
         }
+        if v["id"] == 6 {
+            assert_eq!(v["error"]["code"], -32602, "{v}");
+            invalid_params += 1;
+        }
         if v["id"] == 5 {
             break;
         }
     }
-    assert_eq!(parse_errors, 2);
+    assert_eq!((parse_errors, invalid_params), (2, 1));
 
     drop(stdin);
     let started = Instant::now();
