@@ -46,6 +46,9 @@ pub struct SyncReport {
     /// older commit, a reset, a replaced or emptied file): the store now follows the log.
     #[serde(skip_serializing_if = "is_zero")]
     pub dropped: usize,
+    /// Where the lines of the dropped events were kept.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dropped_file: Option<std::path::PathBuf>,
     /// Active entries that a merge brought in beside an active entry with the same subject,
     /// scope and summary (two branches recorded the same thing): (new entry, existing entry).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -94,11 +97,21 @@ impl SyncReport {
                 rule: "events_dropped",
                 message: format!(
                     "{} event(s) that the store had applied are no longer in the log: it was \
-                     rewritten (a checkout of an older commit, a reset, or a replaced or emptied \
-                     file), and the projections now follow it; if that was a mistake, restore \
-                     the log from git (`git checkout -- ai-memory/<project>/events.jsonl`) \
-                     before writing to it",
-                    self.dropped
+                     rewritten (a checkout of an older commit, a reset, a merge, or a replaced \
+                     or emptied file), and the projections now follow it{}",
+                    self.dropped,
+                    match &self.dropped_file {
+                        Some(f) => format!(
+                            "; their lines are kept in {}: if they should not have gone (a \
+                             write made during a merge), put them back with `memlog import \
+                             <project> {}`",
+                            f.display(),
+                            f.display()
+                        ),
+                        None => "; if that was a mistake, restore the log from git \
+                                 (`git checkout -- ai-memory/<project>/events.jsonl`)"
+                            .into(),
+                    }
                 ),
             });
         }
@@ -583,6 +596,28 @@ impl Session {
             }
         }
         self.report.dropped = self.store().event_count()?.saturating_sub(kept);
+        if self.report.dropped > 0 {
+            // The store may hold the only copy (a write that a merge replaced before anyone
+            // committed it): its lines are kept aside, for `memlog import` to put back.
+            let in_log: HashSet<&str> = known
+                .iter()
+                .copied()
+                .chain(decoded.iter().map(|(e, _)| e.id.as_str()))
+                .collect();
+            let lines = self.store().event_lines_except(|id| in_log.contains(id))?;
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos());
+            let file = self
+                .project
+                .state_dir()
+                .join(format!("dropped-{nanos}.jsonl"));
+            let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+            // Best effort: without the file the warning still says what went.
+            if crate::log::durable::write_atomic(&file, text.as_bytes()).is_ok() {
+                self.report.dropped_file = Some(file);
+            }
+        }
         drop(known);
         let events = decode_with_lines(&self.project, buf, 1, 0)?;
         self.report.applied += self.build(events, &next)?;

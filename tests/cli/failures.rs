@@ -426,4 +426,23 @@ fn a_log_that_lost_events_says_so() {
     // Said once: the store follows the log from then on.
     let r = env.run(&["list"]).ok();
     assert!(!r.stderr.contains("no longer in the log"), "{}", r.stderr);
+    // Their lines were kept aside, and `import` puts them back.
+    let state = env.root().join("ai-memory/demo/.memlog");
+    let kept: Vec<std::path::PathBuf> = std::fs::read_dir(&state)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("dropped-"))
+        })
+        .collect();
+    assert_eq!(kept.len(), 2, "{kept:?}");
+    for file in &kept {
+        env.run(&["import", "demo", &file.display().to_string()])
+            .ok();
+    }
+    assert_eq!(env.listed(), Some(3));
+    env.run(&["verify"]).ok();
 }
