@@ -381,14 +381,10 @@ pub fn purge_cmd(ctx: &Ctx, args: PurgeArgs, out: &mut Out) -> Result<ExitCode> 
     };
     let w = write(&project, &wctx, template, |session, state| {
         let id = state.map(|s| s.id.clone()).unwrap_or_default();
-        // A purged entry is purged again only for content a merge brought back.
-        let redacted = if state.is_some_and(|s| s.purged) {
-            purge::uncovered(session.store(), &id)?
-        } else {
-            purge::redactions(session.store(), &id)?
-        };
+        // Every event carrying the content that no earlier purge covers: all of them for a
+        // first purge, what a merge brought back for a purged entry.
         Ok(Change::Purge {
-            redacted,
+            redacted: purge::uncovered(session.store(), &id)?,
             target: id,
             reason: args.reason.clone(),
         })

@@ -1825,28 +1825,14 @@ impl Store {
         Ok(out)
     }
 
-    /// What `read` makes of the value of one index record (the key after the index range's own
-    /// prefix), read in place: a chunk of the base table is 90 KB.
-    ///
-    /// # Errors
-    /// When the store cannot be read.
-    /// The value of an index record, held as the store returned it (no copy).
+    /// The value of one index record (the key after the index range's own prefix), held as the
+    /// store returned it, not copied: a chunk of the base table is 90 KB.
     ///
     /// # Errors
     /// When the store cannot be read.
     pub fn index_value(&self, key: &[u8]) -> Result<Option<fjall::Slice>> {
         let full = [INDEX, key].concat();
         self.ks[K_PROJ].get(&full).map_err(|e| self.err(e))
-    }
-
-    pub fn with_index_value<R>(
-        &self,
-        key: &[u8],
-        read: impl FnOnce(&[u8]) -> R,
-    ) -> Result<Option<R>> {
-        let full = [INDEX, key].concat();
-        let value = self.ks[K_PROJ].get(&full).map_err(|e| self.err(e))?;
-        Ok(value.map(|v| read(&v)))
     }
 
     /// Hot entries by id, in the order given (ids that are not hot are left out).
