@@ -79,6 +79,10 @@ pub struct BenchArgs {
     /// `locomo10.json`, or the directory of its conversations
     #[arg(long, value_name = "PATH")]
     locomo: Option<PathBuf>,
+    /// With the retrieval evaluation: write the questions `query` missed (not in its first
+    /// five) to FILE as JSON Lines, each with the expected and the returned summaries
+    #[arg(long, value_name = "FILE")]
+    misses: Option<PathBuf>,
 }
 
 /// Phases that `--skip` can leave out; the applied workspaces and their reads always run.
@@ -228,7 +232,7 @@ pub fn run(ctx: &Ctx, args: BenchArgs, out: &mut Out) -> Result<ExitCode> {
             None => eval_data::generate(args.seed),
         };
         let memlog = Memlog::new(exe, scratch);
-        let report = retrieval_eval::run(&memlog, &owned.path, &data)?;
+        let report = retrieval_eval::run(&memlog, &owned.path, &data, args.misses.as_deref())?;
         if out.json {
             out.json(&report);
         } else {

@@ -13,6 +13,7 @@ use crate::retrieval::filters::Filters;
 use crate::retrieval::rank::RankParams;
 use crate::retrieval::search::{self, Order, Request, Source};
 use serde::Serialize;
+use serde_json::Value;
 use std::collections::HashMap;
 use std::path::Path;
 
@@ -80,7 +81,7 @@ fn score(ranker: &str, d: &DataSet, ranked: &[Vec<usize>]) -> Scores {
 ///
 /// # Errors
 /// When memlog or sqlite3 fails.
-pub fn run(memlog: &Memlog, dir: &Path, d: &DataSet) -> Result<Report> {
+pub fn run(memlog: &Memlog, dir: &Path, d: &DataSet, misses: Option<&Path>) -> Result<Report> {
     let root = dir.join("retrieval-eval");
     fs_err::create_dir_all(&root)?;
     let ws = crate::workspace::Workspace::at(&root)?;
@@ -94,6 +95,9 @@ pub fn run(memlog: &Memlog, dir: &Path, d: &DataSet) -> Result<Report> {
         let index = apply(memlog, &root, dir, project_name, d, &members)?;
         let project = crate::project::Project::open(&ws, name)?;
         ask(&project, d, p, &index, &mut mine)?;
+    }
+    if let Some(path) = misses {
+        write_misses(path, d, &mine)?;
     }
     let mut scores = vec![score("memlog query (defaults)", d, &mine)];
     if super::query_bench::sqlite_available() {
@@ -116,6 +120,33 @@ pub fn run(memlog: &Memlog, dir: &Path, d: &DataSet) -> Result<Report> {
         questions: d.questions.len(),
         scores,
     })
+}
+
+/// Writes each question whose answers are not among the first five of `ranked` to `path`, as
+/// JSON Lines: the question, its style, the expected summaries and the five returned.
+fn write_misses(path: &Path, d: &DataSet, ranked: &[Vec<usize>]) -> Result<()> {
+    let summary = |i: &usize| {
+        d.memories
+            .get(*i)
+            .map_or(Value::Null, |m| m["summary"].clone())
+    };
+    let mut text = String::new();
+    for (q, r) in d.questions.iter().zip(ranked) {
+        let top: Vec<&usize> = r.iter().take(5).collect();
+        if top.iter().any(|m| q.answers.contains(m)) {
+            continue;
+        }
+        let line = serde_json::json!({
+            "question": q.text,
+            "style": q.style,
+            "project": d.projects.get(q.project),
+            "expected": q.answers.iter().map(summary).collect::<Vec<_>>(),
+            "returned": top.into_iter().map(summary).collect::<Vec<_>>(),
+        });
+        text.push_str(&line.to_string());
+        text.push('\n');
+    }
+    crate::log::durable::write_atomic(path, text.as_bytes())
 }
 
 /// Asks project `p`'s questions of `d` through the library's query path, with the default
@@ -302,4 +333,43 @@ fn fts5(dir: &Path, d: &DataSet, tokenizer: &str, filtered: bool) -> Result<Vec<
         }
     }
     Ok(ranked)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::bench::eval_data::Question;
+
+    #[test]
+    fn misses_list_only_questions_without_an_answer_in_the_first_five() {
+        let mut d = DataSet {
+            name: "t".into(),
+            projects: vec!["p".into()],
+            ..DataSet::default()
+        };
+        for i in 0..7 {
+            d.push(0, serde_json::json!({"summary": format!("memory {i}")}));
+        }
+        let question = |text: &str, answer: usize| Question {
+            text: text.into(),
+            answers: vec![answer],
+            style: "keyword".into(),
+            project: 0,
+        };
+        d.questions = vec![question("found", 4), question("missed", 6)];
+        let ranked = vec![vec![0, 1, 2, 3, 4, 5, 6], vec![0, 1, 2, 3, 4, 6]];
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("misses.jsonl");
+        write_misses(&path, &d, &ranked).unwrap();
+        let text = fs_err::read_to_string(&path).unwrap();
+        let lines: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 1, "{text}");
+        assert_eq!(lines[0]["question"], "missed");
+        assert_eq!(lines[0]["expected"], serde_json::json!(["memory 6"]));
+        assert_eq!(lines[0]["returned"].as_array().unwrap().len(), 5);
+        assert_eq!(lines[0]["returned"][4], "memory 4");
+    }
 }
