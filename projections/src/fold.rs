@@ -126,9 +126,7 @@ pub fn fold_entry_refs(entry: &str, events: &[&Event]) -> Folded {
         // A purge removes the content from every version too, so that the fold reads the same
         // from the events and from their tombstones (`crate::tombstone`).
         for v in &mut versions {
-            v.state.fields.summary.clear();
-            v.state.fields.content.clear();
-            v.state.fields.evidence.clear();
+            blank_purged(&mut v.state);
         }
     }
     Folded {
@@ -260,8 +258,20 @@ fn fold_core<'e>(
     if let Some(current) = state.as_mut() {
         // An event that could not be applied made no version but is still a head.
         current.heads = heads.iter().map(|h| (*h).to_owned()).collect();
+        if current.purged {
+            // A purge is final whatever follows it in the order: an update written beside it
+            // on another branch, which a merge brought in, does not show its content again.
+            blank_purged(current);
+        }
     }
     (state, audit_out, anomalies)
+}
+
+/// Removes what a purge removes: the summary, the content and the evidence.
+fn blank_purged(state: &mut EntryState) {
+    state.fields.summary.clear();
+    state.fields.content.clear();
+    state.fields.evidence.clear();
 }
 
 type Applied = Result<EntryState, Box<(Option<EntryState>, String)>>;
@@ -369,9 +379,7 @@ fn apply(entry: &str, state: Option<EntryState>, event: &Event) -> Applied {
         }
         EventData::Purge { reason, .. } => {
             state.purged = true;
-            state.fields.summary = String::new();
-            state.fields.content = String::new();
-            state.fields.evidence.clear();
+            blank_purged(&mut state);
             state.status_reason = Some(reason.clone());
         }
         EventData::EvidenceChecked { stale } => state.evidence_stale = !stale.is_empty(),

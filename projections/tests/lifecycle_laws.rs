@@ -181,6 +181,31 @@ proptest! {
         prop_assert_eq!(project(&events).stats, project(&after_events).stats);
     }
 
+    /// A purge is final: whatever was written beside it on another branch (updates, pins,
+    /// transitions, later than the purge or earlier), the union's state and every version of
+    /// the entry hold no summary, content or evidence, in any order of the lines.
+    #[test]
+    fn nothing_written_beside_a_purge_shows_its_content(
+        seed in any::<u8>(), ops in prop::collection::vec(any::<u8>(), 1..12),
+        fork in any::<prop::sample::Index>(), shuffle in any::<bool>(),
+    ) {
+        let events = history(seed, &ops);
+        let k = 1 + fork.index(events.len());
+        let (p, _) = purge(&events[..k], k);
+        let mut all = events.clone();
+        all.push(p);
+        if shuffle {
+            all.reverse();
+        }
+        let folded = fold_entry_of(&events[0].entry, &all);
+        let state = folded.state.unwrap_or_else(|| panic!("no state"));
+        prop_assert!(state.purged);
+        prop_assert!(!serde_json::to_string(&state).unwrap_or_default().contains("zebra"));
+        for v in &folded.versions {
+            prop_assert!(!serde_json::to_string(&v.state).unwrap_or_default().contains("zebra"));
+        }
+    }
+
     /// Archiving and restoring (any number of times, pins in between) keeps every field and
     /// relationship of the entry.
     #[test]

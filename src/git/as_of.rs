@@ -80,7 +80,46 @@ pub fn events_as_of(project: &Project, as_of: &AsOf) -> Result<(Vec<(Event, Stri
             (at, Some(id))
         }
     };
-    Ok((held(events, &cut, pinned.as_deref()), cut))
+    let purges = purges(&events);
+    let held = held(events, &cut, pinned.as_deref());
+    Ok((redact_purged(held, &purges)?, cut))
+}
+
+/// The entries the log purges, each with the id of (one of) its purge events.
+fn purges(events: &[(Event, String)]) -> BTreeMap<String, String> {
+    events
+        .iter()
+        .filter(|(e, _)| matches!(e.data, projections::EventData::Purge { .. }))
+        .map(|(e, _)| (e.entry.clone(), e.id.clone()))
+        .collect()
+}
+
+/// `events` with the content of every entry in `purges` removed, as `gc` removes it (each such
+/// event becomes its tombstone): a purge is final, so the log's past does not show what it
+/// removed either, whether or not `gc` has run and even before the time of the purge.
+fn redact_purged(
+    events: Vec<(Event, String)>,
+    purges: &BTreeMap<String, String>,
+) -> Result<Vec<(Event, String)>> {
+    if purges.is_empty() {
+        return Ok(events);
+    }
+    let mut out = Vec::with_capacity(events.len());
+    for (event, line) in events {
+        let purge = event
+            .entries()
+            .find_map(|entry| Some((entry, purges.get(entry)?)));
+        let redacted = purge
+            .and_then(|(entry, by)| Some((projections::tombstone::redact(&event, entry)?, by)));
+        match redacted {
+            Some((r, by)) => {
+                let line = projections::tombstone::line(&r, by)?;
+                out.push((r, line));
+            }
+            None => out.push((event, line)),
+        }
+    }
+    Ok(out)
 }
 
 /// Every event of the log with its line, each line verified.

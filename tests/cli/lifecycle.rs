@@ -815,3 +815,66 @@ fn content_written_beside_a_purge_can_be_purged_after_the_merge() {
     // Nothing more to cover: a third purge is refused.
     assert_eq!(env.run(&["purge", &id, "--reason", "again"]).code, 3);
 }
+
+/// A write made on another branch after the purge (later in time) does not bring the content
+/// back after the merge: not in `show`, `query`, `--as-of` a time before the purge, nor
+/// `sync-context`.
+#[test]
+fn a_purge_stays_final_after_merging_a_later_update() {
+    let env = Env::new();
+    git(&env, &["init", "-q", "-b", "main"]);
+    env.run_at("2026-11-22T10:00:00Z", &["init", "demo"]).ok();
+    let id = env.add_at("2026-11-22T10:01:00Z", "leak", "ORIGSUMMARY", "0.9");
+    git(&env, &["add", "-A"]);
+    git(&env, &["commit", "-qm", "base"]);
+    git(&env, &["checkout", "-qb", "purging"]);
+    env.run_at("2026-11-30T00:00:00Z", &["purge", &id, "--reason", "leak"])
+        .ok();
+    env.run_at("2026-11-30T00:00:00Z", &["gc", "demo"]).ok();
+    git(&env, &["commit", "-qam", "purge"]);
+    git(&env, &["checkout", "-q", "main"]);
+    env.run_at(
+        "2026-12-01T00:00:00Z",
+        &["update", &id, "--content", "LATERTEXT", "--reason", "u"],
+    )
+    .ok();
+    git(&env, &["commit", "-qam", "update"]);
+    git(&env, &["merge", "-q", "--no-edit", "purging"]);
+
+    for args in [
+        vec!["show", id.as_str(), "--json"],
+        vec![
+            "--as-of",
+            "2026-11-25T00:00:00Z",
+            "show",
+            id.as_str(),
+            "--json",
+        ],
+        vec![
+            "--as-of",
+            "2026-11-25T00:00:00Z",
+            "history",
+            id.as_str(),
+            "--json",
+        ],
+        vec!["query", "LATERTEXT", "--json"],
+        vec!["list", "--status", "all", "--json"],
+        vec!["sync-context", "demo", "--dry-run"],
+    ] {
+        let r = env.run_at("2026-12-02T00:00:00Z", &args);
+        for text in ["LATERTEXT", "ORIGSUMMARY", "Details of the decision"] {
+            assert!(
+                !r.stdout.contains(text) && !r.stderr.contains(text),
+                "{args:?} shows {text}: {}{}",
+                r.stdout,
+                r.stderr
+            );
+        }
+    }
+    let shown = env.run(&["show", &id, "--json"]).ok();
+    assert!(
+        shown.stdout.contains("\"purged\": true"),
+        "{}",
+        shown.stdout
+    );
+}
