@@ -336,6 +336,7 @@ fn fts5(dir: &Path, d: &DataSet, tokenizer: &str, filtered: bool) -> Result<Vec<
 }
 
 #[cfg(test)]
+#[expect(clippy::unwrap_used, reason = "tests")]
 mod tests {
     use super::*;
     use crate::cli::bench::eval_data::Question;
