@@ -236,9 +236,17 @@ pub fn sync_context(ctx: &Ctx, args: SyncContextArgs, out: &mut Out) -> Result<E
 fn pre_commit(ctx: &Ctx, out: &mut Out) -> Result<ExitCode> {
     let ws = ctx.workspace()?;
     let repo = crate::git::repo::Repo::at(ws.root())?;
-    let findings = crate::git::staged::scan(&repo)?;
+    let staged = crate::git::staged::scan(&repo)?;
+    let findings = &staged.secrets;
     let mut stale = Vec::new();
-    for name in ws.projects()? {
+    // Whether ai-context/ is in sync is a question for a log that reads: a damaged one is the
+    // problem to report.
+    let projects = if staged.damaged.is_empty() {
+        ws.projects()?
+    } else {
+        Vec::new()
+    };
+    for name in projects {
         let project = Project::open(&ws, name)?;
         // What the commit holds is the staged file: a regenerated file left unstaged is still
         // stale in the commit. A file git does not track is not part of it.
@@ -254,15 +262,26 @@ fn pre_commit(ctx: &Ctx, out: &mut Out) -> Result<ExitCode> {
             stale.push((project.name.to_string(), s));
         }
     }
-    let ok = findings.is_empty() && stale.is_empty();
+    let ok = findings.is_empty() && stale.is_empty() && staged.damaged.is_empty();
     if out.json {
         let stale: Vec<_> = stale
             .iter()
             .map(|(p, s)| json!({"project": p, "stale": s}))
             .collect();
-        out.json(&json!({"ok": ok, "secrets": findings, "stale_context": stale}));
+        out.json(&json!({"ok": ok, "secrets": findings, "damaged_log_lines": staged.damaged, "stale_context": stale}));
     } else {
-        for f in &findings {
+        for d in &staged.damaged {
+            out.line(format!(
+                "{}:{}: not an intact event ({}); a log holds only lines memlog wrote: restore \
+                 the committed file with `git checkout HEAD -- {}` (then `git add` it) or remove \
+                 the line, and record changes with memlog commands",
+                safe(&d.path),
+                d.line,
+                safe(&d.problem),
+                safe(&d.path),
+            ));
+        }
+        for f in findings {
             out.line(format!(
                 "{}:{}:{}: {} ({}){}; remove it from the staged files before committing",
                 safe(&f.path),

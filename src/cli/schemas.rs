@@ -511,6 +511,14 @@ fn results() -> Vec<(&'static str, &'static str, Value)> {
                     ])),
                 ),
                 (
+                    "damaged_log_lines",
+                    array(object(&[
+                        ("path", string()),
+                        ("line", integer()),
+                        ("problem", string()),
+                    ])),
+                ),
+                (
                     "stale_context",
                     array(object(&[("project", string()), ("stale", staleness())])),
                 ),

@@ -1,6 +1,6 @@
 //! `memlog git install` / `uninstall`: the merge driver (local git configuration plus the
-//! repository's local attributes file) and the pre-commit hook. Both are idempotent and say
-//! what they changed.
+//! repository's local attributes file) and the hooks that check what a commit or a merge
+//! brings (`pre-commit`, `pre-merge-commit`). Both are idempotent and say what they changed.
 //!
 //! The attribute goes to `.git/info/attributes`, not to the committed `ai-memory/.gitattributes`:
 //! a clone without the driver configured would fall back to git's line merge for a committed
@@ -16,8 +16,16 @@ use std::path::{Path, PathBuf};
 /// First line of the block memlog owns in the attributes file, and the marker of its hook.
 const MARK: &str = "# memlog: added by `memlog git install`; `memlog git uninstall` removes it";
 const END: &str = "# memlog: end";
-/// Where an existing hook of the user's is kept; memlog's hook runs it after its own checks.
-pub const USER_HOOK: &str = "pre-commit.memlog-user";
+/// The hooks memlog installs: `pre-commit` for commits, `pre-merge-commit` for the commit a
+/// merge makes (git runs no `pre-commit` for it, and a merge is how memory written elsewhere
+/// arrives). Both run the same checks.
+pub const HOOKS: [&str; 2] = ["pre-commit", "pre-merge-commit"];
+
+/// Where an existing hook of the user's named `hook` is kept; memlog's hook runs it after its
+/// own checks.
+pub fn user_hook(hook: &str) -> String {
+    format!("{hook}.memlog-user")
+}
 
 /// One thing install or uninstall looked at.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -55,14 +63,15 @@ impl Invocation {
         format!("{} merge-driver %O %A %B %P", self.command())
     }
 
-    fn hook(&self) -> String {
+    fn hook(&self, name: &str) -> String {
         format!(
-            "#!/bin/sh\n{MARK}\n# Checks staged memory for credentials and that ai-context/ is in sync with memory.\n\
+            "#!/bin/sh\n{MARK}\n# Checks staged memory: every added log line is an intact event, no credentials, and ai-context/ in sync with memory.\n\
              {} --workspace {} git pre-commit || exit 1\n\
-             user_hook=\"$(dirname \"$0\")/{USER_HOOK}\"\n\
+             user_hook=\"$(dirname \"$0\")/{}\"\n\
              if [ -x \"$user_hook\" ]; then exec \"$user_hook\" \"$@\"; fi\n",
             self.command(),
-            quote(&self.workspace.display().to_string())
+            quote(&self.workspace.display().to_string()),
+            user_hook(name),
         )
     }
 }
@@ -127,20 +136,24 @@ fn make_executable(_path: &Path) -> Result<()> {
 pub fn install(inv: &Invocation) -> Result<Vec<Step>> {
     let repo = Repo::at(&inv.workspace)?;
     let hooks = repo.git_path("hooks")?;
-    let hook = hooks.join("pre-commit");
-    let user = hooks.join(USER_HOOK);
-    let existing_hook = read_optional(&hook)?;
-    let foreign = existing_hook.as_deref().is_some_and(|h| !h.contains(MARK));
-    if foreign && user.exists() {
-        return Err(Error::Rejected {
-            message: format!(
-                "{} exists and so does {}: memlog keeps your hook under that second name and \
-                 runs it after its checks; move one of them away, then run `memlog git install` \
-                 again",
-                hook.display(),
-                user.display()
-            ),
-        });
+    let mut existing = Vec::new();
+    for name in HOOKS {
+        let hook = hooks.join(name);
+        let user = hooks.join(user_hook(name));
+        let text = read_optional(&hook)?;
+        let foreign = text.as_deref().is_some_and(|h| !h.contains(MARK));
+        if foreign && user.exists() {
+            return Err(Error::Rejected {
+                message: format!(
+                    "{} exists and so does {}: memlog keeps your hook under that second name and \
+                     runs it after its checks; move one of them away, then run `memlog git install` \
+                     again",
+                    hook.display(),
+                    user.display()
+                ),
+            });
+        }
+        existing.push((name, hook, user, text, foreign));
     }
     let mut steps = Vec::new();
     let config = repo.git_path("config")?;
@@ -186,26 +199,29 @@ pub fn install(inv: &Invocation) -> Result<Vec<Step>> {
         steps.push(step("merge=memlog attribute", &attributes, action));
     }
     fs_err::create_dir_all(&hooks)?;
-    if foreign {
-        fs_err::rename(&hook, &user)?;
-        steps.push(step(
-            "your pre-commit hook (run after memlog's)",
-            &user,
-            "moved",
-        ));
-    }
-    let wanted = inv.hook();
-    if existing_hook.as_deref() == Some(wanted.as_str()) {
-        steps.push(step("pre-commit hook", &hook, "unchanged"));
-    } else {
-        durable::write_atomic(&hook, wanted.as_bytes())?;
-        make_executable(&hook)?;
-        let action = if existing_hook.is_some() && !foreign {
-            "updated"
+    for (name, hook, user, text, foreign) in existing {
+        if foreign {
+            fs_err::rename(&hook, &user)?;
+            steps.push(step(
+                &format!("your {name} hook (run after memlog's)"),
+                &user,
+                "moved",
+            ));
+        }
+        let wanted = inv.hook(name);
+        let what = format!("{name} hook");
+        if text.as_deref() == Some(wanted.as_str()) {
+            steps.push(step(&what, &hook, "unchanged"));
         } else {
-            "added"
-        };
-        steps.push(step("pre-commit hook", &hook, action));
+            durable::write_atomic(&hook, wanted.as_bytes())?;
+            make_executable(&hook)?;
+            let action = if text.is_some() && !foreign {
+                "updated"
+            } else {
+                "added"
+            };
+            steps.push(step(&what, &hook, action));
+        }
     }
     Ok(steps)
 }
@@ -236,19 +252,22 @@ pub fn uninstall(workspace: &Path) -> Result<Vec<Step>> {
         _ => steps.push(step("merge=memlog attribute", &attributes, "unchanged")),
     }
     let hooks = repo.git_path("hooks")?;
-    let hook = hooks.join("pre-commit");
-    let user = hooks.join(USER_HOOK);
-    match read_optional(&hook)? {
-        Some(text) if text.contains(MARK) => {
-            if user.exists() {
-                fs_err::rename(&user, &hook)?;
-                steps.push(step("your pre-commit hook", &hook, "restored"));
-            } else {
-                fs_err::remove_file(&hook)?;
-                steps.push(step("pre-commit hook", &hook, "removed"));
+    for name in HOOKS {
+        let hook = hooks.join(name);
+        let user = hooks.join(user_hook(name));
+        let what = format!("{name} hook");
+        match read_optional(&hook)? {
+            Some(text) if text.contains(MARK) => {
+                if user.exists() {
+                    fs_err::rename(&user, &hook)?;
+                    steps.push(step(&format!("your {name} hook"), &hook, "restored"));
+                } else {
+                    fs_err::remove_file(&hook)?;
+                    steps.push(step(&what, &hook, "removed"));
+                }
             }
+            _ => steps.push(step(&what, &hook, "unchanged")),
         }
-        _ => steps.push(step("pre-commit hook", &hook, "unchanged")),
     }
     Ok(steps)
 }

@@ -62,11 +62,29 @@ fn added_hunks(diff: &str) -> Vec<(String, usize, String)> {
     out
 }
 
-/// Credentials in the lines staged under the workspace's `ai-memory/`.
+/// A staged line of an event log that is not an intact event.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct DamagedLine {
+    /// Path relative to the workspace root.
+    pub path: String,
+    /// 1-based line in the staged file.
+    pub line: usize,
+    pub problem: String,
+}
+
+/// What the staged changes under `ai-memory/` and `ai-context/` would commit that they must not.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct Staged {
+    pub secrets: Vec<StagedFinding>,
+    pub damaged: Vec<DamagedLine>,
+}
+
+/// Credentials in the lines staged under the workspace's `ai-memory/` and `ai-context/`, and
+/// added log lines that are not intact events (edited by hand, cut, or not events at all).
 ///
 /// # Errors
 /// When git cannot run.
-pub fn scan(repo: &Repo) -> Result<Vec<StagedFinding>> {
+pub fn scan(repo: &Repo) -> Result<Staged> {
     let diff = repo.run(&[
         "diff",
         "--cached",
@@ -78,12 +96,17 @@ pub fn scan(repo: &Repo) -> Result<Vec<StagedFinding>> {
         "--diff-filter=ACMR",
         "--",
         crate::workspace::MEMORY_DIR,
+        crate::workspace::CONTEXT_DIR,
     ])?;
-    let mut out = Vec::new();
+    let mut staged = Staged::default();
+    let out = &mut staged.secrets;
     for (path, first, text) in added_hunks(&diff) {
         if path.ends_with(crate::project::LOG_FILE) {
             for (i, line) in text.lines().enumerate() {
                 out.extend(scan_event_line(&path, first + i, line));
+                staged
+                    .damaged
+                    .extend(check_event_line(&path, first + i, line));
             }
             continue;
         }
@@ -98,7 +121,26 @@ pub fn scan(repo: &Repo) -> Result<Vec<StagedFinding>> {
             });
         }
     }
-    Ok(out)
+    Ok(staged)
+}
+
+/// The problem with an added log line that does not decode as an event whose ids match its
+/// content; blank lines are allowed (every reader skips them).
+fn check_event_line(path: &str, line_no: usize, line: &str) -> Option<DamagedLine> {
+    if line.trim().is_empty() {
+        return None;
+    }
+    let problem = if crate::log::read::is_conflict_marker(line.as_bytes()) {
+        "a merge conflict marker: remove the marker lines and keep the events of both sides"
+            .to_owned()
+    } else {
+        projections::decode_line(line).err()?.to_string()
+    };
+    Some(DamagedLine {
+        path: path.to_owned(),
+        line: line_no,
+        problem: crate::policy::validate::redact_secrets(&problem),
+    })
 }
 
 /// An event line is scanned field by field, as the write policy checks an entry: the JSON

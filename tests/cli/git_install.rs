@@ -66,6 +66,7 @@ fn install_is_idempotent_keeps_a_user_hook_and_uninstall_undoes_it() {
             "added merge=memlog attribute",
             "moved your pre-commit hook (run after memlog's)",
             "added pre-commit hook",
+            "added pre-merge-commit hook",
         ]
     );
     let again = actions(&env, &["git", "install", "--json"]);
@@ -184,6 +185,7 @@ fn install_is_idempotent_keeps_a_user_hook_and_uninstall_undoes_it() {
             "removed merge.memlog",
             "removed merge=memlog attribute",
             "restored your pre-commit hook",
+            "removed pre-merge-commit hook",
         ]
     );
     assert_eq!(
@@ -207,6 +209,80 @@ fn install_is_idempotent_keeps_a_user_hook_and_uninstall_undoes_it() {
     assert!(
         again.iter().all(|a| a.starts_with("unchanged")),
         "{again:?}"
+    );
+}
+
+/// The hooks refuse a log line that is not an intact event (edited by hand, or not an event at
+/// all), and a merge commit runs the same checks as a commit: a credential or a stale
+/// `ai-context/` file that a clean merge brings in stops it.
+#[test]
+fn hooks_refuse_damaged_lines_and_check_merge_commits() {
+    let env = Env::new();
+    git(&env, &["init", "-q", "-b", "main"]);
+    env.run(&["init", "demo"]).ok();
+    env.run(&["git", "install"]).ok();
+    env.add("auth", "Sessions expire after 30 minutes");
+    env.run(&["sync-context", "demo"]).ok();
+    git(&env, &["add", "-A"]);
+    let (code, out) = git_try(&env, &["commit", "-qm", "base"]);
+    assert_eq!(code, 0, "{out}");
+
+    let base = std::fs::read_to_string(env.log()).unwrap_or_default();
+    let tampered = base.replacen("30 minutes", "45 minutes", 1);
+    assert_ne!(tampered, base);
+    for (what, text) in [
+        ("an edited line", tampered),
+        ("a line that is no event", format!("{base}not json\n")),
+    ] {
+        std::fs::write(env.log(), &text).unwrap_or_else(|e| panic!("{e}"));
+        git(&env, &["add", "-A"]);
+        let (code, out) = git_try(&env, &["commit", "-qm", what]);
+        assert_ne!(code, 0, "{what}: {out}");
+        assert!(
+            out.contains("ai-memory/demo/events.jsonl:1: not an intact event")
+                || out.contains("ai-memory/demo/events.jsonl:2: not an intact event"),
+            "{what}: {out}"
+        );
+    }
+    std::fs::write(env.log(), &base).unwrap_or_else(|e| panic!("{e}"));
+    git(&env, &["add", "-A"]);
+
+    // A branch whose commit skipped the hooks carries a credential in a hand-added line and a
+    // context file that is stale after the merge.
+    git(&env, &["checkout", "-qb", "elsewhere"]);
+    let forged = projections::Event::build(
+        "",
+        "elsewhere",
+        "2026-11-22T12:00:00.000Z",
+        Vec::new(),
+        projections::EventData::Create {
+            fields: serde_json::from_value(serde_json::json!({
+                "section": "learnings", "kind": "other", "subject": "deploy", "scope": "repo",
+                "summary": "Deploy key", "content": format!("use {FAKE_TOKEN}"),
+                "tags": [], "confidence": 0.9, "evidence": [], "related_entries": []
+            }))
+            .unwrap_or_else(|e| panic!("{e}")),
+            status: projections::Status::Active,
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let line = forged.to_line().unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(env.log(), format!("{base}{line}\n")).unwrap_or_else(|e| panic!("{e}"));
+    git(&env, &["add", "-A"]);
+    git(&env, &["commit", "-qm", "from elsewhere", "--no-verify"]);
+    git(&env, &["checkout", "-q", "main"]);
+    env.add("db", "Use Postgres");
+    env.run(&["sync-context", "demo"]).ok();
+    git(&env, &["add", "-A"]);
+    let (code, out) = git_try(&env, &["commit", "-qm", "main"]);
+    assert_eq!(code, 0, "{out}");
+    let (code, out) = git_try(&env, &["merge", "--no-edit", "elsewhere"]);
+    assert_ne!(code, 0, "{out}");
+    assert!(out.contains("github-token"), "{out}");
+    assert!(!out.contains(FAKE_TOKEN), "{out}");
+    assert!(
+        git(&env, &["log", "-1", "--format=%s"]).trim() == "main",
+        "no merge commit was made"
     );
 }
 
