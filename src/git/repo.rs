@@ -104,4 +104,56 @@ impl Repo {
             .success()
             .then(|| String::from_utf8_lossy(&out.stdout).trim_end().to_owned()))
     }
+
+    /// Those of `ids` (event ids) that some branch, remote-tracking branch or `HEAD` holds in
+    /// its copy of `path` (relative to the workspace root): events a checkout left behind are
+    /// still there.
+    ///
+    /// # Errors
+    /// When git cannot run or fails.
+    pub fn events_in_refs(
+        &self,
+        path: &str,
+        ids: &[&str],
+    ) -> Result<std::collections::HashSet<String>> {
+        use std::io::Write as _;
+        let mut revs: Vec<String> = self
+            .run(&[
+                "for-each-ref",
+                "--format=%(objectname)",
+                "refs/heads",
+                "refs/remotes",
+            ])?
+            .lines()
+            .map(str::to_owned)
+            .collect();
+        revs.push("HEAD".into());
+        revs.sort();
+        revs.dedup();
+        // An event's own id is its top-level `"id"` member; a parent list names ids too, and a
+        // line naming one as its parent is not the event.
+        let patterns: String = ids.iter().map(|id| format!("\"id\":\"{id}\"\n")).collect();
+        let mut child = Command::new("git")
+            .args(["grep", "--no-color", "-F", "-h", "-o", "-f", "-"])
+            .args(&revs)
+            .args(["--", path])
+            .current_dir(&self.cwd)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()?;
+        if let Some(mut stdin) = child.stdin.take() {
+            // git may exit before reading everything (no revision holds the file).
+            let _ = stdin.write_all(patterns.as_bytes());
+        }
+        let out = child.wait_with_output()?;
+        Ok(String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| {
+                l.strip_prefix("\"id\":\"")
+                    .and_then(|r| r.strip_suffix('"'))
+            })
+            .map(str::to_owned)
+            .collect())
+    }
 }

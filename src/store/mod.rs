@@ -979,16 +979,17 @@ impl Store {
         self.ks[K_EVENTS].len().map_err(|e| self.err(e))
     }
 
-    /// The lines of the applied events whose ids `keep` rejects, in id order.
+    /// The ids and lines of the applied events whose ids `keep` rejects, in id order.
     ///
     /// # Errors
     /// When the store cannot be read.
-    pub fn event_lines_except(&self, keep: impl Fn(&str) -> bool) -> Result<Vec<String>> {
+    pub fn event_lines_except(&self, keep: impl Fn(&str) -> bool) -> Result<Vec<(String, String)>> {
         let mut out = Vec::new();
         for item in self.ks[K_EVENTS].iter() {
             let (id, line) = item.into_inner().map_err(|e| self.err(e))?;
-            if !keep(&String::from_utf8_lossy(&id)) {
-                out.push(String::from_utf8_lossy(&line).into_owned());
+            let id = String::from_utf8_lossy(&id).into_owned();
+            if !keep(&id) {
+                out.push((id, String::from_utf8_lossy(&line).into_owned()));
             }
         }
         Ok(out)

@@ -59,6 +59,9 @@ fn is_zero(n: &usize) -> bool {
     *n == 0
 }
 
+/// How many `.memlog/dropped-<time>.jsonl` files are kept (the newest).
+pub const DROPPED_FILES_KEPT: usize = 10;
+
 impl SyncReport {
     /// What the user must hear about this catch-up: a repaired or quarantined last line, events
     /// whose parents are missing from the log, a store rebuilt because it failed.
@@ -96,15 +99,14 @@ impl SyncReport {
                 field: "log".into(),
                 rule: "events_dropped",
                 message: format!(
-                    "{} event(s) that the store had applied are no longer in the log: it was \
-                     rewritten (a checkout of an older commit, a reset, a merge, or a replaced \
-                     or emptied file), and the projections now follow it{}",
+                    "{} event(s) that the store had applied are no longer in the log, nor in \
+                     any branch git holds: the log was rewritten (a write a merge replaced, a \
+                     reset, a replaced or emptied file), and the projections now follow it{}",
                     self.dropped,
                     match &self.dropped_file {
                         Some(f) => format!(
-                            "; their lines are kept in {}: if they should not have gone (a \
-                             write made during a merge), put them back with `memlog import \
-                             <project> {}`",
+                            "; their lines are kept in {}: if they should not have gone, put \
+                             them back with `memlog import <project> {}`",
                             f.display(),
                             f.display()
                         ),
@@ -605,24 +607,83 @@ impl Session {
                 .chain(decoded.iter().map(|(e, _)| e.id.as_str()))
                 .collect();
             let lines = self.store().event_lines_except(|id| in_log.contains(id))?;
-            let nanos = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos());
-            let file = self
-                .project
-                .state_dir()
-                .join(format!("dropped-{nanos}.jsonl"));
-            let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
-            // Best effort: without the file the warning still says what went.
-            if crate::log::durable::write_atomic(&file, text.as_bytes()).is_ok() {
-                self.report.dropped_file = Some(file);
+            if self.in_git(&lines) {
+                // A checkout or reset: every event that went is still in a branch. The
+                // projections follow the log; there is nothing to warn about or keep.
+                self.report.dropped = 0;
+            } else {
+                self.keep_dropped(&lines);
+            }
+        }
+        // Entries created by events the store did not have: a merge may have brought a
+        // duplicate among them, as in the incremental case above.
+        let mut created: Vec<String> = Vec::new();
+        for (e, _) in &decoded {
+            if let Some(entry) = e.created_entry()
+                && !self.store().has_event(&e.id)?
+            {
+                created.push(entry.to_owned());
             }
         }
         drop(known);
         let events = decode_with_lines(&self.project, buf, 1, 0)?;
         self.report.applied += self.build(events, &next)?;
+        self.report.duplicates = self.duplicates_of(&created)?;
         self.report.mode = "rebuild";
         Ok(())
+    }
+
+    /// True when git holds every one of the dropped `lines` (id, line) in some branch's copy of
+    /// the log.
+    fn in_git(&self, lines: &[(String, String)]) -> bool {
+        let root = self.project.workspace.root();
+        let Ok(rel) = self
+            .project
+            .log_path()
+            .strip_prefix(root)
+            .map(std::path::Path::to_path_buf)
+        else {
+            return false;
+        };
+        let Ok(repo) = crate::git::repo::Repo::at(root) else {
+            return false;
+        };
+        let ids: Vec<&str> = lines.iter().map(|(id, _)| id.as_str()).collect();
+        repo.events_in_refs(&rel.to_string_lossy(), &ids)
+            .is_ok_and(|found| ids.iter().all(|id| found.contains(*id)))
+    }
+
+    /// Keeps the dropped `lines` in `.memlog/dropped-<time>.jsonl` (the store may hold the only
+    /// copy: a write that a merge replaced before anyone committed it), and only the newest
+    /// [`DROPPED_FILES_KEPT`] such files.
+    fn keep_dropped(&mut self, lines: &[(String, String)]) {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let dir = self.project.state_dir();
+        let file = dir.join(format!("dropped-{nanos}.jsonl"));
+        let text: String = lines.iter().map(|(_, l)| format!("{l}\n")).collect();
+        // Best effort: without the file the warning still says what went.
+        if crate::log::durable::write_atomic(&file, text.as_bytes()).is_ok() {
+            self.report.dropped_file = Some(file);
+        }
+        let mut kept: Vec<std::path::PathBuf> = fs_err::read_dir(&dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with("dropped-") && n.ends_with(".jsonl"))
+            })
+            .collect();
+        // Same-length names sort by time; a shorter number is older.
+        kept.sort_by_key(|p| (p.as_os_str().len(), p.clone()));
+        let excess = kept.len().saturating_sub(DROPPED_FILES_KEPT);
+        for old in kept.into_iter().take(excess) {
+            let _ = fs_err::remove_file(old);
+        }
     }
 
     /// Pairs (entry of `created`, other active entry) with the same subject, scope and summary.

@@ -1,4 +1,4 @@
-use crate::common::Env;
+use crate::common::{Env, git};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -445,4 +445,60 @@ fn a_log_that_lost_events_says_so() {
     }
     assert_eq!(env.listed(), Some(3));
     env.run(&["verify"]).ok();
+}
+
+/// Switching branches changes the log under the store: events only the other branch holds leave
+/// the projections without a warning (git still has them) and without a `dropped-` file, and a
+/// merge that brings a duplicate says so even when the store had to follow a rewritten log.
+#[test]
+fn a_checkout_drops_events_quietly_and_a_merge_names_its_duplicates() {
+    let env = Env::new();
+    git(&env, &["init", "-q", "-b", "main"]);
+    env.run(&["init", "demo"]).ok();
+    env.add("base", "Base entry");
+    git(&env, &["add", "-A"]);
+    git(&env, &["commit", "-qm", "base"]);
+    git(&env, &["checkout", "-qb", "a"]);
+    env.add("same", "Same thing");
+    git(&env, &["commit", "-qam", "a"]);
+    git(&env, &["checkout", "-q", "main"]);
+    let r = env.run(&["list"]).ok();
+    assert!(!r.stderr.contains("no longer in the log"), "{}", r.stderr);
+    assert_eq!(env.listed(), Some(1));
+    git(&env, &["checkout", "-qb", "b"]);
+    env.run_at(
+        "2026-11-22T11:00:00Z",
+        &crate::common::add_args(
+            ("decisions", "decision"),
+            "same",
+            "Same thing",
+            "Another body.",
+            "0.8",
+            "code:src/lib.rs#L1-L9:where it happens",
+        ),
+    )
+    .ok();
+    git(&env, &["commit", "-qam", "b"]);
+    git(&env, &["checkout", "-q", "main"]);
+    git(&env, &["checkout", "-qb", "c"]);
+    env.add("other", "Other entry");
+    git(&env, &["commit", "-qam", "c"]);
+    git(&env, &["checkout", "-q", "main"]);
+    git(&env, &["merge", "-q", "--no-edit", "a"]);
+    git(&env, &["merge", "-q", "--no-edit", "b"]);
+    let r = env.run(&["list"]).ok();
+    assert!(
+        r.stderr.contains("1 pair(s) of active entries"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains("no longer in the log"), "{}", r.stderr);
+    let state = env.root().join("ai-memory/demo/.memlog");
+    let dropped = std::fs::read_dir(&state)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("dropped-"))
+        .count();
+    assert_eq!(dropped, 0);
 }
