@@ -758,7 +758,18 @@ fn finish_run(
         drop(batch);
     }
     report.staged.clear();
-    log_skipped(ctx, project, &report.skipped)?;
+    // The updates are in the log whatever happens to this record of the skipped ones: a failure
+    // to keep it is a warning, so that the output still lists what was written.
+    if let Err(e) = log_skipped(ctx, project, &report.skipped) {
+        report.warnings.push(crate::policy::Warning {
+            field: "apply-log".into(),
+            rule: "apply_log_unwritten",
+            message: format!(
+                "the skipped updates could not be recorded in .memlog/apply-log.jsonl ({e}); \
+                 the output lists them"
+            ),
+        });
+    }
     // `index` is the number the next update would have had: 2 after exactly one.
     let single = single_object && index == 2;
     if let Some(e) = stopped {

@@ -93,7 +93,21 @@ pub fn count_words(text: &str) -> usize {
 
 /// The stem of one lower-cased word.
 pub fn stem(word: &str) -> String {
-    STEMMER.stem(word).into_owned()
+    let stemmed = STEMMER.stem(word);
+    match acronym_singular(&stemmed) {
+        Some(one) => one.to_owned(),
+        None => stemmed.into_owned(),
+    }
+}
+
+/// The singular of an acronym's plural (`jwts`, `cpus`, `ssds`): Snowball keeps a final `s`
+/// unless a vowel comes before the letter that precedes it, which acronyms seldom have.
+fn acronym_singular(stem: &str) -> Option<&str> {
+    let one = stem.strip_suffix('s')?;
+    let b = one.as_bytes();
+    let vowel = |c: &u8| b"aeiouy".contains(c);
+    let (last, rest) = b.split_last()?;
+    (b.len() >= 2 && b.is_ascii() && *last != b's' && !rest.iter().any(vowel)).then_some(one)
 }
 
 /// Words whose stems each thread remembers: the vocabulary of a project repeats, and stemming
@@ -113,7 +127,7 @@ pub fn for_each_term(text: &str, mut f: impl FnMut(&str)) {
                 f(t);
                 return;
             }
-            let t: Box<str> = STEMMER.stem(w).into();
+            let t: Box<str> = stem(w).into();
             f(&t);
             if cache.len() >= STEM_CACHE_WORDS {
                 cache.clear();
@@ -156,12 +170,33 @@ mod tests {
             &["retry", "retries", "retried"],
             &["connection", "connections"],
             &["cache", "caches", "cached", "caching"],
+            &["jwt", "jwts"],
+            &["cpu", "cpus"],
+            &["ssd", "ssds"],
+            &["api", "apis"],
+            &["url", "urls"],
         ] {
             let stems: Vec<String> = group.iter().map(|w| stem(w)).collect();
             assert!(
                 stems.iter().all(|s| s == &stems[0]),
                 "{group:?} -> {stems:?}"
             );
+        }
+    }
+
+    #[test]
+    fn only_plurals_of_acronyms_lose_their_s() {
+        for (word, stem_of) in [
+            ("jwts", "jwt"),
+            ("k8s", "k8"),
+            ("status", "status"),
+            ("class", "class"),
+            ("yes", "yes"),
+            ("s", "s"),
+            ("ss", "ss"),
+            ("gps", "gp"),
+        ] {
+            assert_eq!(stem(word), stem_of, "{word}");
         }
     }
 

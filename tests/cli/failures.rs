@@ -502,3 +502,35 @@ fn a_checkout_drops_events_quietly_and_a_merge_names_its_duplicates() {
         .count();
     assert_eq!(dropped, 0);
 }
+
+/// A record of skipped updates that cannot be written does not hide what was written: the
+/// applied updates are still listed, with a warning.
+#[test]
+fn an_unwritable_apply_log_still_lists_what_was_applied() {
+    let env = Env::with_project();
+    env.run(&["list"]).ok();
+    std::fs::create_dir_all(env.root().join("ai-memory/demo/.memlog/apply-log.jsonl"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let input = env.root().join("in.jsonl");
+    std::fs::write(
+        &input,
+        concat!(
+            r#"{"operation":"create","entry":{"section":"decisions","kind":"decision","subject":"z.z","scope":"repo","summary":"S","content":"c","confidence":0.9,"evidence":[{"type":"code","uri":"src/a.rs","note":"n"}]}}"#,
+            "\n",
+            r#"{"operation":"create","entry":{"section":"decisions"}}"#,
+            "\n"
+        ),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let r = env.run(&["--json", "apply", "demo", &input.display().to_string()]);
+    let report = r.json();
+    assert_eq!(
+        report["applied"].as_array().map(Vec::len),
+        Some(1),
+        "{}{}",
+        r.stdout,
+        r.stderr
+    );
+    assert!(r.stdout.contains("apply-log.jsonl"), "{}", r.stdout);
+    assert_eq!(env.listed(), Some(1));
+}
