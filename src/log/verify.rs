@@ -170,6 +170,45 @@ pub fn verify_log(path: &Path) -> Result<Report> {
         .iter()
         .map(|(n, o, e)| (e.id.as_str(), (*n, *o, e)))
         .collect();
+    // A replacement made beside a purge of the entry it replaces (a supersede on another
+    // branch that the purge never saw): it was made from the content the purge removed, and no
+    // purge of the old entry covers it.
+    let mut before_purge: std::collections::HashSet<&str> = std::collections::HashSet::new();
+    let mut todo: Vec<&str> = events
+        .iter()
+        .filter(|(_, _, e)| matches!(e.data, projections::EventData::Purge { .. }))
+        .flat_map(|(_, _, e)| e.parents.iter().map(String::as_str))
+        .collect();
+    while let Some(id) = todo.pop() {
+        if before_purge.insert(id)
+            && let Some((_, _, e)) = where_is.get(id)
+        {
+            todo.extend(e.parents.iter().map(String::as_str));
+        }
+    }
+    for (n, o, e) in &events {
+        if let projections::EventData::Supersede {
+            by,
+            replacement: Some(_),
+            ..
+        } = &e.data
+            && purged.contains(e.entry.as_str())
+            && !purged.contains(by.as_str())
+            && !before_purge.contains(e.id.as_str())
+        {
+            warnings.push(Finding {
+                line: *n,
+                offset: *o,
+                problem: format!(
+                    "event {} made {by} to replace purged entry {} beside the purge (a merge \
+                     brought it in): {by} may carry the purged content; check with `memlog \
+                     show {by}`, and if it does, `memlog purge {by} --reason ...` then \
+                     `memlog gc`",
+                    e.id, e.entry
+                ),
+            });
+        }
+    }
     for (n, o, e) in &events {
         for p in &e.parents {
             match where_is.get(p.as_str()) {

@@ -878,3 +878,59 @@ fn a_purge_stays_final_after_merging_a_later_update() {
         shown.stdout
     );
 }
+
+/// A supersede made on another branch beside a purge copies the purged content into a new
+/// entry: `verify` names it and how to purge it; the same supersede made before the purge (which
+/// then saw the replacement) is not flagged.
+#[test]
+fn a_replacement_made_beside_a_purge_is_named_by_verify() {
+    let env = Env::new();
+    git(&env, &["init", "-q", "-b", "main"]);
+    env.run_at("2026-11-22T10:00:00Z", &["init", "demo"]).ok();
+    let id = env.add_at("2026-11-22T10:01:00Z", "leak", "Secretish", "0.9");
+    let seen = env.add_at("2026-11-22T10:02:00Z", "seen", "Seen before purge", "0.9");
+    env.run_at(
+        "2026-11-22T10:03:00Z",
+        &["supersede", &seen, "--summary", "Seen v2", "--reason", "s"],
+    )
+    .ok();
+    env.run_at("2026-11-22T10:04:00Z", &["purge", &seen, "--reason", "r"])
+        .ok();
+    git(&env, &["add", "-A"]);
+    git(&env, &["commit", "-qm", "base"]);
+    git(&env, &["checkout", "-qb", "purging"]);
+    env.run_at("2026-11-23T10:00:00Z", &["purge", &id, "--reason", "leak"])
+        .ok();
+    git(&env, &["commit", "-qam", "purge"]);
+    git(&env, &["checkout", "-q", "main"]);
+    let replaced = env.run_at(
+        "2026-11-24T10:00:00Z",
+        &[
+            "supersede",
+            &id,
+            "--summary",
+            "Secretish v2",
+            "--reason",
+            "s",
+        ],
+    );
+    let replaced = replaced.ok().stdout;
+    let new_id = replaced.split_whitespace().next().unwrap_or_default();
+    git(&env, &["commit", "-qam", "supersede"]);
+    git(&env, &["merge", "-q", "--no-edit", "purging"]);
+    let verify = env.run(&["verify"]);
+    let text = format!("{}{}", verify.stdout, verify.stderr);
+    let flagged: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("may carry the purged content"))
+        .collect();
+    assert_eq!(flagged.len(), 1, "{text}");
+    assert!(
+        flagged[0].contains(&format!("replace purged entry {id}")),
+        "{text}"
+    );
+    assert!(
+        new_id.starts_with("m-") && flagged[0].contains(&format!("made {new_id} ")),
+        "{replaced}: {text}"
+    );
+}
