@@ -286,8 +286,12 @@ impl Policy {
         let wants = |f: &str| only.is_none_or(|o| o.contains(f));
         let mut v = Verdict::default();
         if status == Status::Active && (wants("subject") || wants("scope") || wants("summary")) {
-            // One index lookup: active entries with this subject, scope and summary.
-            for id in store.ids_with("duplicate", &crate::store::duplicate_key(fields))? {
+            // Index lookups: active entries with this subject, scope and summary, then archived
+            // ones (a read restores them as they are).
+            let key = crate::store::duplicate_key(fields);
+            let mut candidates = store.ids_with("duplicate", &key)?;
+            candidates.extend(store.ids_with("duplicate_archived", &key)?);
+            for id in candidates {
                 if Some(id.as_str()) == exclude {
                     continue;
                 }
@@ -296,14 +300,19 @@ impl Policy {
                     && other.fields.scope == fields.scope
                     && other.fields.summary == fields.summary
                 {
-                    v.problem(
-                        "summary",
-                        "duplicate",
+                    let message = if other.lifecycle == projections::Lifecycle::Archived {
+                        format!(
+                            "archived entry {id} already has this subject, scope and summary; \
+                             `memlog show {id}` restores it, then supersede or update it instead \
+                             of adding a copy"
+                        )
+                    } else {
                         format!(
                             "active entry {id} already has this subject, scope and summary; \
                              supersede or update it instead of adding a copy"
-                        ),
-                    );
+                        )
+                    };
+                    v.problem("summary", "duplicate", message);
                     break;
                 }
             }

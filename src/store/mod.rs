@@ -253,6 +253,14 @@ fn cold_index_terms(s: &EntryState) -> Vec<(&'static str, std::borrow::Cow<'_, s
     if s.pinned {
         terms.push(("cold_pinned", Borrowed("true")));
     }
+    // An archived entry comes back as it is at its next read: a new entry that repeats it is
+    // a duplicate waiting to happen.
+    if s.status == projections::Status::Active
+        && s.lifecycle == projections::Lifecycle::Archived
+        && !s.purged
+    {
+        terms.push(("duplicate_archived", duplicate_key(&s.fields).into()));
+    }
     terms
 }
 

@@ -934,3 +934,37 @@ fn a_replacement_made_beside_a_purge_is_named_by_verify() {
         "{replaced}: {text}"
     );
 }
+
+/// An archived entry comes back as it is at its next read, so a new entry that repeats its
+/// subject, scope and summary is refused as a duplicate, naming it and how to restore it.
+#[test]
+fn an_entry_repeating_an_archived_one_is_a_duplicate() {
+    let env = Env::with_project();
+    let id = env.add_at(
+        "2026-01-01T00:00:00Z",
+        "auth.tokens",
+        "Use 10-minute JWTs",
+        "0.9",
+    );
+    env.run_at("2027-06-01T00:00:00Z", &["lifecycle", "run"])
+        .ok();
+    let shown = env.run_at("2027-06-01T00:00:00Z", &["list", "--archived", "--json"]);
+    assert!(shown.stdout.contains(&id), "{}", shown.stdout);
+    let mut args = crate::common::add_args(
+        ("decisions", "decision"),
+        "auth.tokens",
+        "Use 10-minute JWTs",
+        "Again.",
+        "0.9",
+        "code:src/lib.rs#L1-L9:where it happens",
+    );
+    args.push("--json");
+    let r = env.run_at("2027-06-02T00:00:00Z", &args);
+    assert_eq!(r.code, 3, "{}{}", r.stdout, r.stderr);
+    assert!(
+        format!("{}{}", r.stdout, r.stderr).contains(&format!("archived entry {id}")),
+        "{}{}",
+        r.stdout,
+        r.stderr
+    );
+}
