@@ -120,6 +120,8 @@ const STRONG: [EvidenceType; 4] = [
 pub struct Policy {
     write: WritePolicy,
     tickets: TicketPatterns,
+    /// The retrieval policy's `min_confidence`: default queries leave out entries below it.
+    min_confidence: f64,
 }
 
 fn uri_kind(t: EvidenceType) -> UriKind {
@@ -137,9 +139,11 @@ fn uri_kind(t: EvidenceType) -> UriKind {
 impl Policy {
     /// The policy of a new project.
     pub fn defaults() -> Self {
+        let policies = crate::project::Policies::default();
         Self {
-            write: crate::project::Policies::default().write,
+            write: policies.write,
             tickets: TicketPatterns::empty(),
+            min_confidence: policies.retrieval.min_confidence,
         }
     }
 
@@ -148,13 +152,18 @@ impl Policy {
     /// # Errors
     /// When the configuration cannot be read or a ticket pattern is not a valid regex.
     pub fn load(project: &Project) -> Result<Self> {
-        let write = project.config()?.policies.write;
+        let policies = project.config()?.policies;
+        let write = policies.write;
         let tickets =
             TicketPatterns::new(&write.ticket_patterns).map_err(|problem| Error::CorruptFile {
                 path: project.config_path(),
                 problem: format!("policies.{problem}; fix the pattern in memlog.json"),
             })?;
-        Ok(Self { write, tickets })
+        Ok(Self {
+            write,
+            tickets,
+            min_confidence: policies.retrieval.min_confidence,
+        })
     }
 
     /// Checks a text that enters an event beside the entry's fields (a reason, the actor's
@@ -255,18 +264,39 @@ impl Policy {
                 ),
             );
         }
-        if wants("confidence") && fields.confidence < self.write.low_confidence_warning {
+        let c = fields.confidence;
+        if wants("confidence") && c < self.write.low_confidence_warning {
+            let hidden = if c < self.min_confidence {
+                format!(", and {}", self.left_out())
+            } else {
+                String::new()
+            };
             v.warnings.push(Warning {
                 field: "confidence".into(),
                 rule: "low_confidence",
                 message: format!(
-                    "confidence {} is below {}: the entry is hidden from default queries until \
-                     it is confirmed",
-                    fields.confidence, self.write.low_confidence_warning
+                    "confidence {c} is below {}: the entry is marked low-confidence wherever it \
+                     is shown{hidden}",
+                    self.write.low_confidence_warning,
                 ),
+            });
+        } else if wants("confidence") && c < self.min_confidence {
+            v.warnings.push(Warning {
+                field: "confidence".into(),
+                rule: "below_min_confidence",
+                message: format!("confidence {c} is {}", self.left_out()),
             });
         }
         v
+    }
+
+    /// What the retrieval policy does with an entry below its `min_confidence`.
+    fn left_out(&self) -> String {
+        format!(
+            "below the project's min_confidence {}: default queries and `context` leave it out \
+             until it is confirmed (`memlog query --min-confidence 0` finds it)",
+            self.min_confidence
+        )
     }
 
     /// Checks that need the store: no active entry with the same subject, scope and summary

@@ -747,3 +747,34 @@ fn a_flood_of_bad_values_is_answered_in_a_few_lines() {
     let logged = std::fs::metadata(&apply_log).map_or(0, |m| m.len());
     assert!(logged < 64 * 1024, "{logged} bytes logged");
 }
+
+/// An entry confident enough not to be marked low-confidence but below the retrieval policy's
+/// `min_confidence` is left out of default queries: the write says so.
+#[test]
+fn an_entry_below_min_confidence_is_told_it_will_not_be_found() {
+    let env = crate::common::Env::with_project();
+    let args = crate::common::add_args(
+        ("learnings", "other"),
+        "widget",
+        "Widget sizes",
+        "Body.",
+        "0.55",
+        "code:src/lib.rs#L1-L9:where it happens",
+    );
+    let r = env.run(&args).ok();
+    assert!(
+        r.stderr.contains("below the project's min_confidence 0.6"),
+        "{}",
+        r.stderr
+    );
+    let args = crate::common::add_args(
+        ("learnings", "other"),
+        "widget",
+        "Widget colours",
+        "Body.",
+        "0.7",
+        "code:src/lib.rs#L1-L9:where it happens",
+    );
+    let r = env.run(&args).ok();
+    assert!(!r.stderr.contains("min_confidence"), "{}", r.stderr);
+}
