@@ -24,7 +24,8 @@ pub enum Error {
     AmbiguousProject { why: String },
 
     #[error(
-        "{path}: line {line} (byte offset {offset}): {problem}; the log is committed to git: see what changed with `git diff -- {path}` and restore the committed lines with `git checkout -- {path}` (appends since the last commit are then lost; keep a copy first), then run `memlog verify`",
+        "{path}: line {line} (byte offset {offset}): {problem}{}",
+        corrupt_log_fix(path, problem),
         path = path.display()
     )]
     CorruptLog {
@@ -111,4 +112,18 @@ impl Error {
             message: e.to_string(),
         }
     }
+}
+
+/// How to repair a log with a bad line: from git, unless the line is a conflict marker (the
+/// problem then says what to do, and during a merge `git checkout -- <file>` fails).
+fn corrupt_log_fix(path: &std::path::Path, problem: &str) -> String {
+    if problem == crate::log::read::CONFLICT_MARKER_HELP {
+        return String::new();
+    }
+    format!(
+        "; the log is committed to git: see what changed with `git diff -- {path}` and restore \
+         the committed lines with `git checkout -- {path}` (appends since the last commit are \
+         then lost; keep a copy first), then run `memlog verify`",
+        path = path.display()
+    )
 }

@@ -65,10 +65,11 @@ pub fn is_blank(line: &Line<'_>) -> bool {
 }
 
 /// What a git conflict marker in the log means and how to recover.
-pub const CONFLICT_MARKER_HELP: &str = "a git conflict marker: this log was merged without the \
-union merge (an octopus merge, `git merge a b`, ignores `merge=union`). Every event line is valid \
-on its own, so keep both sides: delete the marker lines (<<<<<<<, |||||||, =======, >>>>>>>) and \
-commit; or run `git merge --abort` and merge the branches one at a time";
+pub const CONFLICT_MARKER_HELP: &str = "a git conflict marker: git merged this log line by line \
+(the `merge=union` attribute of ai-memory/.gitattributes, which `memlog init` writes, was not \
+in effect: not committed, removed, or a merge strategy that ignores it). Every event line is \
+valid on its own, so keep both sides: delete the marker lines (<<<<<<<, |||||||, =======, \
+>>>>>>>), `git add` the log and commit; commit ai-memory/.gitattributes too if it is missing";
 
 /// True for a line git writes around conflicting hunks.
 pub fn is_conflict_marker(line: &[u8]) -> bool {

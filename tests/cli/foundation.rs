@@ -280,9 +280,13 @@ fn git_conflict_markers_are_named_with_the_way_out() {
         assert_ne!(r.code, 0);
         let all = format!("{}{}", r.stdout, r.stderr);
         assert!(
-            all.contains("conflict marker") && all.contains("git merge --abort"),
+            all.contains("conflict marker")
+                && all.contains("delete the marker lines")
+                && all.contains("ai-memory/.gitattributes"),
             "{args:?}: {all}"
         );
+        // During a merge `git checkout -- <file>` fails: it is not offered.
+        assert!(!all.contains("git checkout --"), "{args:?}: {all}");
     }
 }
 
