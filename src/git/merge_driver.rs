@@ -96,13 +96,16 @@ pub fn run(ours: &Path, theirs: &Path) -> Result<Merged> {
 /// As [`run`].
 pub fn run_with(ours: &Path, theirs: &Path, written: &[u8]) -> Result<Merged> {
     let a = fs_err::read(ours)?;
-    let b = fs_err::read(theirs)?;
-    let mut merged = merge(&a, &b);
+    let mut b = fs_err::read(theirs)?;
     if !written.is_empty() {
-        let more = merge(&merged.bytes, written);
-        merged.added += more.added;
-        merged.bytes = more.bytes;
+        // One set of lines to add, so that they are ordered together: events by time, and any
+        // line that is not an event after all of them.
+        if !b.is_empty() && !b.ends_with(b"\n") {
+            b.push(b'\n');
+        }
+        b.extend_from_slice(written);
     }
+    let merged = merge(&a, &b);
     crate::log::durable::write_atomic(ours, &merged.bytes)?;
     Ok(merged)
 }
@@ -156,5 +159,46 @@ mod tests {
         // Lines that are not events sort by their bytes, after every event.
         assert_eq!(merged.bytes, b"x\npartial\ny\nz\n");
         assert_eq!((merged.ours, merged.added, merged.duplicates), (1, 3, 0));
+    }
+
+    /// Lines only the working copy holds are ordered with theirs: an event it holds comes
+    /// before a line of theirs that is not an event.
+    #[test]
+    fn the_working_copy_lines_are_ordered_with_theirs() {
+        let event = |at: &str| {
+            projections::Event::build(
+                "",
+                "a",
+                at,
+                Vec::new(),
+                projections::EventData::Create {
+                    fields: serde_json::from_value(serde_json::json!({
+                        "section": "learnings", "kind": "other", "subject": "s", "scope": "repo",
+                        "summary": at, "content": "c", "tags": [], "confidence": 0.9,
+                        "evidence": [], "related_entries": []
+                    }))
+                    .unwrap_or_else(|e| panic!("{e}")),
+                    status: projections::Status::Active,
+                },
+            )
+            .and_then(|e| e.to_line())
+            .unwrap_or_else(|e| panic!("{e}"))
+        };
+        let (ours, theirs, written) = (
+            event("2026-01-01T00:00:00.000Z"),
+            event("2026-01-02T00:00:00.000Z"),
+            event("2026-01-03T00:00:00.000Z"),
+        );
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        std::fs::write(&a, format!("{ours}\n")).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(&b, format!("{theirs}\ngarbage line")).unwrap_or_else(|e| panic!("{e}"));
+        super::run_with(&a, &b, format!("{written}\n").as_bytes())
+            .unwrap_or_else(|e| panic!("{e}"));
+        let merged = std::fs::read_to_string(&a).unwrap_or_default();
+        assert_eq!(
+            merged,
+            format!("{ours}\n{theirs}\n{written}\ngarbage line\n")
+        );
     }
 }
