@@ -597,6 +597,7 @@ pub fn validate_evidence(ctx: &Ctx, args: EvidenceArgs, out: &mut Out) -> Result
         out.json(&serde_json::json!({
             "project": p.name.to_string(),
             "online": args.online,
+            "dry_run": args.dry_run,
             "entries": checks,
             "marked_stale": changed.iter().filter(|(_, s)| *s).map(|(i, _)| i).collect::<Vec<_>>(),
             "cleared": changed.iter().filter(|(_, s)| !*s).map(|(i, _)| i).collect::<Vec<_>>(),

@@ -450,6 +450,7 @@ fn results() -> Vec<(&'static str, &'static str, Value)> {
                         ("complete", boolean()),
                     ])),
                 ),
+                ("dry_run", boolean()),
                 ("marked_stale", array(string())),
                 ("cleared", array(string())),
             ]),
