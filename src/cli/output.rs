@@ -374,6 +374,14 @@ pub fn report_error_after(e: &Error, json_mode: bool, partial: Option<Value>) ->
     if let (Some(p), Some(details)) = (partial, body["error"]["details"].as_object_mut()) {
         details.insert("partial_results".into(), p);
     }
+    let warnings = take_warnings();
+    if json_mode && !warnings.is_empty() {
+        // Said before the error and, under `--json`, nowhere else.
+        body["warnings"] = warnings
+            .into_iter()
+            .map(|message| json!({ "message": message }))
+            .collect();
+    }
     if json_mode {
         let _ = writeln!(
             std::io::stdout(),

@@ -138,8 +138,13 @@ fn a_torn_last_line_is_quarantined_and_writing_goes_on() {
     assert_eq!(env.run(&["verify"]).code, 1);
     let listed = env.run(&["list", "--json"]).ok();
     assert!(
-        listed.stderr.contains("incomplete line") && listed.stderr.contains("quarantine.jsonl"),
-        "the quarantine is reported: {}",
+        listed.stdout.contains("incomplete line") && listed.stdout.contains("quarantine.jsonl"),
+        "the quarantine is reported in the JSON document: {}",
+        listed.stdout
+    );
+    assert!(
+        listed.stderr.is_empty(),
+        "and only there: {}",
         listed.stderr
     );
     assert_eq!(listed.json().as_array().map(Vec::len), Some(1));

@@ -139,7 +139,7 @@ fn a_last_line_missing_only_its_newline_is_kept() {
     std::fs::write(env.log(), &full[..full.len() - 1]).unwrap_or_else(|e| panic!("{e}"));
     let r = env.run(&["list", "--json"]).ok();
     assert_eq!(r.json().as_array().map(Vec::len), Some(2));
-    assert!(r.stderr.contains("newline was added"), "{}", r.stderr);
+    assert!(r.stdout.contains("newline was added"), "{}", r.stdout);
     assert_eq!(
         read(&env.log()),
         full,
@@ -174,9 +174,9 @@ fn a_broken_store_is_rebuilt_and_leftovers_are_removed() {
     let r = env.run(&["list", "--json"]).ok();
     assert_eq!(r.json().as_array().map(Vec::len), Some(2), "{}", r.stderr);
     assert!(
-        r.stderr.contains("rebuilt"),
+        r.stdout.contains("rebuilt"),
         "the rebuild is reported: {}",
-        r.stderr
+        r.stdout
     );
     scribble(&store);
     env.run(&["rebuild"]).ok();

@@ -108,7 +108,8 @@ fn reading_an_archived_entry_restores_it_with_every_field() {
     run_at(&env, 100);
     assert_eq!(env.listed(), Some(0));
     let shown = env.run_at(&day(101), &["show", &a, "--json"]).ok();
-    assert!(shown.stderr.contains("restored"), "{}", shown.stderr);
+    assert!(shown.stdout.contains("restored"), "{}", shown.stdout);
+    assert!(shown.stderr.is_empty(), "{}", shown.stderr);
     let after = shown.json();
     assert_eq!(after["lifecycle"], "active");
     for (k, v) in before.as_object().into_iter().flatten() {
@@ -232,7 +233,11 @@ fn dry_run_writes_nothing_and_a_failing_entry_is_skipped() {
         [(b, "active".to_owned(), "archived".to_owned())]
     );
     assert_eq!(report["skipped"][0]["entry"], a.as_str());
-    assert!(r.stderr.contains("injected evaluation failure"));
+    assert!(
+        r.stdout.contains("injected evaluation failure"),
+        "{}",
+        r.stdout
+    );
     // The report is kept for statistics.
     let metrics = env.run(&["lifecycle", "report", "--json"]).ok().json();
     assert_eq!(metrics["last_run"]["processed"], 2);
