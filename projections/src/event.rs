@@ -924,6 +924,14 @@ pub fn decode_verified_line(line: &str) -> Result<Event, EventError> {
 /// # Errors
 /// The first problem found, as an [`EventError`].
 pub fn reference_decode_line(line: &str) -> Result<Event, EventError> {
+    if line.starts_with('\u{feff}') {
+        // An editor's byte order mark: the JSON parser would only say "expected value".
+        return Err(EventError::NotJson(
+            "the line starts with a UTF-8 byte order mark (EF BB BF, added by an editor): \
+             remove those 3 bytes, e.g. `sed -i '1s/^\\xEF\\xBB\\xBF//' <log>`"
+                .into(),
+        ));
+    }
     decode(line).map_err(|e| match e {
         // An integer token beyond 64 bits is read as a rounded double: name it as written.
         EventError::NotCanonical | EventError::Canonical(CanonicalError::UnsafeInteger(_)) => {

@@ -632,3 +632,12 @@ fn unknown_versions_and_types_are_refused_not_misread() {
         Err(EventError::NotCanonical)
     ));
 }
+
+#[test]
+fn a_byte_order_mark_is_named() {
+    let err = projections::decode_line("\u{feff}{\"v\":1}")
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(err.contains("byte order mark"), "{err}");
+}
