@@ -28,10 +28,14 @@ fn parse_size(s: &str) -> Result<(u16, u16)> {
     let parsed = s
         .split_once('x')
         .and_then(|(w, h)| Some((w.parse::<u16>().ok()?, h.parse::<u16>().ok()?)));
+    use crate::analytics::dashboard::render::{MIN_HEIGHT, MIN_WIDTH};
     match parsed {
-        Some((w, h)) if (1..=1000).contains(&w) && (1..=1000).contains(&h) => Ok((w, h)),
+        Some((w, h)) if (MIN_WIDTH..=1000).contains(&w) && (MIN_HEIGHT..=1000).contains(&h) => {
+            Ok((w, h))
+        }
         _ => Err(Error::Usage(format!(
-            "--size: `{}` is not a size; use WIDTHxHEIGHT with both from 1 to 1000, e.g. 160x48",
+            "--size: `{}` is not a frame size the dashboard can draw; use WIDTHxHEIGHT from \
+             {MIN_WIDTH}x{MIN_HEIGHT} to 1000x1000, e.g. 160x48",
             s.escape_debug()
         ))),
     }

@@ -120,19 +120,21 @@ fn parse_every(s: &str) -> Result<Duration> {
         None => (s, "s"),
     };
     let n: u64 = n.parse().map_err(|_| bad())?;
-    let secs = match unit {
-        "ms" => return Ok(Duration::from_millis(n)).and_then(|d| nonzero(d, &bad)),
-        "s" => n,
-        "m" => n.saturating_mul(60),
-        "h" => n.saturating_mul(3600),
-        "d" => n.saturating_mul(86_400),
+    let every = match unit {
+        "ms" => Duration::from_millis(n),
+        "s" => Duration::from_secs(n),
+        "m" => Duration::from_secs(n.saturating_mul(60)),
+        "h" => Duration::from_secs(n.saturating_mul(3600)),
+        "d" => Duration::from_secs(n.saturating_mul(86_400)),
         _ => return Err(bad()),
     };
-    nonzero(Duration::from_secs(secs), &bad)
-}
-
-fn nonzero(d: Duration, bad: &dyn Fn() -> Error) -> Result<Duration> {
-    if d.is_zero() { Err(bad()) } else { Ok(d) }
+    if every.is_zero() {
+        return Err(Error::Usage(format!(
+            "--every `{}` is zero: give a period of at least 1ms, e.g. 30s, 15m, 1h or 1d",
+            s.escape_debug()
+        )));
+    }
+    Ok(every)
 }
 
 fn projects(ctx: &Ctx, args: &RunArgs) -> Result<Vec<Project>> {

@@ -940,6 +940,10 @@ impl Drop for Session {
             // Best effort: a leftover is removed by the next detached session of the project.
             let _ = fs_err::remove_dir_all(&dir);
             let _ = fs_err::remove_file(dir.with_extension("lock"));
+            // The scratch stores' directory too, once no other session uses it.
+            if let Some(root) = dir.parent() {
+                let _ = std::fs::remove_dir(root);
+            }
             return;
         }
         if self.applied_incrementally > 0

@@ -104,6 +104,16 @@ fn reads_answer_from_the_past_and_writes_refuse() {
     assert_eq!(std::fs::read(env.log()).unwrap_or_default(), log);
 }
 
+/// A read `--as-of` leaves nothing behind: its private store and their directory go.
+#[test]
+fn as_of_leaves_no_scratch_directory() {
+    let env = Env::with_project();
+    env.add("db", "Use Postgres");
+    env.run(&["--as-of", "2026-11-23T00:00:00Z", "list"]).ok();
+    let scratch = env.root().join("ai-memory/demo/.memlog/as-of");
+    assert!(!scratch.exists(), "{}", scratch.display());
+}
+
 #[test]
 fn bad_as_of_values_are_usage_errors() {
     let env = Env::with_project();

@@ -506,6 +506,9 @@ fn the_daemon_runs_on_a_schedule_and_stops_cleanly_on_sigterm() {
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(stderr.contains("stopped after 1 evaluation"), "{stderr}");
     assert!(env.run(&["lifecycle", "daemon", "--every", "soon"]).code == 2);
+    let zero = env.run(&["lifecycle", "daemon", "--every", "0s"]);
+    assert_eq!(zero.code, 2);
+    assert!(zero.stderr.contains("is zero"), "{}", zero.stderr);
 }
 
 #[test]

@@ -824,3 +824,29 @@ pub fn buffer_colours(buffer: &Buffer) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A live terminal smaller than the layout gets a message saying what to do.
+    #[test]
+    fn a_terminal_too_small_gets_a_message() {
+        let screen = Screen {
+            stats: None,
+            project: "demo",
+            updated_at: "",
+            refresh_secs: 5,
+            range: "7d",
+            focus: Panel::default(),
+            scroll: [0; 4],
+            help: false,
+            color: false,
+            status: None,
+            can_switch_project: false,
+        };
+        let frame = buffer_text(&render_buffer(&screen, 60, 20)).replace('\n', " ");
+        assert!(frame.contains("Terminal too small: 60x20"), "{frame}");
+        assert!(frame.contains("needs at least 80x24"), "{frame}");
+    }
+}
