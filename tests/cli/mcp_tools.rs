@@ -4,8 +4,8 @@
 
 use crate::common::Env;
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader, Lines, Write};
-use std::process::{Child, ChildStdin, ChildStdout, Stdio};
+use std::io::{BufReader, Lines, Write};
+use std::process::{Child, ChildStdin, ChildStdout};
 
 struct Client {
     child: Child,
@@ -16,19 +16,11 @@ struct Client {
 
 impl Client {
     fn start(env: &Env) -> Self {
-        let mut child = env
-            .command(&["mcp"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("{e}"));
-        let stdin = child.stdin.take().unwrap_or_else(|| panic!("stdin"));
-        let stdout = child.stdout.take().unwrap_or_else(|| panic!("stdout"));
+        let (child, stdin, lines) = env.mcp(&[]);
         let mut c = Self {
             child,
             stdin,
-            lines: BufReader::new(stdout).lines(),
+            lines,
             next: 1,
         };
         c.request(
