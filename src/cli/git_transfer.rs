@@ -22,9 +22,9 @@ pub enum Format {
 
 #[derive(Debug, clap::Args)]
 pub struct ExportArgs {
-    /// Project to export
+    /// Project to export (default: --project, or the workspace's only project)
     #[arg(id = "project_name", value_name = "PROJECT")]
-    pub project: String,
+    pub project: Option<String>,
     /// Where to write, inside the workspace (`-`: standard output)
     pub path: PathBuf,
     /// What to write
@@ -46,9 +46,9 @@ pub struct ExportArgs {
 
 #[derive(Debug, clap::Args)]
 pub struct ImportArgs {
-    /// Project to import into
+    /// Project to import into (default: --project, or the workspace's only project)
     #[arg(id = "project_name", value_name = "PROJECT")]
-    pub project: String,
+    pub project: Option<String>,
     /// An export: a JSON array, JSON Lines of records or of events, a directory of *.json
     /// records, or `-` for standard input
     pub path: PathBuf,
@@ -167,7 +167,7 @@ fn inside_workspace(root: &Path, memory: &Path, path: &Path) -> Result<PathBuf> 
 
 pub fn export(ctx: &Ctx, args: ExportArgs, out: &mut Out) -> Result<ExitCode> {
     let filters = filters(&args)?;
-    let project = ctx.project(Some(&args.project))?;
+    let project = ctx.project(args.project.as_deref())?;
     let events = match &ctx.as_of {
         Some(as_of) => crate::git::as_of::events_as_of(&project, as_of)?.0,
         None => crate::git::as_of::all_events(&project)?,
@@ -266,7 +266,7 @@ pub fn export(ctx: &Ctx, args: ExportArgs, out: &mut Out) -> Result<ExitCode> {
 
 pub fn import(ctx: &Ctx, args: ImportArgs, out: &mut Out) -> Result<ExitCode> {
     let wctx = ctx.write_context()?;
-    let project = ctx.project(Some(&args.project))?;
+    let project = ctx.project(args.project.as_deref())?;
     let stdin = if args.path.as_os_str() == "-" {
         let mut buf = Vec::new();
         std::io::Read::read_to_end(&mut std::io::stdin(), &mut buf)?;

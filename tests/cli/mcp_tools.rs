@@ -15,8 +15,9 @@ struct Client {
 }
 
 impl Client {
-    fn start(env: &Env) -> Self {
-        let (child, stdin, lines) = env.mcp(&[]);
+    /// `memlog mcp` with the global options `args`, initialized.
+    fn start(env: &Env, args: &[&str]) -> Self {
+        let (child, stdin, lines) = env.mcp(args);
         let mut c = Self {
             child,
             stdin,
@@ -92,7 +93,7 @@ fn the_lifecycle_git_and_transfer_tools_run_their_commands() {
     let env = Env::with_project();
     let id = env.add("auth.tokens", "Use short-lived tokens");
     let other = env.add("auth.refresh", "Refresh in the gateway");
-    let mut c = Client::start(&env);
+    let mut c = Client::start(&env, &[]);
 
     let tools = c.request("tools/list", json!({}));
     let listed: Vec<&str> = tools["result"]["tools"]
@@ -236,4 +237,40 @@ fn the_lifecycle_git_and_transfer_tools_run_their_commands() {
         json!({"id": "m-zzzzzzzzzz", "reason": "x", "project": "demo"}),
     );
     assert_eq!(v["error"]["code"], "NOT_FOUND", "{v}");
+}
+
+#[test]
+fn export_and_import_work_on_the_servers_project_when_a_call_names_none() {
+    let env = Env::with_project();
+    env.add("auth.tokens", "Use short-lived tokens");
+    env.run(&["init", "copy"]).ok();
+    let mut c = Client::start(&env, &["--project", "demo"]);
+    let v = c.call(
+        "export",
+        "export",
+        json!({"path": "out/demo.jsonl", "format": "jsonl"}),
+    );
+    assert_eq!(v["results"]["entries"], 1, "{v}");
+    let v = c.call(
+        "import",
+        "import",
+        json!({"path": "out/demo.jsonl", "project": "copy"}),
+    );
+    assert_eq!(
+        v["results"]["imported"].as_array().map(Vec::len),
+        Some(1),
+        "{v}"
+    );
+    // Into the server's project: the entry is there already.
+    let v = c.call("import", "import", json!({"path": "out/demo.jsonl"}));
+    assert_eq!(
+        v["results"]["skipped"].as_array().map(Vec::len),
+        Some(1),
+        "{v}"
+    );
+    // The command line takes the project the same way.
+    let r = env
+        .run(&["--project", "copy", "export", "out/copy.json", "--json"])
+        .ok();
+    assert_eq!(r.json()["entries"], 1, "{}", r.stdout);
 }
