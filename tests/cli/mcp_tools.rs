@@ -197,6 +197,15 @@ fn the_lifecycle_git_and_transfer_tools_run_their_commands() {
         let v = c.call("import", "import", json!({"project": "copy", "path": path}));
         assert_eq!(v["error"]["code"], "USAGE_ERROR", "{path}: {v}");
     }
+    // Nor is git's.
+    std::fs::create_dir_all(env.root().join(".git")).unwrap_or_else(|e| panic!("{e}"));
+    let v = c.call(
+        "export",
+        "export",
+        json!({"project": "demo", "path": ".git/HEAD", "format": "events"}),
+    );
+    assert_eq!(v["error"]["code"], "USAGE_ERROR", "{v}");
+    assert!(!env.root().join(".git/HEAD").exists());
     // Nor is a file named after a credential written.
     let v = c.call(
         "export",
