@@ -55,6 +55,10 @@ pub struct ImportArgs {
     /// What to do when the project already holds a record's entry
     #[arg(long, value_enum, default_value = "skip")]
     pub conflict_strategy: Strategy,
+    /// Refuse a PATH that leads outside the workspace, links resolved (the MCP tool reads only
+    /// inside it)
+    #[arg(long, hide = true)]
+    pub inside_workspace: bool,
 }
 
 fn filters(args: &ExportArgs) -> Result<Filters> {
@@ -328,7 +332,21 @@ pub fn import(ctx: &Ctx, args: ImportArgs, out: &mut Out) -> Result<ExitCode> {
     } else {
         None
     };
-    let report = match import::read(&args.path, stdin)? {
+    let path = if args.inside_workspace && stdin.is_none() {
+        let root = ctx.workspace()?.root().to_path_buf();
+        let outside = || {
+            Error::Usage(format!(
+                "{} leads outside the workspace {}: only files inside it are read; give a \
+                 file inside it",
+                args.path.display(),
+                root.display()
+            ))
+        };
+        confined(&root, &args.path, outside)?.path
+    } else {
+        args.path
+    };
+    let report = match import::read(&path, stdin)? {
         Input::Records(r) => import::import_records(&project, &wctx, r, args.conflict_strategy)?,
         Input::Events(e) => import::import_events(&project, &wctx, e)?,
     };

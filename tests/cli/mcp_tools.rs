@@ -192,8 +192,32 @@ fn the_lifecycle_git_and_transfer_tools_run_their_commands() {
             "evidence": [{"type": "doc", "uri": "docs/a.md", "note": "n", "extra": 1}]}),
     );
     assert_eq!(v["error"]["code"], "USAGE_ERROR", "{v}");
-    // A tool reads inside the workspace only.
-    for path in ["/etc/passwd", "../outside.jsonl", "out/../../outside.jsonl"] {
+    // A tool reads inside the workspace only, links resolved.
+    let outside = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    std::fs::copy(
+        env.root().join("out/demo.jsonl"),
+        outside.path().join("demo.jsonl"),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink(outside.path(), env.root().join("outdir"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        std::os::unix::fs::symlink(env.root().join("out"), env.root().join("indir"))
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    let v = c.call(
+        "import",
+        "import",
+        json!({"project": "copy", "path": "indir/demo.jsonl"}),
+    );
+    assert_eq!(v["success"], true, "{v}");
+    for path in [
+        "/etc/passwd",
+        "../outside.jsonl",
+        "out/../../outside.jsonl",
+        "outdir/demo.jsonl",
+    ] {
         let v = c.call("import", "import", json!({"project": "copy", "path": path}));
         assert_eq!(v["error"]["code"], "USAGE_ERROR", "{path}: {v}");
     }

@@ -221,6 +221,8 @@ fn import_argv(v: Value) -> Built {
         ));
     }
     let mut a = Argv::new("import");
+    // Links too: a link inside the workspace may lead out of it.
+    a.flag("inside-workspace", Some(true));
     a.opt(
         "conflict-strategy",
         q.conflict_strategy.map(|s| match s {
