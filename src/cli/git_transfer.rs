@@ -22,9 +22,9 @@ pub enum Format {
 
 #[derive(Debug, clap::Args)]
 pub struct ExportArgs {
-    /// Project to export
+    /// Project to export (default: --project, or the workspace's only project)
     #[arg(id = "project_name", value_name = "PROJECT")]
-    pub project: String,
+    pub project: Option<String>,
     /// Where to write, inside the workspace (`-`: standard output)
     pub path: PathBuf,
     /// What to write
@@ -46,15 +46,19 @@ pub struct ExportArgs {
 
 #[derive(Debug, clap::Args)]
 pub struct ImportArgs {
-    /// Project to import into
+    /// Project to import into (default: --project, or the workspace's only project)
     #[arg(id = "project_name", value_name = "PROJECT")]
-    pub project: String,
+    pub project: Option<String>,
     /// An export: a JSON array, JSON Lines of records or of events, a directory of *.json
     /// records, or `-` for standard input
     pub path: PathBuf,
     /// What to do when the project already holds a record's entry
     #[arg(long, value_enum, default_value = "skip")]
     pub conflict_strategy: Strategy,
+    /// Refuse a PATH that leads outside the workspace, links resolved (the MCP tool reads only
+    /// inside it)
+    #[arg(long, hide = true)]
+    pub inside_workspace: bool,
 }
 
 fn filters(args: &ExportArgs) -> Result<Filters> {
@@ -89,28 +93,22 @@ fn filters(args: &ExportArgs) -> Result<Filters> {
     })
 }
 
-/// `path` inside the workspace and not one of memlog's own files, or an error naming the fix:
-/// memlog writes nowhere else, and an export must never replace a log or a configuration.
-/// Nothing is created before the check.
-fn inside_workspace(root: &Path, memory: &Path, path: &Path) -> Result<PathBuf> {
-    // A file named after a credential would put it in the workspace, and in git.
-    if !crate::policy::secret_scan::scan_text(&path.to_string_lossy()).is_empty() {
-        return Err(Error::Usage(
-            "the export path looks like a credential; name the file after what it holds".into(),
-        ));
-    }
+/// Where a path given to `export` or `import` goes.
+struct Confined {
+    /// The path, relative to the working directory, with `..` resolved by its text.
+    path: PathBuf,
+    /// Where it leads once the links of its existing part are resolved.
+    leads_to: PathBuf,
+    /// The workspace root, its links resolved.
+    root: PathBuf,
+}
+
+/// `path` if it leads inside the workspace `root` (through links too), else `outside()`.
+fn confined(root: &Path, path: &Path, outside: impl FnOnce() -> Error) -> Result<Confined> {
     let full = if path.is_absolute() {
         path.to_path_buf()
     } else {
         std::env::current_dir()?.join(path)
-    };
-    let outside = || {
-        Error::Usage(format!(
-            "{} is outside the workspace {}: memlog writes only inside it; give a path inside \
-             it, or `-` and redirect standard output",
-            path.display(),
-            root.display()
-        ))
     };
     // `..` is resolved by its text first, so that a path cannot climb out below a directory
     // that does not exist yet.
@@ -124,8 +122,7 @@ fn inside_workspace(root: &Path, memory: &Path, path: &Path) -> Result<PathBuf> 
             other => normal.push(other),
         }
     }
-    let full = normal;
-    let existing = full
+    let existing = normal
         .ancestors()
         .find(|a| a.exists())
         .unwrap_or(Path::new("/"));
@@ -134,12 +131,50 @@ fn inside_workspace(root: &Path, memory: &Path, path: &Path) -> Result<PathBuf> 
     if !resolved.starts_with(&root) {
         return Err(outside());
     }
-    // Where the path leads once its existing part is resolved (a link may lead into the
-    // memory directory too). Exports may live there (`ai-memory/memory.jsonl`,
+    let leads_to = resolved.join(normal.strip_prefix(existing).unwrap_or(Path::new("")));
+    Ok(Confined {
+        path: normal,
+        leads_to,
+        root,
+    })
+}
+
+/// `path` inside the workspace and neither one of memlog's own files nor git's, or an error
+/// naming the fix: memlog writes nowhere else, and an export must never replace a log, a
+/// configuration or a repository. Nothing is created before the check.
+fn export_target(root: &Path, memory: &Path, path: &Path) -> Result<PathBuf> {
+    // A file named after a credential would put it in the workspace, and in git.
+    if !crate::policy::secret_scan::scan_text(&path.to_string_lossy()).is_empty() {
+        return Err(Error::Usage(
+            "the export path looks like a credential; name the file after what it holds".into(),
+        ));
+    }
+    let target = confined(root, path, || {
+        Error::Usage(format!(
+            "{} is outside the workspace {}: memlog writes only inside it; give a path inside \
+             it, or `-` and redirect standard output",
+            path.display(),
+            root.display()
+        ))
+    })?;
+    // A link may lead into `.git` or the memory directory too: `leads_to` is checked.
+    let in_git = target
+        .leads_to
+        .strip_prefix(&target.root)
+        .unwrap_or(&target.leads_to)
+        .components()
+        .any(|c| c.as_os_str().eq_ignore_ascii_case(".git"));
+    if in_git {
+        return Err(Error::Usage(format!(
+            "{} is inside .git: an export must not replace git's files; give a path outside \
+             .git, e.g. ai-memory/memory.jsonl, or `-` and redirect standard output",
+            path.display()
+        )));
+    }
+    // Exports may live in the memory directory (`ai-memory/memory.jsonl`,
     // `ai-memory/entries/`), but never over memlog's own files.
-    let leads_to = resolved.join(full.strip_prefix(existing).unwrap_or(Path::new("")));
     let memory = fs_err::canonicalize(memory).unwrap_or_else(|_| memory.to_path_buf());
-    if let Ok(inside) = leads_to.strip_prefix(&memory) {
+    if let Ok(inside) = target.leads_to.strip_prefix(&memory) {
         let own = inside
             .components()
             .any(|c| c.as_os_str() == crate::project::STATE_DIR)
@@ -162,12 +197,25 @@ fn inside_workspace(root: &Path, memory: &Path, path: &Path) -> Result<PathBuf> 
             )));
         }
     }
-    Ok(full)
+    Ok(target.path)
+}
+
+/// Refuses to replace `file` when it holds something other than an export: an export replaces
+/// only what an export wrote.
+fn replaceable(file: &Path) -> Result<()> {
+    if !file.is_file() || export::is_export(&fs_err::read(file)?) {
+        return Ok(());
+    }
+    Err(Error::Usage(format!(
+        "{} exists and is not a memlog export: an export must not replace it; give another \
+         path, or remove the file first",
+        file.display()
+    )))
 }
 
 pub fn export(ctx: &Ctx, args: ExportArgs, out: &mut Out) -> Result<ExitCode> {
     let filters = filters(&args)?;
-    let project = ctx.project(Some(&args.project))?;
+    let project = ctx.project(args.project.as_deref())?;
     let events = match &ctx.as_of {
         Some(as_of) => crate::git::as_of::events_as_of(&project, as_of)?.0,
         None => crate::git::as_of::all_events(&project)?,
@@ -178,12 +226,22 @@ pub fn export(ctx: &Ctx, args: ExportArgs, out: &mut Out) -> Result<ExitCode> {
     let target = if stdout {
         None
     } else {
-        Some(inside_workspace(ws.root(), &ws.memory_dir(), &args.path)?)
+        Some(export_target(ws.root(), &ws.memory_dir(), &args.path)?)
     };
     let as_dir = target
         .as_ref()
         .is_some_and(|p| p.is_dir() || args.path.to_string_lossy().ends_with('/'));
+    let dir_export = args.format == Format::Json && as_dir;
+    let entry_file = |dir: &Path, id: &str| dir.join(format!("{id}.json"));
+    // Every file the export would replace must hold an export; nothing is written otherwise.
     if let Some(t) = &target {
+        if dir_export {
+            for s in &selection.entries {
+                replaceable(&entry_file(t, &s.id))?;
+            }
+        } else {
+            replaceable(t)?;
+        }
         let dir = if as_dir {
             Some(t.as_path())
         } else {
@@ -212,7 +270,7 @@ pub fn export(ctx: &Ctx, args: ExportArgs, out: &mut Out) -> Result<ExitCode> {
                 let text = serde_json::to_string_pretty(&Value::Object(export::record(s)))
                     .unwrap_or_default();
                 crate::log::durable::write_atomic(
-                    &dir.join(format!("{}.json", s.id)),
+                    &entry_file(&dir, &s.id),
                     format!("{text}\n").as_bytes(),
                 )?;
                 files += 1;
@@ -238,7 +296,7 @@ pub fn export(ctx: &Ctx, args: ExportArgs, out: &mut Out) -> Result<ExitCode> {
         return Ok(ExitCode::Ok);
     }
     let target = target.unwrap_or_default();
-    if !(args.format == Format::Json && as_dir) {
+    if !dir_export {
         crate::log::durable::write_atomic(&target, &body)?;
         files = 1;
     }
@@ -266,7 +324,7 @@ pub fn export(ctx: &Ctx, args: ExportArgs, out: &mut Out) -> Result<ExitCode> {
 
 pub fn import(ctx: &Ctx, args: ImportArgs, out: &mut Out) -> Result<ExitCode> {
     let wctx = ctx.write_context()?;
-    let project = ctx.project(Some(&args.project))?;
+    let project = ctx.project(args.project.as_deref())?;
     let stdin = if args.path.as_os_str() == "-" {
         let mut buf = Vec::new();
         std::io::Read::read_to_end(&mut std::io::stdin(), &mut buf)?;
@@ -274,7 +332,21 @@ pub fn import(ctx: &Ctx, args: ImportArgs, out: &mut Out) -> Result<ExitCode> {
     } else {
         None
     };
-    let report = match import::read(&args.path, stdin)? {
+    let path = if args.inside_workspace && stdin.is_none() {
+        let root = ctx.workspace()?.root().to_path_buf();
+        let outside = || {
+            Error::Usage(format!(
+                "{} leads outside the workspace {}: only files inside it are read; give a \
+                 file inside it",
+                args.path.display(),
+                root.display()
+            ))
+        };
+        confined(&root, &args.path, outside)?.path
+    } else {
+        args.path
+    };
+    let report = match import::read(&path, stdin)? {
         Input::Records(r) => import::import_records(&project, &wctx, r, args.conflict_strategy)?,
         Input::Events(e) => import::import_events(&project, &wctx, e)?,
     };

@@ -130,3 +130,31 @@ pub fn record_line(r: &Map<String, Value>) -> String {
     projections::canonical::map_to_canonical_string(r)
         .unwrap_or_else(|_| Value::Object(r.clone()).to_string())
 }
+
+/// True when `text` is what an export writes, in any format, so that a new export may replace
+/// it: a JSON array of records, one record (a file of a directory export), JSON Lines of records
+/// or of events, or nothing at all.
+pub fn is_export(text: &[u8]) -> bool {
+    let Ok(text) = std::str::from_utf8(text) else {
+        return false;
+    };
+    match serde_json::from_str::<Value>(text) {
+        Ok(Value::Array(items)) => items.iter().all(is_record),
+        Ok(v) if is_record(&v) => true,
+        _ => text.lines().filter(|l| !l.trim().is_empty()).all(|l| {
+            serde_json::from_str::<Value>(l).is_ok_and(|v| is_record(&v))
+                || projections::decode_line(l).is_ok()
+        }),
+    }
+}
+
+/// True when `v` is a Memory_Entry record as [`record`] makes them (or as an earlier memlog
+/// made them, with fewer fields).
+fn is_record(v: &Value) -> bool {
+    v.as_object().is_some_and(|m| {
+        m.get("id")
+            .and_then(Value::as_str)
+            .is_some_and(projections::event::is_entry_id)
+            && m.keys().all(|k| RECORD_FIELDS.contains(&k.as_str()))
+    })
+}

@@ -1,10 +1,13 @@
 //! The lines between the client and the MCP library. The library drops a line that is not JSON
 //! without an answer (so a client waits forever); JSON-RPC answers it with a parse error. Every
 //! line the client sends passes through here first: JSON goes on to the library, anything else
-//! is answered `-32700` (id null), a line longer than [`MAX_LINE`] `-32600`, and a tool call
-//! whose `arguments` is not an object `-32602` (the library would say the method is unknown).
-//! The library's answers and these go out one whole line at a time.
+//! is answered `-32700` (id null), a line longer than [`MAX_LINE`] `-32600`, JSON that is not a
+//! message the library can take (a batch, no `method`, another `jsonrpc` version) `-32600` with
+//! its id, and a tool call whose `arguments` is not an object `-32602` (the library would say the
+//! method is unknown). Every error answer carries an `id` (null when the request's cannot be
+//! read), as JSON-RPC requires. The library's answers and these go out one whole line at a time.
 
+use serde_json::{Value, json};
 use std::sync::Arc;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::Mutex;
@@ -26,10 +29,47 @@ async fn write_line(out: &Out, line: &[u8]) -> std::io::Result<()> {
     out.flush().await
 }
 
-fn error_line(code: i64, message: &str) -> Vec<u8> {
-    serde_json::json!({"jsonrpc": "2.0", "id": null, "error": {"code": code, "message": message}})
+fn error_line(id: &Value, code: i64, message: &str) -> Vec<u8> {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
         .to_string()
         .into_bytes()
+}
+
+/// Why `v` is not a request, notification or response the library can take, and the id to
+/// answer with (the request's, when it is a string or a number).
+fn invalid_request(v: &Value) -> Option<(Value, &'static str)> {
+    let Some(m) = v.as_object() else {
+        let why = if v.is_array() {
+            "Invalid Request: batches are not supported; send one request per line"
+        } else {
+            "Invalid Request: a request is a JSON object"
+        };
+        return Some((Value::Null, why));
+    };
+    let id = match m.get("id") {
+        Some(id @ (Value::String(_) | Value::Number(_))) => id.clone(),
+        _ => Value::Null,
+    };
+    if m.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return Some((id, "Invalid Request: `jsonrpc` must be \"2.0\""));
+    }
+    let response = m.contains_key("result") || m.contains_key("error");
+    if !response && !m.get("method").is_some_and(Value::is_string) {
+        return Some((id, "Invalid Request: `method` is missing or not a string"));
+    }
+    None
+}
+
+/// `line` with `"id": null` added when it is an error answer without an id (the library answers
+/// some requests it cannot read so).
+fn with_id(line: &[u8]) -> Vec<u8> {
+    match serde_json::from_slice::<Value>(line) {
+        Ok(Value::Object(mut m)) if m.contains_key("error") && !m.contains_key("id") => {
+            m.insert("id".into(), Value::Null);
+            Value::Object(m).to_string().into_bytes()
+        }
+        _ => line.to_vec(),
+    }
 }
 
 /// Reads `input` line by line: JSON to `library`, anything else answered on `out`.
@@ -64,37 +104,51 @@ async fn pass_requests(
                 input.consume(all);
             }
             let message = format!("Invalid Request: longer than {} MiB", MAX_LINE >> 20);
-            write_line(&out, &error_line(-32600, &message)).await?;
+            write_line(&out, &error_line(&Value::Null, -32600, &message)).await?;
             continue;
         }
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        match serde_json::from_slice::<serde_json::Value>(&line) {
-            // The library takes a call whose `arguments` is not an object for an unknown
-            // method: it is a call with invalid params.
-            Ok(v)
-                if v.get("id").is_some()
-                    && v["method"] == "tools/call"
-                    && v["params"]
-                        .get("arguments")
-                        .is_some_and(|a| !a.is_object() && !a.is_null()) =>
-            {
-                let answer = serde_json::json!({"jsonrpc": "2.0", "id": v["id"], "error": {
-                    "code": -32602,
-                    "message": "Invalid params: `arguments` must be an object"}});
-                write_line(&out, answer.to_string().as_bytes()).await?;
-            }
-            Ok(_) => {
+        let refused = match serde_json::from_slice::<Value>(&line) {
+            Ok(v) => refusal(&v),
+            Err(e) => Some(error_line(
+                &Value::Null,
+                -32700,
+                &format!("Parse error: {e}"),
+            )),
+        };
+        match refused {
+            Some(answer) => write_line(&out, &answer).await?,
+            None => {
                 library.write_all(&line).await?;
                 if line.last() != Some(&b'\n') {
                     library.write_all(b"\n").await?;
                 }
                 library.flush().await?;
             }
-            Err(e) => write_line(&out, &error_line(-32700, &format!("Parse error: {e}"))).await?,
         }
     }
+}
+
+/// The answer to a JSON message the library must not see, if `v` is one.
+fn refusal(v: &Value) -> Option<Vec<u8>> {
+    if let Some((id, why)) = invalid_request(v) {
+        return Some(error_line(&id, -32600, why));
+    }
+    // The library takes a call whose `arguments` is not an object for an unknown method: it is
+    // a call with invalid params.
+    let bad_arguments = v["method"] == "tools/call"
+        && v["params"]
+            .get("arguments")
+            .is_some_and(|a| !a.is_object() && !a.is_null());
+    (v.get("id").is_some() && bad_arguments).then(|| {
+        error_line(
+            &v["id"],
+            -32602,
+            "Invalid params: `arguments` must be an object",
+        )
+    })
 }
 
 /// Copies the library's answers to `out`, line by line.
@@ -106,7 +160,7 @@ async fn pass_answers(library: impl AsyncRead + Unpin, out: Out) -> std::io::Res
         if library.read_until(b'\n', &mut line).await? == 0 {
             return Ok(());
         }
-        write_line(&out, &line).await?;
+        write_line(&out, &with_id(&line)).await?;
     }
 }
 

@@ -894,14 +894,28 @@ impl Session {
     /// Resolves a full id or unique prefix (with or without `m-`) to an entry id.
     ///
     /// # Errors
-    /// [`Error::NotFound`] or [`Error::AmbiguousId`].
+    /// [`Error::Usage`] for an empty prefix or one longer than any id; [`Error::NotFound`] or
+    /// [`Error::AmbiguousId`].
     pub fn resolve(&self, prefix: &str) -> Result<String> {
+        use projections::event::{ENTRY_ID_CHARS, ENTRY_PREFIX};
         // Ids are shown with their `m-`; people also type the part after it.
-        let full = if prefix.starts_with(projections::event::ENTRY_PREFIX) {
-            prefix.to_owned()
-        } else {
-            format!("{}{prefix}", projections::event::ENTRY_PREFIX)
-        };
+        let rest = prefix.strip_prefix(ENTRY_PREFIX).unwrap_or(prefix);
+        if rest.is_empty() {
+            return Err(Error::Usage(
+                "an entry id or a prefix of one is required (e.g. m-5kq2x9c4d8)".into(),
+            ));
+        }
+        // Checked before the store is asked: its keys are bounded in length.
+        if rest.chars().count() > ENTRY_ID_CHARS {
+            return Err(Error::Usage(format!(
+                "`{ENTRY_PREFIX}{}…` is longer than any entry id ({ENTRY_PREFIX} and \
+                 {ENTRY_ID_CHARS} characters; this one has {} after {ENTRY_PREFIX}): give an id \
+                 or a prefix of one",
+                rest.chars().take(12).collect::<String>(),
+                rest.chars().count()
+            )));
+        }
+        let full = format!("{ENTRY_PREFIX}{rest}");
         let ids = self.store().ids_with_prefix(&full, 5)?;
         // A whole id wins over longer ids it happens to begin (an old 10-character id can be
         // the start of a new 26-character one).

@@ -1,8 +1,9 @@
 use memlog::project::Project;
 use memlog::store::session::Session;
 use memlog::workspace::{ProjectName, Workspace};
+use std::io::{BufRead, BufReader, Lines};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Output, Stdio};
 use std::time::Duration;
 
 pub const NOW: &str = "2026-11-22T10:31:12.123Z";
@@ -14,6 +15,9 @@ pub struct Env {
     /// The workspace root: `dir` itself, or a directory inside it (see [`Env::nested`]).
     root: PathBuf,
 }
+
+/// A running `memlog mcp`: the process, its standard input and its output's lines.
+pub type Server = (Child, ChildStdin, Lines<BufReader<ChildStdout>>);
 
 pub struct Run {
     pub code: i32,
@@ -116,6 +120,22 @@ impl Env {
 
     pub fn run(&self, args: &[&str]) -> Run {
         output(self.command(args).output())
+    }
+
+    /// `memlog mcp` (with `args` before it) serving this workspace: the process, its standard
+    /// input and the lines of its standard output.
+    pub fn mcp(&self, args: &[&str]) -> Server {
+        let mut child = self
+            .command(args)
+            .arg("mcp")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let stdin = child.stdin.take().unwrap_or_else(|| panic!("stdin"));
+        let stdout = child.stdout.take().unwrap_or_else(|| panic!("stdout"));
+        (child, stdin, BufReader::new(stdout).lines())
     }
 
     pub fn run_at(&self, now: &str, args: &[&str]) -> Run {

@@ -437,6 +437,34 @@ fn fails(env: &Env, name: &str, args: &[&str], code: &str) -> Value {
 }
 
 #[test]
+fn an_empty_or_overlong_id_is_a_usage_error_for_every_command() {
+    let env = Env::with_project();
+    let id = env.add("auth.tokens", "Use short-lived tokens");
+    let long = format!("m-{}", "a".repeat(70_000));
+    for bad in ["", "m-", long.as_str()] {
+        let cases: Vec<(&str, Vec<&str>)> = vec![
+            ("show", vec!["show", bad]),
+            ("history", vec!["history", bad]),
+            ("audit", vec!["audit", bad]),
+            ("update", vec!["update", bad, "--summary", "x"]),
+            ("supersede", vec!["supersede", bad, "--summary", "x"]),
+            ("resolve", vec!["resolve", bad]),
+            ("deprecate", vec!["deprecate", bad]),
+        ];
+        for (name, args) in cases {
+            let v = fails(&env, name, &args, "USAGE_ERROR");
+            let message = v["error"]["message"].as_str().unwrap_or_default();
+            assert!(message.len() < 400, "{name}: {message}");
+        }
+    }
+    // A whole id is the longest accepted.
+    fails(&env, "show", &["show", &format!("{id}a")], "USAGE_ERROR");
+    // The entry was not touched.
+    let v = succeeds(&env, "history", &["history", &id]);
+    assert_eq!(v["results"].as_array().map(Vec::len), Some(1), "{v}");
+}
+
+#[test]
 fn lifecycle_commands_answer_in_the_contract() {
     let env = Env::with_project();
     let id = env.add("auth.tokens", "Use short-lived tokens");

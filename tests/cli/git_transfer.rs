@@ -492,6 +492,65 @@ fn export_never_writes_over_memlogs_own_files() {
 }
 
 #[test]
+fn export_replaces_only_earlier_exports_and_never_gits_files() {
+    let env = Env::with_project();
+    let id = env.add("kept", "Kept entry");
+    std::fs::create_dir_all(env.root().join(".git")).unwrap_or_else(|e| panic!("{e}"));
+    let git_config = env.root().join(".git/config");
+    std::fs::write(&git_config, "[core]\n").unwrap_or_else(|e| panic!("{e}"));
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(env.root().join(".git"), env.root().join("g"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let notes = env.root().join("notes.txt");
+    std::fs::write(&notes, "mine\n").unwrap_or_else(|e| panic!("{e}"));
+    std::fs::create_dir_all(env.root().join("entries")).unwrap_or_else(|e| panic!("{e}"));
+    let foreign = env.root().join(format!("entries/{id}.json"));
+    std::fs::write(&foreign, "{\"not\": \"a record\"}\n").unwrap_or_else(|e| panic!("{e}"));
+    for format in ["events", "jsonl", "json"] {
+        for path in [".git/config", ".git/new", "g/config", "sub/.git/x", ".git/"] {
+            let r = env.run(&["export", "demo", path, "--format", format]);
+            assert_eq!(r.code, 2, "{path} {format}: {}", r.stderr);
+            assert!(r.stderr.contains("inside .git"), "{}", r.stderr);
+        }
+        let r = env.run(&["export", "demo", "notes.txt", "--format", format]);
+        assert_eq!(r.code, 2, "{format}: {}", r.stderr);
+        assert!(
+            r.stderr
+                .contains("notes.txt exists and is not a memlog export"),
+            "{}",
+            r.stderr
+        );
+        assert!(r.stderr.contains("remove the file first"), "{}", r.stderr);
+    }
+    let r = env.run(&["export", "demo", "entries/"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("is not a memlog export"), "{}", r.stderr);
+    assert_eq!(
+        std::fs::read_to_string(&git_config).ok().as_deref(),
+        Some("[core]\n")
+    );
+    assert!(!env.root().join(".git/new").exists());
+    assert!(!env.root().join("sub").exists());
+    assert_eq!(
+        std::fs::read_to_string(&notes).ok().as_deref(),
+        Some("mine\n")
+    );
+    assert!(std::fs::read_to_string(&foreign).is_ok_and(|t| t.contains("not")));
+    // An export in any format is replaced by another in any format, and a directory export
+    // by another.
+    for first in ["events", "jsonl", "json"] {
+        for then in ["events", "jsonl", "json"] {
+            env.run(&["export", "demo", "out/demo", "--format", first])
+                .ok();
+            env.run(&["export", "demo", "out/demo", "--format", then])
+                .ok();
+        }
+    }
+    env.run(&["export", "demo", "out/entries/"]).ok();
+    env.run(&["export", "demo", "out/entries/"]).ok();
+}
+
+#[test]
 fn a_record_twice_in_one_input_is_imported_once() {
     let env = two_projects();
     let rec = json!({"section": "decisions", "kind": "decision", "subject": "ok", "scope": "repo", "summary": "Fine", "content": "x", "confidence": 0.9, "evidence": [{"type": "code", "uri": "src/a.rs#L1-L2", "note": "n"}], "created_by": "alice", "created_at": "2026-11-01T00:00:00Z"});

@@ -3,9 +3,10 @@
 //! shutdown.
 
 use crate::common::{Env, bin};
-use std::io::{BufRead, BufReader, Write};
+use serde_json::json;
+use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// The Python of the test virtual environment: $MEMLOG_MCP_PYTHON, else target/mcp-venv.
@@ -75,16 +76,7 @@ fn response(
 #[test]
 fn the_server_answers_json_rpc_and_exits_when_its_input_closes() {
     let env = Env::with_project();
-    let mut child = env
-        .command(&["mcp"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{e}"));
-    let mut stdin = child.stdin.take().unwrap_or_else(|| panic!("stdin"));
-    let stdout = child.stdout.take().unwrap_or_else(|| panic!("stdout"));
-    let mut lines = BufReader::new(stdout).lines();
+    let (mut child, mut stdin, mut lines) = env.mcp(&[]);
     let mut send = |v: serde_json::Value| {
         writeln!(stdin, "{v}").unwrap_or_else(|e| panic!("{e}"));
         stdin.flush().unwrap_or_else(|e| panic!("{e}"));
@@ -188,6 +180,51 @@ fn the_server_answers_json_rpc_and_exits_when_its_input_closes() {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+#[test]
+fn every_invalid_request_is_answered_with_its_id() {
+    let env = Env::with_project();
+    let (mut child, mut stdin, mut lines) = env.mcp(&[]);
+    // Each line and the id its answer carries.
+    let cases = [
+        (r#"[{"jsonrpc":"2.0","id":3,"method":"ping"}]"#, json!(null)),
+        (r#"{"jsonrpc":"2.0","id":9}"#, json!(9)),
+        (r#"{"jsonrpc":"1.0","id":10,"method":"ping"}"#, json!(10)),
+        (r#"{"id":"eleven","method":"ping"}"#, json!("eleven")),
+        (r#"{"jsonrpc":"2.0","id":12,"method":7}"#, json!(12)),
+        (r#"{"jsonrpc":"2.0","id":{"x":1}}"#, json!(null)),
+        ("42", json!(null)),
+    ];
+    for (line, _) in &cases {
+        writeln!(stdin, "{line}").unwrap_or_else(|e| panic!("{e}"));
+    }
+    writeln!(stdin, r#"{{"jsonrpc":"2.0","id":99,"method":"ping"}}"#)
+        .unwrap_or_else(|e| panic!("{e}"));
+    stdin.flush().unwrap_or_else(|e| panic!("{e}"));
+    let mut answers = Vec::new();
+    for line in lines.by_ref() {
+        let v: serde_json::Value =
+            serde_json::from_str(&line.unwrap_or_else(|e| panic!("{e}"))).unwrap_or_default();
+        if v["id"] == 99 {
+            break;
+        }
+        answers.push(v);
+    }
+    assert_eq!(answers.len(), cases.len(), "{answers:?}");
+    for (v, (line, id)) in answers.iter().zip(&cases) {
+        assert_eq!(v["error"]["code"], -32600, "{line}: {v}");
+        assert_eq!(v.get("id"), Some(id), "{line}: {v}");
+    }
+    assert!(
+        answers[0]["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("batches are not supported")),
+        "{}",
+        answers[0]
+    );
+    drop(stdin);
+    let _ = child.wait();
 }
 
 #[test]

@@ -4,8 +4,8 @@
 
 use crate::common::Env;
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader, Lines, Write};
-use std::process::{Child, ChildStdin, ChildStdout, Stdio};
+use std::io::{BufReader, Lines, Write};
+use std::process::{Child, ChildStdin, ChildStdout};
 
 struct Client {
     child: Child,
@@ -15,20 +15,13 @@ struct Client {
 }
 
 impl Client {
-    fn start(env: &Env) -> Self {
-        let mut child = env
-            .command(&["mcp"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("{e}"));
-        let stdin = child.stdin.take().unwrap_or_else(|| panic!("stdin"));
-        let stdout = child.stdout.take().unwrap_or_else(|| panic!("stdout"));
+    /// `memlog mcp` with the global options `args`, initialized.
+    fn start(env: &Env, args: &[&str]) -> Self {
+        let (child, stdin, lines) = env.mcp(args);
         let mut c = Self {
             child,
             stdin,
-            lines: BufReader::new(stdout).lines(),
+            lines,
             next: 1,
         };
         c.request(
@@ -100,7 +93,7 @@ fn the_lifecycle_git_and_transfer_tools_run_their_commands() {
     let env = Env::with_project();
     let id = env.add("auth.tokens", "Use short-lived tokens");
     let other = env.add("auth.refresh", "Refresh in the gateway");
-    let mut c = Client::start(&env);
+    let mut c = Client::start(&env, &[]);
 
     let tools = c.request("tools/list", json!({}));
     let listed: Vec<&str> = tools["result"]["tools"]
@@ -199,11 +192,44 @@ fn the_lifecycle_git_and_transfer_tools_run_their_commands() {
             "evidence": [{"type": "doc", "uri": "docs/a.md", "note": "n", "extra": 1}]}),
     );
     assert_eq!(v["error"]["code"], "USAGE_ERROR", "{v}");
-    // A tool reads inside the workspace only.
-    for path in ["/etc/passwd", "../outside.jsonl", "out/../../outside.jsonl"] {
+    // A tool reads inside the workspace only, links resolved.
+    let outside = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    std::fs::copy(
+        env.root().join("out/demo.jsonl"),
+        outside.path().join("demo.jsonl"),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink(outside.path(), env.root().join("outdir"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        std::os::unix::fs::symlink(env.root().join("out"), env.root().join("indir"))
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    let v = c.call(
+        "import",
+        "import",
+        json!({"project": "copy", "path": "indir/demo.jsonl"}),
+    );
+    assert_eq!(v["success"], true, "{v}");
+    for path in [
+        "/etc/passwd",
+        "../outside.jsonl",
+        "out/../../outside.jsonl",
+        "outdir/demo.jsonl",
+    ] {
         let v = c.call("import", "import", json!({"project": "copy", "path": path}));
         assert_eq!(v["error"]["code"], "USAGE_ERROR", "{path}: {v}");
     }
+    // Nor is git's.
+    std::fs::create_dir_all(env.root().join(".git")).unwrap_or_else(|e| panic!("{e}"));
+    let v = c.call(
+        "export",
+        "export",
+        json!({"project": "demo", "path": ".git/HEAD", "format": "events"}),
+    );
+    assert_eq!(v["error"]["code"], "USAGE_ERROR", "{v}");
+    assert!(!env.root().join(".git/HEAD").exists());
     // Nor is a file named after a credential written.
     let v = c.call(
         "export",
@@ -244,4 +270,40 @@ fn the_lifecycle_git_and_transfer_tools_run_their_commands() {
         json!({"id": "m-zzzzzzzzzz", "reason": "x", "project": "demo"}),
     );
     assert_eq!(v["error"]["code"], "NOT_FOUND", "{v}");
+}
+
+#[test]
+fn export_and_import_work_on_the_servers_project_when_a_call_names_none() {
+    let env = Env::with_project();
+    env.add("auth.tokens", "Use short-lived tokens");
+    env.run(&["init", "copy"]).ok();
+    let mut c = Client::start(&env, &["--project", "demo"]);
+    let v = c.call(
+        "export",
+        "export",
+        json!({"path": "out/demo.jsonl", "format": "jsonl"}),
+    );
+    assert_eq!(v["results"]["entries"], 1, "{v}");
+    let v = c.call(
+        "import",
+        "import",
+        json!({"path": "out/demo.jsonl", "project": "copy"}),
+    );
+    assert_eq!(
+        v["results"]["imported"].as_array().map(Vec::len),
+        Some(1),
+        "{v}"
+    );
+    // Into the server's project: the entry is there already.
+    let v = c.call("import", "import", json!({"path": "out/demo.jsonl"}));
+    assert_eq!(
+        v["results"]["skipped"].as_array().map(Vec::len),
+        Some(1),
+        "{v}"
+    );
+    // The command line takes the project the same way.
+    let r = env
+        .run(&["--project", "copy", "export", "out/copy.json", "--json"])
+        .ok();
+    assert_eq!(r.json()["entries"], 1, "{}", r.stdout);
 }

@@ -79,8 +79,8 @@ pub enum ExportFormat {
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 pub struct ExportArgs {
-    /// The project to export
-    pub project: String,
+    /// Project name (default: the server's --project, or the workspace's only project)
+    pub project: Option<String>,
     /// Where to write, relative to the workspace root (inside it); `-` answers the text itself
     pub path: String,
     /// json (default), jsonl or events
@@ -110,8 +110,8 @@ pub enum Strategy {
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 pub struct ImportArgs {
-    /// The project to import into
-    pub project: String,
+    /// Project name (default: the server's --project, or the workspace's only project)
+    pub project: Option<String>,
     /// The export to read, relative to the workspace root: a JSON array, JSON Lines of records
     /// or of events, or a directory of *.json records
     pub path: String,
@@ -198,9 +198,8 @@ fn export_argv(v: Value) -> Built {
     a.opt("since", q.since);
     a.opt("until", q.until);
     a.opt("min-confidence", q.min_confidence);
-    a.pos(Some(q.project));
     a.pos(Some(q.path));
-    Ok((None, a))
+    Ok(with_project(q.project, a))
 }
 
 fn import_argv(v: Value) -> Built {
@@ -222,6 +221,8 @@ fn import_argv(v: Value) -> Built {
         ));
     }
     let mut a = Argv::new("import");
+    // Links too: a link inside the workspace may lead out of it.
+    a.flag("inside-workspace", Some(true));
     a.opt(
         "conflict-strategy",
         q.conflict_strategy.map(|s| match s {
@@ -230,9 +231,8 @@ fn import_argv(v: Value) -> Built {
             Strategy::Overwrite => "overwrite",
         }),
     );
-    a.pos(Some(q.project));
     a.pos(Some(q.path));
-    Ok((None, a))
+    Ok(with_project(q.project, a))
 }
 
 fn stats_argv(v: Value) -> Built {
