@@ -894,8 +894,8 @@ impl Session {
     /// Resolves a full id or unique prefix (with or without `m-`) to an entry id.
     ///
     /// # Errors
-    /// [`Error::Usage`] for an empty prefix or one longer than any id; [`Error::NotFound`] or
-    /// [`Error::AmbiguousId`].
+    /// [`Error::Usage`] for an empty prefix; [`Error::NotFound`] (also for a prefix longer than
+    /// any id) or [`Error::AmbiguousId`].
     pub fn resolve(&self, prefix: &str) -> Result<String> {
         use projections::event::{ENTRY_ID_CHARS, ENTRY_PREFIX};
         // Ids are shown with their `m-`; people also type the part after it.
@@ -906,14 +906,17 @@ impl Session {
             ));
         }
         // Checked before the store is asked: its keys are bounded in length.
+        // It names no entry. None of it is echoed: it may be anything pasted, a credential
+        // too, and a part of one is not recognised as one.
         if rest.chars().count() > ENTRY_ID_CHARS {
-            return Err(Error::Usage(format!(
-                "`{ENTRY_PREFIX}{}…` is longer than any entry id ({ENTRY_PREFIX} and \
-                 {ENTRY_ID_CHARS} characters; this one has {} after {ENTRY_PREFIX}): give an id \
-                 or a prefix of one",
-                rest.chars().take(12).collect::<String>(),
-                rest.chars().count()
-            )));
+            return Err(Error::NotFound {
+                project: self.project.name.to_string(),
+                prefix: format!(
+                    "{ENTRY_PREFIX}… ({} characters after {ENTRY_PREFIX}; an id has \
+                     {ENTRY_ID_CHARS})",
+                    rest.chars().count()
+                ),
+            });
         }
         let full = format!("{ENTRY_PREFIX}{rest}");
         let ids = self.store().ids_with_prefix(&full, 5)?;

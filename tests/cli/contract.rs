@@ -437,11 +437,15 @@ fn fails(env: &Env, name: &str, args: &[&str], code: &str) -> Value {
 }
 
 #[test]
-fn an_empty_or_overlong_id_is_a_usage_error_for_every_command() {
+fn an_empty_or_overlong_id_is_refused_for_every_command() {
     let env = Env::with_project();
     let id = env.add("auth.tokens", "Use short-lived tokens");
     let long = format!("m-{}", "a".repeat(70_000));
-    for bad in ["", "m-", long.as_str()] {
+    for (bad, code) in [
+        ("", "USAGE_ERROR"),
+        ("m-", "USAGE_ERROR"),
+        (long.as_str(), "NOT_FOUND"),
+    ] {
         let cases: Vec<(&str, Vec<&str>)> = vec![
             ("show", vec!["show", bad]),
             ("history", vec!["history", bad]),
@@ -452,13 +456,15 @@ fn an_empty_or_overlong_id_is_a_usage_error_for_every_command() {
             ("deprecate", vec!["deprecate", bad]),
         ];
         for (name, args) in cases {
-            let v = fails(&env, name, &args, "USAGE_ERROR");
+            let v = fails(&env, name, &args, code);
             let message = v["error"]["message"].as_str().unwrap_or_default();
             assert!(message.len() < 400, "{name}: {message}");
         }
     }
-    // A whole id is the longest accepted.
-    fails(&env, "show", &["show", &format!("{id}a")], "USAGE_ERROR");
+    // A whole id is the longest accepted; a longer one names no entry, and is not echoed.
+    let v = fails(&env, "show", &["show", &format!("{id}a")], "NOT_FOUND");
+    let message = v["error"]["message"].as_str().unwrap_or_default();
+    assert!(!message.contains(&id), "{message}");
     // The entry was not touched.
     let v = succeeds(&env, "history", &["history", &id]);
     assert_eq!(v["results"].as_array().map(Vec::len), Some(1), "{v}");

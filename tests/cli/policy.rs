@@ -479,13 +479,15 @@ fn apply_and_validate_redact_the_input_they_echo() {
         "{report}"
     );
     assert_eq!(skipped[2]["operation"], "[redacted]", "{report}");
+    // A token is longer than an id: it names no entry, and none of it is repeated.
     assert_eq!(
-        skipped[3]["message"], "no entry matches `[redacted]` in project `demo`",
+        skipped[3]["message"],
+        "no entry matches `m-… (40 characters after m-; an id has 26)` in project `demo`",
         "{report}"
     );
     let text = run_stdin(&env, &["apply", "-"], input.as_bytes());
     assert!(
-        text.stderr.contains("no entry matches `[redacted]`"),
+        text.stderr.contains("no entry matches `m-… (40 characters"),
         "{}",
         text.stderr
     );
@@ -498,7 +500,9 @@ fn apply_and_validate_redact_the_input_they_echo() {
     let checked = run_stdin(&env, &["validate", "-"], input.as_bytes());
     assert!(
         checked.stdout.contains("update 3 ([redacted]): invalid")
-            && checked.stdout.contains("no entry matches `[redacted]`"),
+            && checked
+                .stdout
+                .contains("no entry matches `m-… (40 characters"),
         "{}",
         checked.stdout
     );
