@@ -348,13 +348,28 @@ fn classify(e: &Error) -> (ExitCode, &'static str, Value) {
 /// The exit code and the JSON error format of `e`, with any credential redacted.
 pub fn error_body(e: &Error) -> (i32, Value) {
     let (code, name, mut details) = classify(e);
-    // Errors quote their input (an id, a value, a path); never echo a credential.
-    let message = crate::policy::validate::redact_secrets(&e.to_string());
+    // Errors quote their input (an id, a value, a path); never echo a credential, nor more of
+    // an input than a reader can use (redacted first, so a cut never splits a credential).
+    let message = cut_message(&crate::policy::validate::redact_secrets(&e.to_string()));
     crate::policy::validate::redact_secrets_in(&mut details);
     (
         code as i32,
         json!({"success": false, "error": {"code": name, "message": message, "details": details}}),
     )
+}
+
+/// The longest error message printed, in characters.
+const MAX_MESSAGE_CHARS: usize = 2000;
+
+/// `message`, cut to [`MAX_MESSAGE_CHARS`] with a note of how much was left out: an error that
+/// quotes a megabyte of input says so in a line.
+fn cut_message(message: &str) -> String {
+    let total = message.chars().count();
+    if total <= MAX_MESSAGE_CHARS {
+        return message.to_owned();
+    }
+    let kept: String = message.chars().take(MAX_MESSAGE_CHARS).collect();
+    format!("{kept}… ({} more characters)", total - MAX_MESSAGE_CHARS)
 }
 
 /// Prints an error (JSON on stdout under `--json`, text on stderr otherwise) and returns the exit code.

@@ -720,3 +720,23 @@ fn git_commands_answer_in_the_contract() {
     let v = succeeds(&env, "git-uninstall", &["git", "uninstall"]);
     assert!(v["results"]["steps"].is_array(), "{v}");
 }
+
+/// An error quoting an oversized input says how much it left out instead of repeating it.
+#[test]
+fn an_error_never_repeats_a_huge_input() {
+    let env = Env::with_project();
+    let huge = "x".repeat(100_000);
+    for args in [
+        vec!["list", "--section", huge.as_str()],
+        vec!["--now", huge.as_str(), "list"],
+    ] {
+        let r = env.run(&args);
+        assert_ne!(r.code, 0);
+        assert!(r.stderr.len() < 2_500, "{}", r.stderr.len());
+        assert!(
+            r.stderr.contains("more characters)"),
+            "{}",
+            &r.stderr[..200]
+        );
+    }
+}
