@@ -568,6 +568,12 @@ fn check_common(c: &mut Checker, input: &EntryInput) {
                         r.escape_debug()
                     ),
                 );
+            } else if let Some(first) = related[..i].iter().position(|o| o == r) {
+                c.push(
+                    format!("related_entries[{i}]"),
+                    "duplicate",
+                    format!("`{r}` is already related_entries[{first}]; name each entry once"),
+                );
             }
         }
     }

@@ -782,3 +782,26 @@ fn an_entry_below_min_confidence_is_told_it_will_not_be_found() {
     let r = env.run(&args).ok();
     assert!(!r.stderr.contains("min_confidence"), "{}", r.stderr);
 }
+
+/// An entry named twice among the related entries is refused, naming both places.
+#[test]
+fn a_related_entry_named_twice_is_refused() {
+    let env = crate::common::Env::with_project();
+    let id = env.add("a", "first");
+    let mut args = crate::common::add_args(
+        ("decisions", "decision"),
+        "b",
+        "second",
+        "Body.",
+        "0.8",
+        "code:src/lib.rs#L1-L9:where it happens",
+    );
+    args.extend(["--related", id.as_str(), "--related", id.as_str()]);
+    let r = env.run(&args);
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("related_entries[1]") && r.stderr.contains("related_entries[0]"),
+        "{}",
+        r.stderr
+    );
+}
