@@ -472,6 +472,12 @@ pub fn import_events(
     let mut report = Report::default();
     let mut batch = Batch::open(project, ctx)?;
     let mut refused: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
+    // Where each input was, for a report in input order (`source` as `outcome` redacts it).
+    let position: std::collections::HashMap<String, usize> = events
+        .iter()
+        .enumerate()
+        .map(|(i, (source, _))| (crate::policy::validate::redact_secrets(source), i))
+        .collect();
     let mut ordered: Vec<(String, Event)> = Vec::new();
     for (source, e) in events {
         match e {
@@ -521,6 +527,14 @@ pub fn import_events(
         }
     }
     batch.finish()?;
+    // Applied creations first, reported in the order of the input.
+    for list in [
+        &mut report.imported,
+        &mut report.skipped,
+        &mut report.rejected,
+    ] {
+        list.sort_by_key(|o| position.get(&o.source).copied().unwrap_or(usize::MAX));
+    }
     Ok(report)
 }
 

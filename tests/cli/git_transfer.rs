@@ -591,3 +591,36 @@ fn a_record_twice_in_one_input_is_imported_once() {
     );
     assert_eq!(shown["confidence"], 0.95);
 }
+
+/// An import reports its inputs in the order of the file, whatever order it applied them in.
+#[test]
+fn an_import_reports_in_input_order() {
+    let env = Env::with_project();
+    let a = env.add("a", "first");
+    env.run(&["update", &a, "--summary", "first, updated"]).ok();
+    env.add("b", "second");
+    let file = env.root().join("events.jsonl");
+    // Updates before creations: the import applies the creations first.
+    let log = std::fs::read_to_string(env.log()).unwrap_or_default();
+    let mut lines: Vec<&str> = log.lines().collect();
+    lines.reverse();
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap_or_else(|e| panic!("{e}"));
+    let r = env
+        .run(&["import", "demo", &file.display().to_string(), "--json"])
+        .ok();
+    let sources: Vec<String> = r.json()["skipped"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|o| o["source"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(sources.len(), 3, "{}", r.stdout);
+    let mut sorted = sources.clone();
+    sorted.sort_by_key(|s| {
+        s.rsplit(' ')
+            .next()
+            .and_then(|n| n.parse::<usize>().ok())
+            .unwrap_or(0)
+    });
+    assert_eq!(sources, sorted);
+}
