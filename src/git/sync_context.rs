@@ -4,6 +4,7 @@
 //! the same log always gives the same bytes and CI can check the file.
 
 use crate::error::Result;
+use crate::safe_text::{safe, safe_lines};
 use crate::store::Store;
 use projections::{EntryState, EvidenceType, Section, Status};
 use serde::Serialize;
@@ -41,13 +42,9 @@ pub fn entries(store: &Store) -> Result<Vec<EntryState>> {
     Ok(out)
 }
 
-/// One line of text: control characters and line breaks become spaces.
+/// One line of text: control characters, line breaks and invisible characters become spaces.
 fn one_line(s: &str) -> String {
-    s.chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect::<String>()
-        .trim()
-        .to_owned()
+    safe(s).trim().to_owned()
 }
 
 /// The file's text for `project` from its selected entries (in [`entries`] order).
@@ -93,17 +90,17 @@ pub fn render(project: &str, entries: &[EntryState]) -> String {
                 e.fields
                     .valid_to
                     .as_deref()
-                    .map(|t| format!(" · valid until {t}"))
+                    .map(|t| format!(" · valid until {}", one_line(t)))
                     .unwrap_or_default()
             );
             out.push('\n');
-            for line in e.fields.content.lines() {
+            for line in safe_lines(&e.fields.content).lines() {
                 let line = line.trim_end();
                 // Content cannot open a heading of its own and break the file's structure.
                 if line.starts_with('#') {
                     out.push('\\');
                 }
-                out.push_str(&line.replace(['\r', '\u{0}'], " "));
+                out.push_str(line);
                 out.push('\n');
             }
             let mut evidence: Vec<_> = e.fields.evidence.iter().collect();

@@ -204,3 +204,38 @@ fn an_ai_context_link_out_of_the_workspace_is_refused() {
         0
     );
 }
+
+/// Text that came through a merge (memlog refuses to write it) cannot drive a terminal nor hide
+/// in the context file: control characters (ESC, BEL, C1 CSI, DEL), bidirectional overrides and
+/// zero-width characters become spaces in what `sync-context` and `stats` show; content keeps
+/// its lines and tabs.
+#[test]
+fn control_characters_from_a_merge_are_never_shown() {
+    let env = Env::with_project();
+    let id = env.add("auth.tokens", "Use short-lived JWTs");
+    env.forge_update(
+        &id,
+        "2026-11-22T10:31:13.000Z",
+        serde_json::json!({
+            "summary": "Use \u{1b}]0;owned\u{7} JWTs \u{9b}2J",
+            "subject": "auth\u{1b}[31m.tokens",
+            "content": "First \u{1b}[2J line\u{7f}.\nSecond \u{202e}line\u{200b}.\r\n\tindented",
+            "valid_to": "2026-11-25T00:00:00.000Z",
+        }),
+    );
+    let shown = |c: char| {
+        (c.is_control() && !matches!(c, '\n' | '\t')) || matches!(c, '\u{202e}' | '\u{200b}')
+    };
+    let dry = env.run(&["sync-context", "--dry-run"]).ok().stdout;
+    env.run(&["sync-context"]).ok();
+    let file = context(&env);
+    let stats = env.run(&["stats"]).ok().stdout;
+    for (what, text) in [("--dry-run", &dry), ("the file", &file), ("stats", &stats)] {
+        assert!(!text.chars().any(shown), "{what}: {text:?}");
+    }
+    assert!(stats.contains(" ]0;owned  JWTs  2J"), "{stats}");
+    assert!(
+        file.contains("First  [2J line .\nSecond  line .\n\tindented\n"),
+        "{file:?}"
+    );
+}
