@@ -239,3 +239,48 @@ fn control_characters_from_a_merge_are_never_shown() {
         "{file:?}"
     );
 }
+
+/// An entry whose text trips the secret scanner (a credential merged from elsewhere: memlog
+/// refuses to write one) is left out of the context file, named on standard error by rule and
+/// never copied nor printed.
+#[test]
+fn an_entry_holding_a_credential_is_left_out() {
+    const FAKE_TOKEN: &str = "ghp_FAKEFAKEFAKEFAKEFAKEFAKEFAKEFAKE0000";
+    let env = Env::with_project();
+    let kept = env.add("auth.kept", "Use short-lived JWTs");
+    let leaked = env.add("auth.leaked", "Deploy token");
+    env.forge_update(
+        &leaked,
+        "2026-11-22T10:31:13.000Z",
+        serde_json::json!({"content": format!("token {FAKE_TOKEN}")}),
+    );
+    let dry = env.run(&["sync-context", "--dry-run"]).ok();
+    let check = env.run(&["sync-context", "--check", "--json"]);
+    let write = env.run(&["sync-context"]).ok();
+    let file = context(&env);
+    assert_eq!(file, dry.stdout);
+    assert!(
+        file.contains(&kept) && file.contains("evidence: 1."),
+        "{file}"
+    );
+    assert!(
+        file.contains(&format!("looks like a credential: {leaked}.")),
+        "{file}"
+    );
+    assert!(!file.contains("Deploy token"), "{file}");
+    for r in [&dry, &write] {
+        assert!(
+            r.stderr.contains(&format!("left out {leaked}"))
+                && r.stderr.contains("github-token")
+                && r.stderr.contains("memlog purge"),
+            "{}",
+            r.stderr
+        );
+    }
+    assert_eq!(check.json()["withheld"][0]["entry"], leaked.as_str());
+    assert_eq!(check.json()["withheld"][0]["rule"], "github-token");
+    for r in [&dry, &check, &write] {
+        assert!(!r.stdout.contains(FAKE_TOKEN) && !r.stderr.contains(FAKE_TOKEN));
+    }
+    assert_eq!(env.run(&["sync-context", "--check"]).code, 0);
+}
