@@ -198,7 +198,7 @@ fn print_summary(out: &mut Out, project: &str, dates: &DateRange, s: &MemoryStat
     out.line(format!("project            {project}"));
     out.line(format!("range              {range}"));
     out.line(format!(
-        "entries            {} ({} active)",
+        "entries            {} ({} not archived, expired or purged)",
         s.total_entries, s.active_entries
     ));
     out.line(format!(

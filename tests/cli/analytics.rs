@@ -408,7 +408,7 @@ fn the_summary_for_people_names_the_key_numbers() {
     let (env, _) = scenario();
     let out = env.run_at(NOW, &["stats"]).ok().stdout;
     for needle in [
-        "entries            5 (5 active)",
+        "entries            5 (5 not archived, expired or purged)",
         "average confidence 0.68 [warn]",
         "stale evidence     0 [ok]",
         "expiring in 7 days 1 [warn]",
