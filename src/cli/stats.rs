@@ -176,7 +176,7 @@ fn list(m: &BTreeMap<String, i64>) -> String {
 }
 
 /// `parts` joined by commas, or `none` when there are none.
-fn joined_or(parts: Vec<String>, none: &str) -> String {
+pub(super) fn joined_or(parts: Vec<String>, none: &str) -> String {
     if parts.is_empty() {
         none.to_owned()
     } else {
