@@ -14,6 +14,7 @@ pub mod parallel;
 pub mod policy;
 pub mod project;
 pub mod retrieval;
+pub mod safe_text;
 pub mod store;
 
 pub mod git;

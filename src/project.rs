@@ -206,6 +206,7 @@ impl Project {
     /// [`Error::NoProject`] when it has no `memlog.json`.
     pub fn open(workspace: &Workspace, name: ProjectName) -> Result<Self> {
         let p = Self::new(workspace, name);
+        p.refuse_config_directory()?;
         if !p.config_path().is_file() && p.log_path().is_file() {
             return Err(Error::CorruptFile {
                 path: p.config_path(),
@@ -231,6 +232,29 @@ impl Project {
 
     pub fn config_path(&self) -> PathBuf {
         self.dir.join(CONFIG_FILE)
+    }
+
+    /// Refuses a `memlog.json` that is a directory: neither missing (`init` would find it
+    /// there) nor a configuration.
+    fn refuse_config_directory(&self) -> Result<()> {
+        let path = self.config_path();
+        if !path.is_dir() {
+            return Ok(());
+        }
+        let shown = path
+            .strip_prefix(self.workspace.root())
+            .unwrap_or(&path)
+            .display()
+            .to_string();
+        Err(Error::CorruptFile {
+            problem: format!(
+                "is a directory, not the project's configuration file; move it away or remove \
+                 it (`rm -r {shown}`), then run `memlog init {}` to write the default \
+                 configuration (or restore the file from git: `git checkout -- {shown}`)",
+                self.name
+            ),
+            path,
+        })
     }
     pub fn log_path(&self) -> PathBuf {
         self.dir.join(LOG_FILE)
@@ -267,17 +291,17 @@ impl Project {
                 path: path.clone(),
                 problem: format!("{e}; fix the JSON or restore it from git"),
             })?;
-        config
-            .policies
-            .lifecycle
-            .validate()
-            .map_err(|problem| Error::InvalidConfig {
+        let problems = config.policies.lifecycle.problems();
+        if !problems.is_empty() {
+            return Err(Error::InvalidConfig {
                 path,
                 project: self.name.to_string(),
-                problems: vec![format!(
-                    "{problem}; fix it in the file (see docs/LIFECYCLE.md)"
-                )],
-            })?;
+                problems: problems
+                    .iter()
+                    .map(|p| format!("{p}; fix it in the file (see docs/LIFECYCLE.md)"))
+                    .collect(),
+            });
+        }
         Ok(config)
     }
 
@@ -338,6 +362,7 @@ pub fn init(workspace: &Workspace, project: &ProjectName, now: &str) -> Result<I
 
 fn init_one(workspace: &Workspace, name: &ProjectName, now: &str) -> Result<bool> {
     let p = Project::new(workspace, name.clone());
+    p.refuse_config_directory()?;
     fs_err::create_dir_all(&p.dir)?;
     let config = ProjectConfig {
         name: name.to_string(),

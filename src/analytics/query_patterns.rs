@@ -210,6 +210,7 @@ mod tests {
             label: "test".into(),
             from: from.map(str::to_owned),
             to: to.map(str::to_owned),
+            today: chrono::NaiveDate::default(),
         }
     }
 

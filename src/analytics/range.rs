@@ -24,6 +24,9 @@ pub struct DateRange {
     pub label: String,
     pub from: Option<String>,
     pub to: Option<String>,
+    /// The UTC day it was resolved on: where a daily series too long to show in full ends.
+    #[serde(skip)]
+    pub today: NaiveDate,
 }
 
 impl DateRange {
@@ -31,10 +34,35 @@ impl DateRange {
     pub fn contains_day(&self, day: &str) -> bool {
         self.from.as_deref().is_none_or(|f| day >= f) && self.to.as_deref().is_none_or(|t| day <= t)
     }
+
+    /// The first and last day of a daily series over the range, both included: the range's
+    /// first day (or `data_first`, the series' first, when the range is open there) to its last
+    /// (or `data_last`). Never more than [`MAX_DAYS`] days: when an open side lets the data
+    /// stretch it further (an entry dated far in the past or future), the series is the
+    /// [`MAX_DAYS`] days ending today, moved as little as needed to stay within those days.
+    /// `None` when there is no day to show.
+    pub fn series_days(
+        &self,
+        data_first: Option<&str>,
+        data_last: Option<&str>,
+    ) -> Option<(NaiveDate, NaiveDate)> {
+        let parse = |d: &str| NaiveDate::parse_from_str(d, "%Y-%m-%d").ok();
+        let first = self.from.as_deref().or(data_first).and_then(parse)?;
+        let last = self.to.as_deref().or(data_last).and_then(parse)?;
+        let longest = Days::new(u64::from(MAX_DAYS - 1));
+        match first.checked_add_days(longest) {
+            Some(end) if end < last => {
+                let end = self.today.clamp(end, last);
+                Some((end.checked_sub_days(longest).unwrap_or(first), end))
+            }
+            _ => (first <= last).then_some((first, last)),
+        }
+    }
 }
 
-/// The longest `--range Nd` accepted (ten years).
-const MAX_DAYS: u32 = 3660;
+/// The longest range accepted, in days (ten years): of `--range Nd`, of `--from`..`--to`, and
+/// of any daily series.
+pub const MAX_DAYS: u32 = 3660;
 
 impl RangeSpec {
     /// Parses `--range`: `7d`, `30d`, any `<N>d`, or `all`.
@@ -61,7 +89,8 @@ impl RangeSpec {
     /// Builds the range of `--from` and `--to` (ISO 8601 times or dates; their UTC day counts).
     ///
     /// # Errors
-    /// A usage error when a time does not parse or `--from` is after `--to`.
+    /// A usage error when a time does not parse, `--from` is after `--to`, or they are more than
+    /// [`MAX_DAYS`] days apart.
     pub fn between(from: Option<&str>, to: Option<&str>) -> Result<Self> {
         let day = |flag: &str, v: Option<&str>| -> Result<Option<NaiveDate>> {
             v.map(|s| {
@@ -79,6 +108,15 @@ impl RangeSpec {
                 "--from {f} is after --to {t}; give the earlier day to --from"
             )));
         }
+        if let (Some(f), Some(t)) = (from, to)
+            && (t - f).num_days() >= i64::from(MAX_DAYS)
+        {
+            return Err(Error::Usage(format!(
+                "--from {f} --to {t} covers {} days; a range covers at most {MAX_DAYS} days: \
+                 give days closer together, or --range all for every day",
+                (t - f).num_days() + 1
+            )));
+        }
         Ok(Self::Between { from, to })
     }
 
@@ -91,6 +129,7 @@ impl RangeSpec {
                 label: "all".into(),
                 from: None,
                 to: None,
+                today,
             },
             Self::Last(n) => DateRange {
                 label: format!("{n}d"),
@@ -98,6 +137,7 @@ impl RangeSpec {
                     .checked_sub_days(Days::new(u64::from(n.saturating_sub(1))))
                     .unwrap_or(NaiveDate::MIN))),
                 to: Some(fmt(today)),
+                today,
             },
             Self::Between { from, to } => DateRange {
                 label: format!(
@@ -107,6 +147,7 @@ impl RangeSpec {
                 ),
                 from: from.map(fmt),
                 to: to.map(fmt),
+                today,
             },
         }
     }
@@ -149,6 +190,51 @@ mod tests {
         }
         assert!(RangeSpec::between(Some("2026-11-22"), Some("2026-11-01")).is_err());
         assert!(RangeSpec::between(Some("yesterday"), None).is_err());
+    }
+
+    #[test]
+    fn ranges_longer_than_the_limit_are_refused() {
+        assert!(RangeSpec::between(Some("2016-11-15"), Some("2026-11-22")).is_ok());
+        let e = RangeSpec::between(Some("2016-11-14"), Some("2026-11-22"))
+            .err()
+            .map(|e| e.to_string());
+        assert!(
+            e.as_deref()
+                .is_some_and(|m| m.contains("at most 3660 days")),
+            "{e:?}"
+        );
+    }
+
+    #[test]
+    fn a_series_never_has_more_than_the_limit_of_days() {
+        let day = |s: &str| NaiveDate::parse_from_str(s, "%Y-%m-%d").ok();
+        let all = RangeSpec::All.resolve(at("2026-11-22T10:00:00Z"));
+        let span = |first: &str, last: &str| {
+            all.series_days(Some(first), Some(last))
+                .map(|(f, l)| (f, l, (l - f).num_days() + 1))
+        };
+        // Short enough: the data's days as they are.
+        assert_eq!(
+            span("2026-11-01", "2027-01-01"),
+            Some((
+                day("2026-11-01").unwrap_or_default(),
+                day("2027-01-01").unwrap_or_default(),
+                62
+            ))
+        );
+        // Too long: the days ending today, or the earliest days when today comes too soon.
+        for (first, last, end) in [
+            ("0001-01-01", "2026-11-30", "2026-11-22"),
+            ("0001-01-01", "9999-12-31", "2026-11-22"),
+            ("2026-01-01", "9999-12-31", "2036-01-08"),
+            ("9000-01-01", "9999-12-31", "9010-01-08"),
+            ("0001-01-01", "0500-01-01", "0500-01-01"),
+        ] {
+            let got = span(first, last);
+            assert_eq!(got.map(|g| g.1), day(end), "{first}..{last}");
+            assert_eq!(got.map(|g| g.2), Some(3660), "{first}..{last}");
+        }
+        assert_eq!(span("2026-11-02", "2026-11-01"), None);
     }
 
     #[test]

@@ -342,34 +342,26 @@ fn ranked(map: &BTreeMap<String, i64>) -> Vec<Ranked> {
     v
 }
 
-/// A daily series over the range, zero days included: from the range's first day (or the
-/// series' first) to its last day (or the series' last).
+/// A daily series over the range, zero days included, on the days of
+/// [`DateRange::series_days`].
 fn series(map: &BTreeMap<String, i64>, range: &DateRange) -> Vec<DayCount> {
-    let parse = |d: &str| chrono::NaiveDate::parse_from_str(d, "%Y-%m-%d").ok();
-    let first = range
-        .from
-        .as_deref()
-        .or_else(|| map.keys().next().map(String::as_str))
-        .and_then(parse);
-    let last = range
-        .to
-        .as_deref()
-        .or_else(|| map.keys().next_back().map(String::as_str))
-        .and_then(parse);
-    let (Some(mut d), Some(last)) = (first, last) else {
+    let Some((first, last)) = range.series_days(
+        map.keys().next().map(String::as_str),
+        map.keys().next_back().map(String::as_str),
+    ) else {
         return Vec::new();
     };
-    let mut out = Vec::new();
-    while d <= last {
-        let key = d.format("%Y-%m-%d").to_string();
-        out.push(DayCount {
-            count: map.get(&key).copied().unwrap_or(0),
-            date: key,
-        });
-        let Some(next) = d.succ_opt() else { break };
-        d = next;
-    }
-    out
+    first
+        .iter_days()
+        .take_while(|d| *d <= last)
+        .map(|d| {
+            let date = d.format("%Y-%m-%d").to_string();
+            DayCount {
+                count: map.get(&date).copied().unwrap_or(0),
+                date,
+            }
+        })
+        .collect()
 }
 
 fn percent(part: i64, whole: i64) -> f64 {

@@ -3,7 +3,7 @@
 
 use super::{Ctx, ExitCode, Out};
 use crate::error::{Error, Result};
-use crate::project::{Project, ProjectConfig};
+use crate::project::{LifecyclePolicy, Project, ProjectConfig};
 use serde_json::{Value, json};
 
 #[derive(Debug, clap::Subcommand)]
@@ -48,7 +48,8 @@ fn generate_schema() -> Value {
 pub use super::json_schema::Problem;
 
 /// Every problem of a configuration's text: JSON syntax, then every key against the schema,
-/// then what the schema cannot say (ticket patterns must be regular expressions).
+/// then what the schema cannot say (ticket patterns must be regular expressions, the lifecycle
+/// policy's ranges).
 pub fn problems(text: &str) -> Vec<Problem> {
     let value: Value = match serde_json::from_str(text) {
         Ok(v) => v,
@@ -78,24 +79,26 @@ pub fn problems(text: &str) -> Vec<Problem> {
             }
         }
     }
-    if out.is_empty() {
-        match serde_json::from_value::<ProjectConfig>(value) {
-            Err(e) => out.push(Problem {
-                key: String::new(),
-                message: e.to_string(),
-            }),
-            // The ranges the schema cannot state (a decay rate above 0, a table of scores from
-            // 0 to 1, ...): what every command refuses must be refused here too.
-            Ok(config) => {
-                if let Err(problem) = config.policies.lifecycle.validate() {
-                    let (key, message) = problem.split_once(' ').unwrap_or(("", &problem));
-                    out.push(Problem {
-                        key: key.to_owned(),
-                        message: message.to_owned(),
-                    });
-                }
-            }
+    // The ranges the schema cannot state (a decay rate above 0, a table of scores from 0 to
+    // 1, ...): what every command refuses must be refused here too, whatever else is wrong.
+    if let Some(lifecycle) = value.pointer("/policies/lifecycle")
+        && let Ok(policy) = serde_json::from_value::<LifecyclePolicy>(lifecycle.clone())
+    {
+        for problem in policy.problems() {
+            let (key, message) = problem.split_once(' ').unwrap_or(("", &problem));
+            out.push(Problem {
+                key: key.to_owned(),
+                message: message.to_owned(),
+            });
         }
+    }
+    if out.is_empty()
+        && let Err(e) = serde_json::from_value::<ProjectConfig>(value)
+    {
+        out.push(Problem {
+            key: String::new(),
+            message: e.to_string(),
+        });
     }
     out
 }
@@ -291,6 +294,39 @@ mod tests {
             "{found:?}"
         );
         assert_eq!(found.len(), 4, "{found:?}");
+    }
+
+    /// The lifecycle policy's own checks report every bad value, beside the other keys'
+    /// problems; an integer too large for its key is named by its key.
+    #[test]
+    fn lifecycle_problems_are_all_named_beside_the_others() {
+        let mut c = default_config();
+        c["policies"]["lifecycle"]["decay"] = json!({"lambda": -1});
+        c["policies"]["lifecycle"]["default_ttl_days"] = json!(0);
+        c["policies"]["lifecycle"]["batch_size"] = json!(0);
+        c["policies"]["write"]["ticket_patterns"] = json!(["(unclosed"]);
+        for too_large in [json!(1_000_000_000_000_000_000_u64), json!(1e18)] {
+            c["policies"]["retrieval"]["max_results"] = too_large;
+            let found = problems(&c.to_string());
+            let keys: Vec<&str> = found.iter().map(|p| p.key.as_str()).collect();
+            assert_eq!(
+                keys,
+                [
+                    "policies.retrieval.max_results",
+                    "policies.write.ticket_patterns[0]",
+                    "policies.lifecycle.decay.lambda",
+                    "policies.lifecycle.default_ttl_days",
+                    "policies.lifecycle.batch_size",
+                ],
+                "{found:?}"
+            );
+        }
+        c["policies"]["retrieval"]["max_results"] = json!(4_294_967_296_u64);
+        let found = problems(&c.to_string());
+        assert_eq!(
+            found[0].message, "must be between 0 and 4294967295, not 4294967296",
+            "{found:?}"
+        );
     }
 
     #[test]

@@ -1,9 +1,9 @@
 //! `merge-driver`, `git install|uninstall|pre-commit` and `sync-context`.
 
-use super::output::safe;
+use super::output::{safe, warn};
 use super::{Ctx, ExitCode, Out};
 use crate::error::Result;
-use crate::git::sync_context::{self, Staleness};
+use crate::git::sync_context::{self, Context, Staleness};
 use crate::project::Project;
 use serde_json::json;
 use std::path::PathBuf;
@@ -120,18 +120,18 @@ pub fn git(ctx: &Ctx, command: GitCommand, out: &mut Out) -> Result<ExitCode> {
 }
 
 /// The context file of `project`, what memory generates for it now, and how they differ.
-fn context_status(ctx: &Ctx, project: &Project) -> Result<(PathBuf, String, Staleness, usize)> {
+fn context_status(ctx: &Ctx, project: &Project) -> Result<(PathBuf, Context, Staleness)> {
     let session = ctx.open_session(project)?;
     let entries = sync_context::entries(session.store())?;
-    let text = sync_context::render(project.name.as_str(), &entries);
+    let context = sync_context::render(project.name.as_str(), &entries);
     let path = context_path(ctx, project)?;
     let existing = match fs_err::read_to_string(&path) {
         Ok(s) => Some(s),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(e.into()),
     };
-    let stale = sync_context::staleness(existing.as_deref(), &text);
-    Ok((path, text, stale, entries.len()))
+    let stale = sync_context::staleness(existing.as_deref(), &context.text);
+    Ok((path, context, stale))
 }
 
 fn context_path(ctx: &Ctx, project: &Project) -> Result<PathBuf> {
@@ -171,7 +171,22 @@ pub fn sync_context(ctx: &Ctx, args: SyncContextArgs, out: &mut Out) -> Result<E
         )?;
     }
     let project = ctx.project(args.project.as_deref())?;
-    let (path, text, stale, n) = context_status(ctx, &project)?;
+    let (path, context, stale) = context_status(ctx, &project)?;
+    for w in &context.withheld {
+        warn(&format!(
+            "sync-context left out {id}: its text holds what looks like a credential ({}: {}); \
+             remove it with `memlog purge {id} --reason credential` then `memlog gc`, and \
+             rotate the credential",
+            w.rule,
+            w.description,
+            id = w.entry
+        ));
+    }
+    let Context {
+        text,
+        entries: n,
+        withheld,
+    } = context;
     let shown = path
         .strip_prefix(ctx.workspace()?.root())
         .unwrap_or(&path)
@@ -179,7 +194,7 @@ pub fn sync_context(ctx: &Ctx, args: SyncContextArgs, out: &mut Out) -> Result<E
         .to_string();
     if args.dry_run {
         if out.json {
-            out.json(&json!({"path": shown, "entries": n, "up_to_date": stale.is_fresh(), "stale": stale, "content": text}));
+            out.json(&json!({"path": shown, "entries": n, "withheld": withheld, "up_to_date": stale.is_fresh(), "stale": stale, "content": text}));
         } else {
             let mut w = out.raw();
             let _ = std::io::Write::write_all(&mut w, text.as_bytes());
@@ -188,7 +203,7 @@ pub fn sync_context(ctx: &Ctx, args: SyncContextArgs, out: &mut Out) -> Result<E
     }
     if args.check {
         if out.json {
-            out.json(&json!({"path": shown, "entries": n, "up_to_date": stale.is_fresh(), "stale": stale}));
+            out.json(&json!({"path": shown, "entries": n, "withheld": withheld, "up_to_date": stale.is_fresh(), "stale": stale}));
         } else if stale.is_fresh() {
             out.line(format!("{shown} is up to date ({n} entries)"));
         } else {
@@ -224,7 +239,7 @@ pub fn sync_context(ctx: &Ctx, args: SyncContextArgs, out: &mut Out) -> Result<E
         crate::log::durable::write_atomic(&path, text.as_bytes())?;
     }
     if out.json {
-        out.json(&json!({"success": true, "path": shown, "entries": n, "written": !stale.is_fresh(), "stale": stale}));
+        out.json(&json!({"success": true, "path": shown, "entries": n, "withheld": withheld, "written": !stale.is_fresh(), "stale": stale}));
     } else if stale.is_fresh() {
         out.line(format!("{shown} is up to date ({n} entries)"));
     } else {
@@ -256,8 +271,8 @@ fn pre_commit(ctx: &Ctx, out: &mut Out) -> Result<ExitCode> {
             continue;
         }
         let staged = String::from_utf8_lossy(&shown.stdout).into_owned();
-        let (_, text, _, _) = context_status(ctx, &project)?;
-        let s = sync_context::staleness(Some(&staged), &text);
+        let (_, context, _) = context_status(ctx, &project)?;
+        let s = sync_context::staleness(Some(&staged), &context.text);
         if !s.is_fresh() {
             stale.push((project.name.to_string(), s));
         }

@@ -64,9 +64,26 @@ fn is_type(v: &Value, t: &str) -> bool {
     }
 }
 
+/// The values of an integer `format` (`uint32`, `int64`, ...: what the Rust type holds).
+fn integer_range(format: &str) -> Option<(i128, i128)> {
+    let (signed, bits) = match format.strip_prefix("uint") {
+        Some(bits) => (false, bits),
+        None => (true, format.strip_prefix("int")?),
+    };
+    let bits: u32 = bits
+        .parse()
+        .ok()
+        .filter(|b| matches!(b, 8 | 16 | 32 | 64))?;
+    Some(if signed {
+        (-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
+    } else {
+        (0, (1 << bits) - 1)
+    })
+}
+
 /// Checks `v` against `schema` (the subset of JSON Schema that schemars generates: `$ref`,
 /// `type`, `properties`, `required`, `additionalProperties`, `items`, `enum`, `anyOf`,
-/// `minimum`, `maximum`), naming each problem by its key.
+/// `minimum`, `maximum`, and the range of an integer `format`), naming each problem by its key.
 pub(super) fn check(schema: &Value, root: &Value, v: &Value, path: &str, out: &mut Vec<Problem>) {
     let problem = |out: &mut Vec<Problem>, message: String| {
         out.push(Problem {
@@ -157,6 +174,14 @@ pub(super) fn check(schema: &Value, root: &Value, v: &Value, path: &str, out: &m
                 (None, None) => String::new(),
             };
             problem(out, format!("must be {range}, not {n}"));
+        } else if let Some((lo, hi)) = schema
+            .get("format")
+            .and_then(Value::as_str)
+            .and_then(integer_range)
+            && let Some(i) = v.as_i64().map(i128::from).or(v.as_u64().map(i128::from))
+            && !(lo..=hi).contains(&i)
+        {
+            problem(out, format!("must be between {lo} and {hi}, not {i}"));
         }
     }
     match v {

@@ -270,17 +270,28 @@ pub fn lifecycle(ctx: &Ctx, cmd: LifecycleCommand, out: &mut Out) -> Result<Exit
             }
             for (kind, rate) in &m.archival_rate {
                 out.line(format!(
-                    "kind {kind:<12}archival rate {rate}, average lifespan {} days",
+                    "kind {kind:<12}archival rate {rate}, average lifespan {}",
                     m.average_lifespan_days
                         .get(kind)
-                        .map_or_else(|| "-".into(), |d| d.to_string())
+                        .map_or_else(|| "n/a (none ended)".into(), |d| format!("{d} days"))
                 ));
             }
             match &m.last_run {
-                Some(r) => out.line(format!(
-                    "last run         {} ({} entries, {} ms, {} skipped)",
-                    r.now, r.processed, r.duration_ms, r.skipped
-                )),
+                Some(r) => {
+                    let moved: Vec<String> = r
+                        .transitions
+                        .iter()
+                        .map(|(state, n)| format!("{state} {n}"))
+                        .collect();
+                    out.line(format!(
+                        "last run         {} ({} entries, {} ms, {} skipped; transitions: {})",
+                        r.now,
+                        r.processed,
+                        r.duration_ms,
+                        r.skipped,
+                        super::stats::joined_or(moved, "none")
+                    ));
+                }
                 None => out.line("last run         never (run `memlog lifecycle run`)"),
             }
             Ok(ExitCode::Ok)

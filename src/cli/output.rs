@@ -1,6 +1,7 @@
 //! Printing results and errors, and the documented exit codes.
 
 use crate::error::Error;
+pub use crate::safe_text::{clip, safe};
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::io::Write;
@@ -222,25 +223,6 @@ pub fn debug(text: &str) {
 pub fn note(text: &str) {
     if !QUIET.get() {
         let _ = writeln!(std::io::stderr(), "note: {}", safe(text));
-    }
-}
-
-/// Strips control characters so stored text can never drive the terminal.
-pub fn safe(text: &str) -> String {
-    text.chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect()
-}
-
-/// The first `n` characters of `text`, on one line.
-pub fn clip(text: &str, n: usize) -> String {
-    let one_line = safe(text);
-    if one_line.chars().count() <= n {
-        one_line
-    } else {
-        let mut s: String = one_line.chars().take(n.saturating_sub(1)).collect();
-        s.push('…');
-        s
     }
 }
 

@@ -529,12 +529,21 @@ fn results() -> Vec<(&'static str, &'static str, Value)> {
             let mut o = object(&[
                 ("path", string()),
                 ("entries", integer()),
+                (
+                    "withheld",
+                    array(object(&[
+                        ("entry", string()),
+                        ("rule", string()),
+                        ("description", string()),
+                    ])),
+                ),
                 ("stale", staleness()),
             ]);
             o["description"] = json!(
                 "The context file and how it differs from memory: `written` when it was \
                  (re)written, `up_to_date` with --check or --dry-run, and with --dry-run the \
-                 `content` that would be written"
+                 `content` that would be written; `withheld`: the selected entries left out \
+                 because their text looks like a credential (entry id and secret rule)"
             );
             o["properties"]["written"] = boolean();
             o["properties"]["up_to_date"] = boolean();

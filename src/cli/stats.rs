@@ -1,6 +1,7 @@
 //! `stats`: the MemoryStatistics of a project or of all, for a date range, read from the
 //! delta-maintained statistics projection without scanning entries.
 
+use super::output::safe;
 use super::{Ctx, ExitCode, Out};
 use crate::analytics::statistics::{self, LifecycleInputs, LifecycleRun, MemoryStatistics};
 use crate::analytics::{DateRange, RangeSpec};
@@ -168,11 +169,14 @@ pub fn run(ctx: &Ctx, args: StatsArgs, out: &mut Out) -> Result<ExitCode> {
 }
 
 fn list(m: &BTreeMap<String, i64>) -> String {
-    joined_or(m.iter().map(|(k, v)| format!("{k} {v}")).collect(), "-")
+    joined_or(
+        m.iter().map(|(k, v)| format!("{} {v}", safe(k))).collect(),
+        "-",
+    )
 }
 
 /// `parts` joined by commas, or `none` when there are none.
-fn joined_or(parts: Vec<String>, none: &str) -> String {
+pub(super) fn joined_or(parts: Vec<String>, none: &str) -> String {
     if parts.is_empty() {
         none.to_owned()
     } else {
@@ -194,7 +198,7 @@ fn print_summary(out: &mut Out, project: &str, dates: &DateRange, s: &MemoryStat
     out.line(format!("project            {project}"));
     out.line(format!("range              {range}"));
     out.line(format!(
-        "entries            {} ({} active)",
+        "entries            {} ({} not archived, expired or purged)",
         s.total_entries, s.active_entries
     ));
     out.line(format!(
@@ -225,7 +229,7 @@ fn print_summary(out: &mut Out, project: &str, dates: &DateRange, s: &MemoryStat
     let agents: Vec<String> = s
         .most_active_agents
         .iter()
-        .map(|a| format!("{} {}", a.agent, a.count))
+        .map(|a| format!("{} {}", safe(&a.agent), a.count))
         .collect();
     out.line(format!("most active agents {}", joined_or(agents, "-")));
     let created: i64 = s.entries_created_over_time.iter().map(|d| d.count).sum();
@@ -310,7 +314,9 @@ fn print_summary(out: &mut Out, project: &str, dates: &DateRange, s: &MemoryStat
     for e in &s.entries_approaching_expiry {
         out.line(format!(
             "  {}d  {}  {}",
-            e.days_remaining, e.entry_id, e.summary
+            e.days_remaining,
+            e.entry_id,
+            safe(&e.summary)
         ));
     }
     let top = |v: Vec<(&str, i64)>| {
@@ -318,7 +324,7 @@ fn print_summary(out: &mut Out, project: &str, dates: &DateRange, s: &MemoryStat
             return "-".to_owned();
         }
         v.iter()
-            .map(|(name, count)| format!("{name} {count}"))
+            .map(|(name, count)| format!("{} {count}", safe(name)))
             .collect::<Vec<_>>()
             .join(", ")
     };
@@ -343,7 +349,11 @@ fn print_summary(out: &mut Out, project: &str, dates: &DateRange, s: &MemoryStat
     for o in &s.recent_operations {
         out.line(format!(
             "  {}  {:<9}  {}  {}  {}",
-            o.timestamp, o.operation, o.entry_id, o.agent, o.summary
+            o.timestamp,
+            o.operation,
+            o.entry_id,
+            safe(&o.agent),
+            safe(&o.summary)
         ));
     }
 }

@@ -4,6 +4,7 @@
 //! the same log always gives the same bytes and CI can check the file.
 
 use crate::error::Result;
+use crate::safe_text::{safe, safe_lines};
 use crate::store::Store;
 use projections::{EntryState, EvidenceType, Section, Status};
 use serde::Serialize;
@@ -41,17 +42,50 @@ pub fn entries(store: &Store) -> Result<Vec<EntryState>> {
     Ok(out)
 }
 
-/// One line of text: control characters and line breaks become spaces.
+/// One line of text: control characters, line breaks and invisible characters become spaces.
 fn one_line(s: &str) -> String {
-    s.chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect::<String>()
-        .trim()
-        .to_owned()
+    safe(s).trim().to_owned()
 }
 
-/// The file's text for `project` from its selected entries (in [`entries`] order).
-pub fn render(project: &str, entries: &[EntryState]) -> String {
+/// A selected entry the context file leaves out because its text looks like a credential.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Withheld {
+    pub entry: String,
+    /// The secret rule that matched (the value itself is never kept).
+    pub rule: &'static str,
+    pub description: &'static str,
+}
+
+/// What the context file of a project holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Context {
+    /// The file's text.
+    pub text: String,
+    /// Entries in it.
+    pub entries: usize,
+    /// Selected entries left out of it, in [`entries`] order.
+    pub withheld: Vec<Withheld>,
+}
+
+/// The file's text for `project` from its selected entries (in [`entries`] order). An entry
+/// whose text trips the secret scanner is left out, named in the file and in
+/// [`Context::withheld`]: a credential merged from elsewhere is never copied into a file meant
+/// to be committed.
+pub fn render(project: &str, entries: &[EntryState]) -> Context {
+    let mut by_section: BTreeMap<Section, Vec<String>> = BTreeMap::new();
+    let mut withheld = Vec::new();
+    for e in entries {
+        let block = entry_block(e);
+        if let Some(f) = crate::policy::secret_scan::scan_document(&block).first() {
+            withheld.push(Withheld {
+                entry: e.id.clone(),
+                rule: f.rule,
+                description: f.description,
+            });
+        } else {
+            by_section.entry(e.fields.section).or_default().push(block);
+        }
+    }
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -60,16 +94,20 @@ pub fn render(project: &str, entries: &[EntryState]) -> String {
     );
     let _ = writeln!(out, "# {project}: context from memory");
     out.push('\n');
+    let n = entries.len() - withheld.len();
     let _ = writeln!(
         out,
-        "Active entries with confidence >= {MIN_CONFIDENCE} and code or artifact evidence: {}.",
-        entries.len()
+        "Active entries with confidence >= {MIN_CONFIDENCE} and code or artifact evidence: {n}."
     );
-    let mut by_section: BTreeMap<Section, Vec<&EntryState>> = BTreeMap::new();
-    for e in entries {
-        by_section.entry(e.fields.section).or_default().push(e);
+    if !withheld.is_empty() {
+        let ids: Vec<&str> = withheld.iter().map(|w| w.entry.as_str()).collect();
+        let _ = writeln!(
+            out,
+            "Left out because their text looks like a credential: {}.",
+            ids.join(", ")
+        );
     }
-    for (section, items) in by_section {
+    for (section, blocks) in by_section {
         out.push('\n');
         let title = section.as_str();
         let mut chars = title.chars();
@@ -78,51 +116,62 @@ pub fn render(project: &str, entries: &[EntryState]) -> String {
             .map(|c| c.to_uppercase().chain(chars).collect())
             .unwrap_or_default();
         let _ = writeln!(out, "## {title}");
-        for e in items {
+        for block in blocks {
             out.push('\n');
-            let _ = writeln!(out, "### {}", one_line(&e.fields.summary));
-            out.push('\n');
-            let _ = writeln!(
-                out,
-                "`{}` · {} · subject `{}` · scope `{}` · confidence {:.2}{}",
-                e.id,
-                e.fields.kind.as_str(),
-                one_line(&e.fields.subject),
-                one_line(&e.fields.scope),
-                e.fields.confidence,
-                e.fields
-                    .valid_to
-                    .as_deref()
-                    .map(|t| format!(" · valid until {t}"))
-                    .unwrap_or_default()
-            );
-            out.push('\n');
-            for line in e.fields.content.lines() {
-                let line = line.trim_end();
-                // Content cannot open a heading of its own and break the file's structure.
-                if line.starts_with('#') {
-                    out.push('\\');
-                }
-                out.push_str(&line.replace(['\r', '\u{0}'], " "));
-                out.push('\n');
-            }
-            let mut evidence: Vec<_> = e.fields.evidence.iter().collect();
-            evidence.sort_by(|a, b| (a.kind, &a.uri).cmp(&(b.kind, &b.uri)));
-            out.push('\n');
-            for ev in evidence {
-                let _ = writeln!(
-                    out,
-                    "- {}: {}{}",
-                    ev.kind.as_str(),
-                    one_line(&ev.uri),
-                    if ev.note.trim().is_empty() {
-                        String::new()
-                    } else {
-                        format!(" ({})", one_line(&ev.note))
-                    }
-                );
-            }
+            out.push_str(&block);
         }
+    }
+    Context {
+        text: out,
+        entries: n,
+        withheld,
+    }
+}
+
+/// One entry's block: its summary as a heading, its facts, content and evidence.
+fn entry_block(e: &EntryState) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "### {}", one_line(&e.fields.summary));
+    out.push('\n');
+    let _ = writeln!(
+        out,
+        "`{}` · {} · subject `{}` · scope `{}` · confidence {:.2}{}",
+        e.id,
+        e.fields.kind.as_str(),
+        one_line(&e.fields.subject),
+        one_line(&e.fields.scope),
+        e.fields.confidence,
+        e.fields
+            .valid_to
+            .as_deref()
+            .map(|t| format!(" · valid until {}", one_line(t)))
+            .unwrap_or_default()
+    );
+    out.push('\n');
+    for line in safe_lines(&e.fields.content).lines() {
+        let line = line.trim_end();
+        // Content cannot open a heading of its own and break the file's structure.
+        if line.starts_with('#') {
+            out.push('\\');
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    let mut evidence: Vec<_> = e.fields.evidence.iter().collect();
+    evidence.sort_by(|a, b| (a.kind, &a.uri).cmp(&(b.kind, &b.uri)));
+    out.push('\n');
+    for ev in evidence {
+        let _ = writeln!(
+            out,
+            "- {}: {}{}",
+            ev.kind.as_str(),
+            one_line(&ev.uri),
+            if ev.note.trim().is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", one_line(&ev.note))
+            }
+        );
     }
     out
 }

@@ -51,9 +51,9 @@ impl Default for ImportancePolicy {
 const KEY: &str = "policies.lifecycle.importance";
 
 impl ImportancePolicy {
-    /// # Errors
-    /// A message naming the key of the first invalid value.
-    pub fn validate(&self) -> Result<(), String> {
+    /// Every invalid value, each named by its key; empty when the policy is valid.
+    pub fn problems(&self) -> Vec<String> {
+        let mut out = Vec::new();
         let w = &self.weights;
         for (name, v) in [
             ("access_frequency", w.access_frequency),
@@ -61,36 +61,36 @@ impl ImportancePolicy {
             ("relationships", w.relationships),
         ] {
             if !v.is_finite() || v < 0.0 {
-                return Err(format!("{KEY}.weights.{name} must be >= 0 (got {v})"));
+                out.push(format!("{KEY}.weights.{name} must be >= 0 (got {v})"));
             }
         }
         if w.access_frequency + w.confidence + w.relationships <= 0.0 {
-            return Err(format!(
+            out.push(format!(
                 "{KEY}.weights must not all be 0: give at least one factor a positive weight"
             ));
         }
         if !(0.0..=1.0).contains(&self.high_threshold) {
-            return Err(format!(
+            out.push(format!(
                 "{KEY}.high_threshold must be between 0 and 1 (got {})",
                 self.high_threshold
             ));
         }
         if !self.ttl_multiplier.is_finite() || self.ttl_multiplier < 1.0 {
-            return Err(format!(
+            out.push(format!(
                 "{KEY}.ttl_multiplier must be >= 1 (got {}): importance extends a TTL, never shortens it",
                 self.ttl_multiplier
             ));
         }
         if !self.full_frequency_per_month.is_finite() || self.full_frequency_per_month <= 0.0 {
-            return Err(format!(
+            out.push(format!(
                 "{KEY}.full_frequency_per_month must be > 0 (got {})",
                 self.full_frequency_per_month
             ));
         }
         if self.full_relationships == 0 {
-            return Err(format!("{KEY}.full_relationships must be > 0 (got 0)"));
+            out.push(format!("{KEY}.full_relationships must be > 0 (got 0)"));
         }
-        Ok(())
+        out
     }
 
     /// Importance in [0, 1]: the weighted mean of access frequency (accesses per 30 days of the
@@ -161,13 +161,13 @@ mod tests {
         let mut p = ImportancePolicy::default();
         p.weights.confidence = -0.1;
         assert_eq!(
-            p.validate().err().unwrap_or_default(),
-            "policies.lifecycle.importance.weights.confidence must be >= 0 (got -0.1)"
+            p.problems(),
+            ["policies.lifecycle.importance.weights.confidence must be >= 0 (got -0.1)"]
         );
         let p = ImportancePolicy {
             ttl_multiplier: 0.5,
             ..ImportancePolicy::default()
         };
-        assert!(p.validate().is_err());
+        assert!(!p.problems().is_empty());
     }
 }

@@ -8,15 +8,15 @@ use projections::Kind;
 const KEY: &str = "policies.lifecycle";
 
 impl LifecyclePolicy {
-    /// Checks every value.
-    ///
-    /// # Errors
-    /// A message naming the first invalid key, e.g.
-    /// `policies.lifecycle.decay.lambda must be > 0 (got -1)`.
-    pub fn validate(&self) -> Result<(), String> {
-        self.decay_function()?;
+    /// Every invalid value, each named by its key, e.g.
+    /// `policies.lifecycle.decay.lambda must be > 0 (got -1)`; empty when the policy is valid.
+    pub fn problems(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Err(e) = self.decay_function() {
+            out.push(e);
+        }
         if !self.decaying_threshold.is_finite() || !(0.0..=1.0).contains(&self.decaying_threshold) {
-            return Err(format!(
+            out.push(format!(
                 "{KEY}.decaying_threshold must be between 0 and 1 (got {})",
                 self.decaying_threshold
             ));
@@ -29,33 +29,45 @@ impl LifecyclePolicy {
             ("batch_size", self.batch_size),
         ] {
             if v == 0 {
-                return Err(format!("{KEY}.{key} must be > 0 (got 0)"));
+                out.push(format!("{KEY}.{key} must be > 0 (got 0)"));
             }
         }
         for (kind, days) in &self.ttl_days {
             if Kind::parse(kind).is_none() {
-                return Err(format!(
+                out.push(format!(
                     "{KEY}.ttl_days has unknown kind `{kind}`; use one of {}",
                     Kind::choices()
                 ));
-            }
-            if *days == 0 {
-                return Err(format!("{KEY}.ttl_days.{kind} must be > 0 (got 0)"));
+            } else if *days == 0 {
+                out.push(format!("{KEY}.ttl_days.{kind} must be > 0 (got 0)"));
             }
         }
-        self.importance.validate()?;
+        out.extend(self.importance.problems());
         if !self.never_accessed_decay_multiplier.is_finite()
             || self.never_accessed_decay_multiplier < 1.0
         {
-            return Err(format!(
+            out.push(format!(
                 "{KEY}.never_accessed_decay_multiplier must be >= 1 (got {}): it accelerates decay",
                 self.never_accessed_decay_multiplier
             ));
         }
         if self.archive_size_warning == 0 {
-            return Err(format!("{KEY}.archive_size_warning must be > 0 (got 0)"));
+            out.push(format!("{KEY}.archive_size_warning must be > 0 (got 0)"));
         }
-        Ok(())
+        out
+    }
+
+    /// Checks every value.
+    ///
+    /// # Errors
+    /// Every [`Self::problems`], joined by `; `.
+    pub fn validate(&self) -> Result<(), String> {
+        let problems = self.problems();
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems.join("; "))
+        }
     }
 
     /// The decay function the policy configures.
@@ -105,6 +117,29 @@ mod tests {
         assert_eq!(
             p.validate().err().unwrap_or_default(),
             "policies.lifecycle.batch_size must be > 0 (got 0)"
+        );
+    }
+
+    #[test]
+    fn every_bad_value_is_named() {
+        let mut p = Policies::default().lifecycle;
+        p.decay = Some(crate::lifecycle::decay::DecaySpec {
+            lambda: Some(-1.0),
+            ..Default::default()
+        });
+        p.default_ttl_days = 0;
+        p.batch_size = 0;
+        p.importance.weights.confidence = -0.1;
+        p.importance.high_threshold = 2.0;
+        assert_eq!(
+            p.problems(),
+            [
+                "policies.lifecycle.decay.lambda must be > 0 (got -1)",
+                "policies.lifecycle.default_ttl_days must be > 0 (got 0)",
+                "policies.lifecycle.batch_size must be > 0 (got 0)",
+                "policies.lifecycle.importance.weights.confidence must be >= 0 (got -0.1)",
+                "policies.lifecycle.importance.high_threshold must be between 0 and 1 (got 2)",
+            ]
         );
     }
 }

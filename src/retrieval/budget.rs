@@ -14,6 +14,7 @@
 
 use super::rank::Rule;
 use super::search::Hit;
+use crate::safe_text::clip;
 
 /// Default budget (requirement 8.2 of the retrieval-context document).
 pub const DEFAULT_BUDGET: usize = 1200;
@@ -76,7 +77,7 @@ pub fn render_entry(n: usize, h: &Hit) -> String {
     let f = &e.fields;
     let mut evidence: Vec<String> = Vec::new();
     for ev in f.evidence.iter().take(2) {
-        evidence.push(format!("{} {}", ev.kind.as_str(), one_line(&ev.uri, 80)));
+        evidence.push(format!("{} {}", ev.kind.as_str(), clip(&ev.uri, 80)));
     }
     if f.evidence.len() > 2 {
         evidence.push(format!("+{} more", f.evidence.len() - 2));
@@ -98,7 +99,7 @@ pub fn render_entry(n: usize, h: &Hit) -> String {
         "{n}. [{}/{}] {}\n   confidence {:.2} ({}); evidence ({}): {}; by {}, {} {}; scope {}; subject {}; id {}",
         f.section.as_str(),
         f.kind.as_str(),
-        one_line(&f.summary, 300),
+        clip(&f.summary, 300),
         f.confidence,
         confidence_label(f.confidence),
         f.evidence.len(),
@@ -107,15 +108,15 @@ pub fn render_entry(n: usize, h: &Hit) -> String {
         } else {
             evidence.join(", ")
         },
-        one_line(&e.created_by, 40),
+        clip(&e.created_by, 40),
         if e.updated_at == e.created_at {
             "recorded"
         } else {
             "updated"
         },
         date(&e.updated_at),
-        one_line(&f.scope, 60),
-        one_line(&f.subject, 80),
+        clip(&f.scope, 60),
+        clip(&f.subject, 80),
         e.id,
     );
     if let Some(to) = &f.valid_to {
@@ -124,12 +125,12 @@ pub fn render_entry(n: usize, h: &Hit) -> String {
     // What the kind of memory needs besides its summary: a procedure its ordered steps, an
     // experience its outcome and where it happened (the date and agent are on the line above).
     if f.kind == projections::Kind::RunbookStep {
-        text.push_str(&format!("\n   steps: {}", one_line(&f.content, 400)));
+        text.push_str(&format!("\n   steps: {}", clip(&f.content, 400)));
     } else if f.kind == projections::Kind::Incident {
         text.push_str(&format!(
             "\n   outcome: {}; project {}",
-            one_line(&f.content, 300),
-            one_line(&h.project, 64)
+            clip(&f.content, 300),
+            clip(&h.project, 64)
         ));
     }
     if !notes.is_empty() {
@@ -139,26 +140,12 @@ pub fn render_entry(n: usize, h: &Hit) -> String {
     text
 }
 
-fn one_line(s: &str, max: usize) -> String {
-    let flat: String = s
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
-    if flat.chars().count() <= max {
-        flat
-    } else {
-        let mut t: String = flat.chars().take(max.saturating_sub(1)).collect();
-        t.push('…');
-        t
-    }
-}
-
 /// The prompt prefix for `hits` (in rank order) within `budget` estimated tokens, and how many
 /// entries it holds.
 pub fn render(project: &str, hits: &[Hit], budget: usize) -> (String, usize) {
     let header = format!(
         "## Memory for project {}\nPrior knowledge recorded by agents, most confident first. Run `memlog show <id>` for an entry's full content.\n\n",
-        one_line(project, 64)
+        clip(project, 64)
     );
     let omitted = |k: usize| {
         if k == 0 {

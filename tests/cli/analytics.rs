@@ -408,7 +408,7 @@ fn the_summary_for_people_names_the_key_numbers() {
     let (env, _) = scenario();
     let out = env.run_at(NOW, &["stats"]).ok().stdout;
     for needle in [
-        "entries            5 (5 active)",
+        "entries            5 (5 not archived, expired or purged)",
         "average confidence 0.68 [warn]",
         "stale evidence     0 [ok]",
         "expiring in 7 days 1 [warn]",
@@ -431,6 +431,10 @@ fn bad_ranges_are_refused_and_change_nothing() {
         ),
         (vec!["stats", "--from", "last week"], "not an ISO 8601 time"),
         (
+            vec!["stats", "--from", "0001-01-01", "--to", "9999-12-31"],
+            "at most 3660 days",
+        ),
+        (
             vec!["stats", "--range", "7d", "--from", "2026-11-01"],
             "cannot be used with",
         ),
@@ -442,6 +446,51 @@ fn bad_ranges_are_refused_and_change_nothing() {
         assert!(r.stderr.contains(needle), "{args:?}: {}", r.stderr);
     }
     assert_eq!(std::fs::read(env.log()).unwrap_or_default(), log);
+}
+
+/// A daily series never has more than 3660 days, whatever the dates of the entries: an entry
+/// dated far in the past and one far in the future leave the series at the 3660 days ending
+/// today, and a range of exactly 3660 days is accepted.
+#[test]
+fn entries_dated_far_away_keep_the_series_bounded() {
+    let env = Env::with_project();
+    for now in ["0001-01-01T00:00:00Z", "9999-12-31T00:00:00Z", NOW] {
+        add_at(
+            &env,
+            now,
+            "agent-1",
+            "decisions",
+            "auth",
+            &format!("Entry of {now}"),
+            "0.9",
+            "code:src/auth.rs#L1:token code",
+            &[],
+        );
+    }
+    let days = |s: &Value| -> Vec<String> {
+        s["statistics"]["entries_created_over_time"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|d| d["date"].as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    for args in [&[][..], &["--from", "0001-01-01"], &["--to", "9999-12-31"]] {
+        let s = stats(&env, NOW, args);
+        assert_eq!(s["statistics"]["total_entries"], 3, "{args:?}");
+        let d = days(&s);
+        assert_eq!(d.len(), 3660, "{args:?}");
+        assert_eq!(d.last().map(String::as_str), Some("2026-11-22"), "{args:?}");
+        assert_eq!(
+            d.first().map(String::as_str),
+            Some("2016-11-15"),
+            "{args:?}"
+        );
+    }
+    let widest = stats(&env, NOW, &["--from", "2016-11-15", "--to", "2026-11-22"]);
+    assert_eq!(days(&widest).len(), 3660);
 }
 
 #[test]

@@ -170,6 +170,34 @@ impl Env {
         args.extend(["--tag", "test"]);
         self.run_at(now, &args).ok().stdout.trim().to_owned()
     }
+
+    /// Appends to the log a hash-valid update of entry `id` at `at` that sets the fields of
+    /// `set`, following the entry's latest event: what a merge can bring from elsewhere,
+    /// though memlog refuses to write it (control characters, a credential).
+    pub fn forge_update(&self, id: &str, at: &str, set: serde_json::Value) {
+        let mut log = std::fs::read_to_string(self.log()).unwrap_or_else(|e| panic!("{e}"));
+        let parent = log
+            .lines()
+            .rev()
+            .filter_map(|l| projections::decode_line(l).ok())
+            .find(|e| e.entry == id)
+            .map(|e| e.id)
+            .unwrap_or_else(|| panic!("no event of {id}"));
+        let serde_json::Value::Object(set) = set else {
+            panic!("`set` is not an object: {set}")
+        };
+        let forged = projections::Event::build(
+            id,
+            "elsewhere",
+            at,
+            vec![parent],
+            projections::EventData::Update { set, reason: None },
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        log.push_str(&forged.to_line().unwrap_or_else(|e| panic!("{e}")));
+        log.push('\n');
+        std::fs::write(self.log(), log).unwrap_or_else(|e| panic!("{e}"));
+    }
 }
 
 /// The arguments of an `add` in scope `repo`: (section, kind), subject, summary, content,

@@ -143,6 +143,7 @@ fn fixture(avg_tenths: i64, stale: i64, expiring: bool) -> MemoryStatistics {
         label: "7d".into(),
         from: Some("2026-11-16".into()),
         to: Some("2026-11-22".into()),
+        today: "2026-11-22".parse().unwrap_or_default(),
     };
     let mut part = ProjectPart {
         project: "demo".into(),

@@ -244,6 +244,37 @@ fn a_missing_configuration_is_named_and_no_other_project_is_used() {
     assert_eq!(env.listed(), Some(1));
 }
 
+/// A `memlog.json` that is a directory is named as one, with the fix, by every command and by
+/// `init` (which must not call the project initialized); once it is removed, `init` writes the
+/// default configuration.
+#[test]
+fn a_configuration_that_is_a_directory_is_named_with_the_fix() {
+    let env = Env::with_project();
+    env.add("a", "first");
+    let config = env.root().join("ai-memory/demo/memlog.json");
+    std::fs::remove_file(&config).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::create_dir(&config).unwrap_or_else(|e| panic!("{e}"));
+    for args in [
+        &["list"][..],
+        &["config", "validate", "demo"],
+        &["init", "demo"],
+    ] {
+        let r = env.run(args);
+        assert_ne!(r.code, 0, "{args:?}: {}", r.stdout);
+        assert!(
+            r.stderr.contains("is a directory")
+                && r.stderr.contains("rm -r ai-memory/demo/memlog.json")
+                && r.stderr.contains("memlog init demo"),
+            "{args:?}: {}",
+            r.stderr
+        );
+    }
+    assert!(config.is_dir(), "nothing changed");
+    std::fs::remove_dir(&config).unwrap_or_else(|e| panic!("{e}"));
+    env.run(&["init", "demo"]).ok();
+    assert_eq!(env.listed(), Some(1));
+}
+
 #[test]
 fn a_deleted_event_is_reported_loudly() {
     let env = Env::with_project();

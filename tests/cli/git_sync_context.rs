@@ -204,3 +204,83 @@ fn an_ai_context_link_out_of_the_workspace_is_refused() {
         0
     );
 }
+
+/// Text that came through a merge (memlog refuses to write it) cannot drive a terminal nor hide
+/// in the context file: control characters (ESC, BEL, C1 CSI, DEL), bidirectional overrides and
+/// zero-width characters become spaces in what `sync-context` and `stats` show; content keeps
+/// its lines and tabs.
+#[test]
+fn control_characters_from_a_merge_are_never_shown() {
+    let env = Env::with_project();
+    let id = env.add("auth.tokens", "Use short-lived JWTs");
+    env.forge_update(
+        &id,
+        "2026-11-22T10:31:13.000Z",
+        serde_json::json!({
+            "summary": "Use \u{1b}]0;owned\u{7} JWTs \u{9b}2J",
+            "subject": "auth\u{1b}[31m.tokens",
+            "content": "First \u{1b}[2J line\u{7f}.\nSecond \u{202e}line\u{200b}.\r\n\tindented",
+            "valid_to": "2026-11-25T00:00:00.000Z",
+        }),
+    );
+    let shown = |c: char| {
+        (c.is_control() && !matches!(c, '\n' | '\t')) || matches!(c, '\u{202e}' | '\u{200b}')
+    };
+    let dry = env.run(&["sync-context", "--dry-run"]).ok().stdout;
+    env.run(&["sync-context"]).ok();
+    let file = context(&env);
+    let stats = env.run(&["stats"]).ok().stdout;
+    for (what, text) in [("--dry-run", &dry), ("the file", &file), ("stats", &stats)] {
+        assert!(!text.chars().any(shown), "{what}: {text:?}");
+    }
+    assert!(stats.contains(" ]0;owned  JWTs  2J"), "{stats}");
+    assert!(
+        file.contains("First  [2J line .\nSecond  line .\n\tindented\n"),
+        "{file:?}"
+    );
+}
+
+/// An entry whose text trips the secret scanner (a credential merged from elsewhere: memlog
+/// refuses to write one) is left out of the context file, named on standard error by rule and
+/// never copied nor printed.
+#[test]
+fn an_entry_holding_a_credential_is_left_out() {
+    const FAKE_TOKEN: &str = "ghp_FAKEFAKEFAKEFAKEFAKEFAKEFAKEFAKE0000";
+    let env = Env::with_project();
+    let kept = env.add("auth.kept", "Use short-lived JWTs");
+    let leaked = env.add("auth.leaked", "Deploy token");
+    env.forge_update(
+        &leaked,
+        "2026-11-22T10:31:13.000Z",
+        serde_json::json!({"content": format!("token {FAKE_TOKEN}")}),
+    );
+    let dry = env.run(&["sync-context", "--dry-run"]).ok();
+    let check = env.run(&["sync-context", "--check", "--json"]);
+    let write = env.run(&["sync-context"]).ok();
+    let file = context(&env);
+    assert_eq!(file, dry.stdout);
+    assert!(
+        file.contains(&kept) && file.contains("evidence: 1."),
+        "{file}"
+    );
+    assert!(
+        file.contains(&format!("looks like a credential: {leaked}.")),
+        "{file}"
+    );
+    assert!(!file.contains("Deploy token"), "{file}");
+    for r in [&dry, &write] {
+        assert!(
+            r.stderr.contains(&format!("left out {leaked}"))
+                && r.stderr.contains("github-token")
+                && r.stderr.contains("memlog purge"),
+            "{}",
+            r.stderr
+        );
+    }
+    assert_eq!(check.json()["withheld"][0]["entry"], leaked.as_str());
+    assert_eq!(check.json()["withheld"][0]["rule"], "github-token");
+    for r in [&dry, &check, &write] {
+        assert!(!r.stdout.contains(FAKE_TOKEN) && !r.stderr.contains(FAKE_TOKEN));
+    }
+    assert_eq!(env.run(&["sync-context", "--check"]).code, 0);
+}

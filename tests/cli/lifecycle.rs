@@ -243,6 +243,26 @@ fn dry_run_writes_nothing_and_a_failing_entry_is_skipped() {
     assert_eq!(metrics["last_run"]["processed"], 2);
     assert_eq!(metrics["entries_by_lifecycle"]["archived"], 1);
     assert_eq!(metrics["storage"]["archived"]["entries"], 1);
+    // The text names the transitions by state too, and a kind without ended entries has no
+    // lifespan yet.
+    env.run(&crate::common::add_args(
+        ("learnings", "other"),
+        "c.subject",
+        "a learning",
+        "Details.",
+        "0.8",
+        "code:src/lib.rs#L1-L9:where it happens",
+    ))
+    .ok();
+    let text = env.run(&["lifecycle", "report"]).ok().stdout;
+    assert!(
+        text.contains("1 skipped; transitions: archived 1)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("average lifespan n/a (none ended)") && !text.contains("- days"),
+        "{text}"
+    );
 }
 
 #[test]
