@@ -36,6 +36,10 @@ pub fn run(ctx: &Ctx, _args: McpArgs, _out: &mut Out) -> Result<ExitCode> {
             super::output::debug(&format!("no configuration to log: {e}"));
         }
     }
+    // Paths in tool calls are relative to the workspace root, wherever the server started.
+    if let Ok(ws) = ctx.workspace() {
+        std::env::set_current_dir(ws.root())?;
+    }
     let server = crate::mcp::Server::new(base, g.project.clone());
     crate::mcp::serve(server)?;
     Ok(ExitCode::Ok)

@@ -307,3 +307,44 @@ fn export_and_import_work_on_the_servers_project_when_a_call_names_none() {
         .ok();
     assert_eq!(r.json()["entries"], 1, "{}", r.stdout);
 }
+
+/// A server started elsewhere with `--workspace` takes tool paths relative to the workspace
+/// root, as MCP.md says, not to the directory it was started in.
+#[test]
+fn tool_paths_are_relative_to_the_workspace_root() {
+    let env = Env::with_project();
+    env.add("auth.tokens", "Use short-lived tokens");
+    let elsewhere = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let root = env.root().display().to_string();
+    let mut command = env.command(&["--workspace", &root, "--project", "demo", "mcp"]);
+    let mut child = command
+        .current_dir(elsewhere.path())
+        .env_remove("MEMLOG_WORKSPACE")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let stdin = child.stdin.take().unwrap_or_else(|| panic!("stdin"));
+    let stdout = child.stdout.take().unwrap_or_else(|| panic!("stdout"));
+    let mut c = Client {
+        child,
+        stdin,
+        lines: std::io::BufRead::lines(BufReader::new(stdout)),
+        next: 1,
+    };
+    c.request(
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {},
+               "clientInfo": {"name": "raw", "version": "0"}}),
+    );
+    c.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let v = c.call(
+        "export",
+        "export",
+        json!({"path": "out.jsonl", "format": "jsonl"}),
+    );
+    assert_eq!(v["results"]["entries"], 1, "{v}");
+    assert!(env.root().join("out.jsonl").is_file());
+    assert!(!elsewhere.path().join("out.jsonl").exists());
+}
