@@ -18,6 +18,11 @@ impl Client {
     /// `memlog mcp` with the global options `args`, initialized.
     fn start(env: &Env, args: &[&str]) -> Self {
         let (child, stdin, lines) = env.mcp(args);
+        Self::initialized(child, stdin, lines)
+    }
+
+    /// A client of the server `child` talks to, once initialized.
+    fn initialized(child: Child, stdin: ChildStdin, lines: Lines<BufReader<ChildStdout>>) -> Self {
         let mut c = Self {
             child,
             stdin,
@@ -327,18 +332,11 @@ fn tool_paths_are_relative_to_the_workspace_root() {
         .unwrap_or_else(|e| panic!("{e}"));
     let stdin = child.stdin.take().unwrap_or_else(|| panic!("stdin"));
     let stdout = child.stdout.take().unwrap_or_else(|| panic!("stdout"));
-    let mut c = Client {
+    let mut c = Client::initialized(
         child,
         stdin,
-        lines: std::io::BufRead::lines(BufReader::new(stdout)),
-        next: 1,
-    };
-    c.request(
-        "initialize",
-        json!({"protocolVersion": "2025-06-18", "capabilities": {},
-               "clientInfo": {"name": "raw", "version": "0"}}),
+        std::io::BufRead::lines(BufReader::new(stdout)),
     );
-    c.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
     let v = c.call(
         "export",
         "export",
