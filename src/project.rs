@@ -62,6 +62,8 @@ pub struct WritePolicy {
 pub struct RetrievalPolicy {
     #[schemars(range(min = 0.0, max = 1.0))]
     pub min_confidence: f64,
+    /// Entries a query returns when it gives no `--limit` (a query returns at most 50).
+    #[schemars(range(min = 1, max = 50))]
     pub max_results: u32,
     pub expiry_warning_days: u32,
     /// A query slower than this (milliseconds, whole command) logs a performance warning.

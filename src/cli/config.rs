@@ -47,10 +47,14 @@ fn generate_schema() -> Value {
 
 pub use super::json_schema::Problem;
 
-/// Every problem of a configuration's text: JSON syntax, then every key against the schema,
-/// then what the schema cannot say (ticket patterns must be regular expressions, the lifecycle
-/// policy's ranges).
-pub fn problems(text: &str) -> Vec<Problem> {
+/// The configuration format this memlog reads and `init` writes.
+pub const CONFIG_FORMAT: u64 = 1;
+
+/// Every problem of the configuration text of project `name`: JSON syntax, then every key
+/// against the schema, then what the schema cannot say (the format version, the name of the
+/// project's directory, a creation time, kinds, ticket patterns that must be regular
+/// expressions, the lifecycle policy's ranges).
+pub fn problems(text: &str, name: &str) -> Vec<Problem> {
     let value: Value = match serde_json::from_str(text) {
         Ok(v) => v,
         Err(e) => {
@@ -61,6 +65,7 @@ pub fn problems(text: &str) -> Vec<Problem> {
         }
     };
     let mut out = super::json_schema::problems(&schema(), &value);
+    out.extend(beyond_schema(&value, name));
     if let Some(patterns) = value
         .pointer("/policies/write/ticket_patterns")
         .and_then(Value::as_array)
@@ -103,6 +108,64 @@ pub fn problems(text: &str) -> Vec<Problem> {
     out
 }
 
+/// The checks of values the schema takes by type only.
+fn beyond_schema(value: &Value, name: &str) -> Vec<Problem> {
+    let mut out = Vec::new();
+    let mut problem = |key: &str, message: String| {
+        out.push(Problem {
+            key: key.to_owned(),
+            message,
+        });
+    };
+    if let Some(format) = value.get("format").and_then(Value::as_u64)
+        && format != CONFIG_FORMAT
+    {
+        problem(
+            "format",
+            format!(
+                "format {format} is not the one this memlog reads ({CONFIG_FORMAT}): a newer \
+                 memlog wrote it, so upgrade memlog; or set it back to {CONFIG_FORMAT}"
+            ),
+        );
+    }
+    if let Some(given) = value.get("name").and_then(Value::as_str)
+        && given != name
+    {
+        problem(
+            "name",
+            format!(
+                "is `{}`, but the project's directory is ai-memory/{name}/: set it to `{name}`",
+                given.escape_debug()
+            ),
+        );
+    }
+    if let Some(at) = value.get("created_at").and_then(Value::as_str)
+        && let Err(e) = crate::clock::normalize_time(at)
+    {
+        problem("created_at", format!("not a time: {e}"));
+    }
+    if let Some(kinds) = value
+        .pointer("/policies/write/strong_evidence_kinds")
+        .and_then(Value::as_array)
+    {
+        for (i, k) in kinds.iter().enumerate() {
+            if let Some(k) = k.as_str()
+                && projections::Kind::parse(k).is_none()
+            {
+                problem(
+                    &format!("policies.write.strong_evidence_kinds[{i}]"),
+                    format!(
+                        "`{}` is not a kind; use {}",
+                        k.escape_debug(),
+                        projections::Kind::choices()
+                    ),
+                );
+            }
+        }
+    }
+    out
+}
+
 thread_local! {
     static LOGGED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
@@ -130,7 +193,7 @@ pub fn refuse_invalid(ctx: &Ctx, project: &Project) -> Result<()> {
     if !ctx.global.debug && std::fs::read_to_string(&seen).is_ok_and(|k| k == key) {
         return Ok(());
     }
-    let found = problems(&text);
+    let found = problems(&text, project.name.as_str());
     if ctx.global.debug && !LOGGED.replace(true) {
         let store = project.store_dir();
         super::output::debug(&format!(
@@ -213,7 +276,7 @@ pub fn run(ctx: &Ctx, command: ConfigCommand, out: &mut Out) -> Result<ExitCode>
             let mut reports = Vec::new();
             for p in &projects {
                 let text = fs_err::read_to_string(p.config_path())?;
-                let found = problems(&text);
+                let found = problems(&text, p.name.as_str());
                 reports.push(json!({
                     "project": p.name.as_str(),
                     "file": p.config_path(),
@@ -268,7 +331,32 @@ mod tests {
 
     #[test]
     fn the_default_configuration_is_valid() {
-        assert_eq!(problems(&default_config().to_string()), Vec::new());
+        assert_eq!(problems(&default_config().to_string(), "demo"), Vec::new());
+    }
+
+    /// Values of the right type that still mean nothing: a format this memlog does not read,
+    /// a name that is not the project's, a creation time that is not one, a kind that is none,
+    /// a default query size beyond what a query returns.
+    #[test]
+    fn values_the_schema_takes_by_type_are_checked_too() {
+        let mut c = default_config();
+        c["format"] = json!(2);
+        c["name"] = json!("../../etc");
+        c["created_at"] = json!("yesterday");
+        c["policies"]["write"]["strong_evidence_kinds"] = json!(["decision", "nope"]);
+        c["policies"]["retrieval"]["max_results"] = json!(0);
+        let found = problems(&c.to_string(), "demo");
+        let keys: Vec<&str> = found.iter().map(|p| p.key.as_str()).collect();
+        for key in [
+            "format",
+            "name",
+            "created_at",
+            "policies.write.strong_evidence_kinds[1]",
+            "policies.retrieval.max_results",
+        ] {
+            assert!(keys.contains(&key), "{key}: {found:?}");
+        }
+        assert_eq!(found.len(), 5, "{found:?}");
     }
 
     #[test]
@@ -278,7 +366,7 @@ mod tests {
         c["policies"]["retrieval"]["max_results"] = json!("fifty");
         c["policies"]["lifecycle"]["decay"] = json!(true);
         c["policies"]["write"]["ticket_patterns"] = json!(["(unclosed"]);
-        let found = problems(&c.to_string());
+        let found = problems(&c.to_string(), "demo");
         let keys: Vec<&str> = found.iter().map(|p| p.key.as_str()).collect();
         assert!(
             keys.contains(&"policies.write.low_confidence_warning"),
@@ -307,7 +395,7 @@ mod tests {
         c["policies"]["write"]["ticket_patterns"] = json!(["(unclosed"]);
         for too_large in [json!(1_000_000_000_000_000_000_u64), json!(1e18)] {
             c["policies"]["retrieval"]["max_results"] = too_large;
-            let found = problems(&c.to_string());
+            let found = problems(&c.to_string(), "demo");
             let keys: Vec<&str> = found.iter().map(|p| p.key.as_str()).collect();
             assert_eq!(
                 keys,
@@ -321,8 +409,10 @@ mod tests {
                 "{found:?}"
             );
         }
-        c["policies"]["retrieval"]["max_results"] = json!(4_294_967_296_u64);
-        let found = problems(&c.to_string());
+        c["policies"]["retrieval"]["max_results"] = json!(50);
+        c["policies"]["retrieval"]["expiry_warning_days"] = json!(4_294_967_296_u64);
+        let found = problems(&c.to_string(), "demo");
+        assert_eq!(found[0].key, "policies.retrieval.expiry_warning_days");
         assert_eq!(
             found[0].message, "must be between 0 and 4294967295, not 4294967296",
             "{found:?}"
@@ -335,10 +425,10 @@ mod tests {
         if let Some(m) = c.as_object_mut() {
             m.remove("policies");
         }
-        let found = problems(&c.to_string());
+        let found = problems(&c.to_string(), "demo");
         assert_eq!(found.len(), 1, "{found:?}");
         assert_eq!(found[0].key, "policies");
-        let found = problems("{ not json");
+        let found = problems("{ not json", "demo");
         assert!(found[0].message.starts_with("not JSON"), "{found:?}");
     }
 }
@@ -370,10 +460,10 @@ mod laws {
         #[test]
         fn valid_ranges_pass_and_unknown_keys_are_named(
             low in 0.0f64..=1.0, min in 0.0f64..=1.0, decaying in 0.0f64..=1.0,
-            max_results in 0u32..1000, key in "[a-z]{3,10}_x", at in 0usize..4,
+            max_results in 1u32..=50, key in "[a-z]{3,10}_x", at in 0usize..4,
         ) {
             let mut c = config(low, min, decaying, max_results);
-            prop_assert_eq!(problems(&c.to_string()), Vec::new());
+            prop_assert_eq!(problems(&c.to_string(), "demo"), Vec::new());
             let (object, path) = match at {
                 0 => (&mut c, key.clone()),
                 1 => (&mut c["policies"], format!("policies.{key}")),
@@ -381,7 +471,7 @@ mod laws {
                 _ => (&mut c["policies"]["lifecycle"], format!("policies.lifecycle.{key}")),
             };
             object[key.as_str()] = json!(1);
-            let found = problems(&c.to_string());
+            let found = problems(&c.to_string(), "demo");
             prop_assert_eq!(found.len(), 1);
             prop_assert_eq!(&found[0].key, &path);
         }
@@ -390,7 +480,7 @@ mod laws {
         #[test]
         fn out_of_range_thresholds_are_named(low in prop_oneof![-10.0f64..-0.001, 1.001f64..10.0]) {
             let c = config(low, 0.5, 0.5, 50);
-            let found = problems(&c.to_string());
+            let found = problems(&c.to_string(), "demo");
             prop_assert_eq!(found.len(), 1);
             prop_assert_eq!(found[0].key.as_str(), "policies.write.low_confidence_warning");
             prop_assert!(found[0].message.contains("between 0 and 1"));

@@ -26,7 +26,7 @@ fn check(ctx: &Ctx, project: &Project) -> (Value, Vec<String>) {
     let mut unhealthy = Vec::new();
     let config = match fs_err::read_to_string(project.config_path()) {
         Ok(text) => {
-            let found = problems(&text);
+            let found = problems(&text, project.name.as_str());
             if !found.is_empty() {
                 unhealthy.push(format!(
                     "memlog.json is invalid ({} problem{}): run `memlog config validate {}`",
