@@ -209,7 +209,9 @@ fn blocks(text: &str) -> BTreeMap<String, String> {
                 .find_map(|l| l.strip_prefix('`')?.split('`').next())
                 .filter(|t| t.starts_with(projections::event::ENTRY_PREFIX))
         {
-            out.insert(id.to_owned(), block.clone());
+            // The blank lines after a block depend on what follows it (another block, a new
+            // section, the end of the file): not a change of the entry.
+            out.insert(id.to_owned(), block.trim_end().to_owned());
         }
     };
     for line in text.split_inclusive('\n') {

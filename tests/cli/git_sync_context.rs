@@ -284,3 +284,33 @@ fn an_entry_holding_a_credential_is_left_out() {
     }
     assert_eq!(env.run(&["sync-context", "--check"]).code, 0);
 }
+
+/// A new section after an entry changes only the blank lines around that entry's block: the
+/// entry is not reported as changed, the new one as added.
+#[test]
+fn a_new_section_does_not_change_the_entry_before_it() {
+    let env = Env::with_project();
+    let first = add(
+        &env,
+        "2026-11-22T10:00:00Z",
+        "decisions",
+        "auth.a",
+        "First decision",
+        "0.9",
+        "code:src/a.rs#L1-L2:where",
+    );
+    env.run(&["sync-context", "demo"]).ok();
+    let second = add(
+        &env,
+        "2026-11-22T11:00:00Z",
+        "learnings",
+        "auth.b",
+        "A learning",
+        "0.9",
+        "code:src/b.rs#L1-L2:where",
+    );
+    let check = env.run(&["sync-context", "demo", "--check", "--json"]);
+    let stale = &check.json()["stale"];
+    assert_eq!(stale["added"], serde_json::json!([second]), "{stale}");
+    assert_eq!(stale["changed"], serde_json::json!([]), "{stale} ({first})");
+}
