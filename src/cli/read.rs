@@ -28,11 +28,30 @@ pub struct ListArgs {
     #[arg(long)]
     pub all: bool,
     /// Archived entries instead (cold storage, by id; page with --offset and --limit)
-    #[arg(long)]
+    #[arg(long, group = "cold")]
     pub archived: bool,
-    /// With --archived: skip this many entries
-    #[arg(long, default_value_t = 0, requires = "archived")]
+    /// Expired entries instead (archived past their retention; cold storage, by id)
+    #[arg(long, group = "cold")]
+    pub expired: bool,
+    /// Purged entries instead (no summary, content or evidence left; by id)
+    #[arg(long, group = "cold")]
+    pub purged: bool,
+    /// With --archived, --expired or --purged: skip this many entries
+    #[arg(long, default_value_t = 0, requires = "cold")]
     pub offset: usize,
+}
+
+impl ListArgs {
+    /// The storage state `--archived`, `--expired` or `--purged` asks for.
+    fn cold(&self) -> Option<&'static str> {
+        [
+            (self.archived, "archived"),
+            (self.expired, "expired"),
+            (self.purged, "purged"),
+        ]
+        .into_iter()
+        .find_map(|(set, state)| set.then_some(state))
+    }
 }
 
 #[derive(Debug, clap::Args)]
@@ -208,8 +227,8 @@ pub fn normalize_id(id: &str) -> String {
 
 pub fn list(ctx: &Ctx, args: ListArgs, out: &mut Out) -> Result<ExitCode> {
     let session = open(ctx, args.project.as_deref())?;
-    if args.archived {
-        return list_archived(&session, &args, out);
+    if let Some(state) = args.cold() {
+        return list_cold(&session, &args, state, out);
     }
     let limit = if args.all { usize::MAX } else { args.limit };
     let (policy, _) = super::query::rank_params(ctx, &session.project)?;
@@ -363,10 +382,10 @@ pub fn audit(ctx: &Ctx, args: AuditArgs, out: &mut Out) -> Result<ExitCode> {
     Ok(ExitCode::Ok)
 }
 
-fn list_archived(session: &Session, args: &ListArgs, out: &mut Out) -> Result<ExitCode> {
+fn list_cold(session: &Session, args: &ListArgs, state: &str, out: &mut Out) -> Result<ExitCode> {
     let limit = if args.all { usize::MAX } else { args.limit };
     let (entries, total) =
-        crate::lifecycle::archive::archived_page(session.store(), args.offset, limit)?;
+        crate::lifecycle::archive::cold_page(session.store(), state, args.offset, limit)?;
     if out.json {
         let items: Vec<Value> = entries
             .iter()
@@ -376,7 +395,7 @@ fn list_archived(session: &Session, args: &ListArgs, out: &mut Out) -> Result<Ex
         return Ok(ExitCode::Ok);
     }
     if entries.is_empty() {
-        out.line("no archived entries");
+        out.line(format!("no {state} entries"));
         return Ok(ExitCode::Ok);
     }
     out.line(format!(
@@ -396,7 +415,7 @@ fn list_archived(session: &Session, args: &ListArgs, out: &mut Out) -> Result<Ex
     let shown = args.offset + entries.len();
     if shown < total {
         out.line(format!(
-            "(archived {}-{} of {total}; next page: --offset {shown})",
+            "({state} {}-{} of {total}; next page: --offset {shown})",
             args.offset + 1,
             shown
         ));

@@ -35,17 +35,18 @@ pub fn restore_if_archived(
     write(project, ctx, change.clone(), |_, _| Ok(change)).map(Some)
 }
 
-/// One page of archived entries (by id), and how many there are in all. Reads the cold index
-/// and the entries of the page only.
+/// One page of the cold entries in storage state `state` (`archived`, `expired` or `purged`),
+/// by id, and how many there are in all. Reads the cold index and the entries of the page only.
 ///
 /// # Errors
 /// When the store cannot be read.
-pub fn archived_page(
+pub fn cold_page(
     store: &Store,
+    state: &str,
     offset: usize,
     limit: usize,
 ) -> Result<(Vec<EntryState>, usize)> {
-    let ids = store.cold_ids(Lifecycle::Archived.as_str())?;
+    let ids = store.cold_ids(state)?;
     let page: Vec<&str> = ids
         .iter()
         .skip(offset)

@@ -363,6 +363,19 @@ fn expired_entries_are_purged_after_retention() {
         t,
         [(a.clone(), "archived".to_owned(), "expired".to_owned())]
     );
+    // Expired entries are listed on their own, as archived ones are.
+    let listed = |flag: &str| -> Vec<String> {
+        env.run_at(&day(100 + 365), &["list", flag, "--json"])
+            .ok()
+            .json()
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e["id"].as_str().map(str::to_owned))
+            .collect()
+    };
+    assert_eq!(listed("--expired"), [a.clone()]);
+    assert!(listed("--archived").is_empty());
     let quiet = run_at(&env, 100 + 365 + 29);
     assert!(transitions(&quiet).is_empty());
     assert_eq!(quiet["reclaimed_bytes"], 0, "{quiet}");
@@ -374,6 +387,14 @@ fn expired_entries_are_purged_after_retention() {
     let removed = "a decision".len() + "Details of the decision.".len();
     assert!(reclaimed >= removed as u64, "{purging}");
     assert_eq!(show(&env, &a)["purged"], true);
+    let purged = env
+        .run_at(&day(100 + 365 + 30), &["list", "--purged"])
+        .ok()
+        .stdout;
+    assert!(
+        purged.contains(&a) && !purged.contains("a decision"),
+        "{purged}"
+    );
     // Its audit trail outlives the purge.
     let audit = env.run(&["audit", &a, "--json"]).ok().json();
     assert!(audit.as_array().is_some_and(|a| a.len() >= 4), "{audit}");
