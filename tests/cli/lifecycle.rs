@@ -374,7 +374,7 @@ fn expired_entries_are_purged_after_retention() {
             .filter_map(|e| e["id"].as_str().map(str::to_owned))
             .collect()
     };
-    assert_eq!(listed("--expired"), [a.clone()]);
+    assert_eq!(listed("--expired"), std::slice::from_ref(&a));
     assert!(listed("--archived").is_empty());
     let quiet = run_at(&env, 100 + 365 + 29);
     assert!(transitions(&quiet).is_empty());
