@@ -354,7 +354,7 @@ pub fn main_with_args(args: Vec<std::ffi::OsString>, bin_name: &str) -> i32 {
     }
     let json = cli.global.json;
     // Under `--json` warnings go into the JSON document only.
-    output::set_quiet(json);
+    output::set_warnings_in_json(json);
     let mut out = Out::new(json);
     let result = Ctx::new(cli.global).and_then(|ctx| run(&ctx, cli.command, &mut out));
     let code = match result {

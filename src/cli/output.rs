@@ -193,15 +193,23 @@ thread_local! {
     static WARNINGS: std::cell::RefCell<Vec<String>> = const { std::cell::RefCell::new(Vec::new()) };
     /// Set while a command runs for the MCP server: nothing goes to the terminal.
     static QUIET: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// Set under `--json`: warnings go into the JSON document only (notes still go to stderr).
+    static WARNINGS_IN_JSON: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-/// Prints a warning line on standard error and keeps it for the JSON result.
+/// Prints a warning line on standard error (not under `--json`) and keeps it for the JSON
+/// result.
 pub fn warn(text: &str) {
     let text = safe(text);
-    if !QUIET.get() {
+    if !QUIET.get() && !WARNINGS_IN_JSON.get() {
         let _ = writeln!(std::io::stderr(), "warning: {text}");
     }
     WARNINGS.with_borrow_mut(|w| w.push(text));
+}
+
+/// Under `--json`, warnings are only kept for the JSON document.
+pub fn set_warnings_in_json(json: bool) {
+    WARNINGS_IN_JSON.set(json);
 }
 
 /// The warnings given so far on this thread, emptied.

@@ -227,7 +227,13 @@ impl Sources {
     pub fn open(ctx: &Ctx, project: Option<&str>, no_global: bool) -> Result<Option<Self>> {
         let project = match ctx.project(project) {
             Ok(p) => p,
-            Err(Error::NoProject { .. } | Error::NoWorkspace { .. }) => return Ok(None),
+            Err(e @ (Error::NoProject { .. } | Error::NoWorkspace { .. })) => {
+                // Said, so that a misspelt name does not read as "no memory".
+                super::output::warn(&format!(
+                    "{e}; until then there is no memory to answer from"
+                ));
+                return Ok(None);
+            }
             Err(e) => return Err(e),
         };
         let mut sessions = vec![(ctx.open_session(&project)?, false)];

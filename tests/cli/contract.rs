@@ -740,3 +740,36 @@ fn an_error_never_repeats_a_huge_input() {
         );
     }
 }
+
+/// A project that does not exist answers `[]` (agent runs proceed) with a warning naming it;
+/// writing to one creates it and says so on stderr, under `--json` too.
+#[test]
+fn an_unknown_project_is_named_by_reads_and_writes() {
+    let env = Env::with_project();
+    let r = env.run(&["--json", "query", "token", "nosuch"]).ok();
+    let v: Value = serde_json::from_str(&r.stdout).unwrap_or_default();
+    assert_eq!(v["results"], serde_json::json!([]), "{}", r.stdout);
+    assert!(
+        v["warnings"][0]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("`nosuch` is not initialized")),
+        "{}",
+        r.stdout
+    );
+    let mut args = vec!["--json"];
+    args.extend(crate::common::add_args(
+        ("decisions", "decision"),
+        "a",
+        "first",
+        "Body.",
+        "0.8",
+        "code:src/lib.rs#L1-L9:where it happens",
+    ));
+    args.push("fresh");
+    let r = env.run(&args).ok();
+    assert!(
+        r.stderr.contains("note:") && r.stderr.contains("fresh"),
+        "{}",
+        r.stderr
+    );
+}
