@@ -97,13 +97,20 @@ pub fn run(ours: &Path, theirs: &Path) -> Result<Merged> {
 pub fn run_with(ours: &Path, theirs: &Path, written: &[u8]) -> Result<Merged> {
     let a = fs_err::read(ours)?;
     let mut b = fs_err::read(theirs)?;
-    if !written.is_empty() {
-        // One set of lines to add, so that they are ordered together: events by time, and any
-        // line that is not an event after all of them.
-        if !b.is_empty() && !b.ends_with(b"\n") {
-            b.push(b'\n');
-        }
-        b.extend_from_slice(written);
+    // The lines only the working copy holds join theirs, so that they are ordered together:
+    // events by time, any line that is not an event after all of them. (Lines it shares with
+    // either side are not added twice, nor counted as duplicates.)
+    let known: HashSet<&[u8]> = lines(&a).chain(lines(&b)).collect();
+    let only_written: Vec<Vec<u8>> = lines(written)
+        .filter(|l| !known.contains(l))
+        .map(<[u8]>::to_vec)
+        .collect();
+    if !only_written.is_empty() && !b.is_empty() && !b.ends_with(b"\n") {
+        b.push(b'\n');
+    }
+    for line in only_written {
+        b.extend_from_slice(&line);
+        b.push(b'\n');
     }
     let merged = merge(&a, &b);
     crate::log::durable::write_atomic(ours, &merged.bytes)?;
@@ -193,12 +200,14 @@ mod tests {
         let (a, b) = (dir.path().join("a"), dir.path().join("b"));
         std::fs::write(&a, format!("{ours}\n")).unwrap_or_else(|e| panic!("{e}"));
         std::fs::write(&b, format!("{theirs}\ngarbage line")).unwrap_or_else(|e| panic!("{e}"));
-        super::run_with(&a, &b, format!("{written}\n").as_bytes())
+        // The working copy holds our line too (and theirs, had git written it already).
+        let report = super::run_with(&a, &b, format!("{ours}\n{theirs}\n{written}\n").as_bytes())
             .unwrap_or_else(|e| panic!("{e}"));
         let merged = std::fs::read_to_string(&a).unwrap_or_default();
         assert_eq!(
             merged,
             format!("{ours}\n{theirs}\n{written}\ngarbage line\n")
         );
+        assert_eq!((report.ours, report.added, report.duplicates), (1, 3, 0));
     }
 }
