@@ -43,7 +43,7 @@ pub struct Invocation {
     pub exe: PathBuf,
     /// Arguments before the subcommand (`memory` for bass-agents).
     pub prefix: Vec<String>,
-    /// The workspace root, passed to the hook.
+    /// The workspace root: the repository to configure.
     pub workspace: PathBuf,
 }
 
@@ -63,14 +63,18 @@ impl Invocation {
         format!("{} merge-driver %O %A %B %P", self.command())
     }
 
-    fn hook(&self, name: &str) -> String {
+    /// The hook script. The workspace is found at run time, from the work tree git runs the
+    /// hook in (`prefix`: the workspace's place in it, `""` or ending in `/`): the hooks are
+    /// shared by every worktree of the repository, and each must check its own index.
+    fn hook(&self, name: &str, prefix: &str) -> String {
         format!(
             "#!/bin/sh\n{MARK}\n# Checks staged memory: every added log line is an intact event, no credentials, and ai-context/ in sync with memory.\n\
-             {} --workspace {} git pre-commit || exit 1\n\
+             top=\"$(git rev-parse --show-toplevel)\" || exit 1\n\
+             {} --workspace \"$top\"/{} git pre-commit || exit 1\n\
              user_hook=\"$(dirname \"$0\")/{}\"\n\
              if [ -x \"$user_hook\" ]; then exec \"$user_hook\" \"$@\"; fi\n",
             self.command(),
-            quote(&self.workspace.display().to_string()),
+            quote(prefix),
             user_hook(name),
         )
     }
@@ -177,7 +181,8 @@ pub fn install(inv: &Invocation) -> Result<Vec<Step>> {
         }
     }
     let attributes = repo.git_path("info/attributes")?;
-    let block = attributes_block(&repo.prefix()?);
+    let prefix = repo.prefix()?;
+    let block = attributes_block(&prefix);
     let text = read_optional(&attributes)?.unwrap_or_default();
     let mut next = without_block(&text);
     if !next.is_empty() && !next.ends_with('\n') {
@@ -208,7 +213,7 @@ pub fn install(inv: &Invocation) -> Result<Vec<Step>> {
                 "moved",
             ));
         }
-        let wanted = inv.hook(name);
+        let wanted = inv.hook(name, &prefix);
         let what = format!("{name} hook");
         if text.as_deref() == Some(wanted.as_str()) {
             steps.push(step(&what, &hook, "unchanged"));

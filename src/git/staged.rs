@@ -23,6 +23,43 @@ pub struct StagedFinding {
     pub description: &'static str,
 }
 
+/// The path of a `+++` line as git writes it: as it is (a name with a space ends in a tab), or
+/// quoted C-style when it holds a quote, a control character or a byte above 0x7F
+/// (`"b/ai-context/\303\261otes.md"`). `None` for `/dev/null`.
+fn diff_path(text: &str) -> Option<String> {
+    let Some(quoted) = text.strip_prefix('"').and_then(|t| t.strip_suffix('"')) else {
+        let plain = text.strip_suffix('\t').unwrap_or(text);
+        return (plain != "/dev/null").then(|| plain.to_owned());
+    };
+    let mut bytes = Vec::with_capacity(quoted.len());
+    let mut chars = quoted.bytes().peekable();
+    while let Some(b) = chars.next() {
+        if b != b'\\' {
+            bytes.push(b);
+            continue;
+        }
+        match chars.next()? {
+            b'n' => bytes.push(b'\n'),
+            b't' => bytes.push(b'\t'),
+            b'r' => bytes.push(b'\r'),
+            b'a' => bytes.push(0x07),
+            b'b' => bytes.push(0x08),
+            b'f' => bytes.push(0x0c),
+            b'v' => bytes.push(0x0b),
+            d @ b'0'..=b'7' => {
+                let mut value = u32::from(d - b'0');
+                for _ in 0..2 {
+                    let next = chars.next_if(|c| (b'0'..=b'7').contains(c))?;
+                    value = value * 8 + u32::from(next - b'0');
+                }
+                bytes.push(u8::try_from(value).ok()?);
+            }
+            other => bytes.push(other),
+        }
+    }
+    String::from_utf8(bytes).ok()
+}
+
 /// Runs of consecutive added lines: (path, first line number, text).
 fn added_hunks(diff: &str) -> Vec<(String, usize, String)> {
     let mut out: Vec<(String, usize, String)> = Vec::new();
@@ -32,7 +69,7 @@ fn added_hunks(diff: &str) -> Vec<(String, usize, String)> {
     for line in diff.split('\n') {
         if let Some(p) = line.strip_prefix("+++ ") {
             out.extend(current.take());
-            path = p.strip_prefix("b/").map(str::to_owned);
+            path = diff_path(p).and_then(|p| p.strip_prefix("b/").map(str::to_owned));
         } else if let Some(h) = line.strip_prefix("@@ ") {
             out.extend(current.take());
             // `@@ -a,b +c,d @@`: the new side starts at line c.
@@ -220,6 +257,24 @@ fn collect_strings(at: String, v: &Value, out: &mut Vec<(String, String)>) {
 #[cfg(test)]
 mod tests {
     use super::added_hunks;
+
+    #[test]
+    fn quoted_and_spaced_paths_are_read_as_git_means_them() {
+        use super::diff_path;
+        assert_eq!(
+            diff_path(r#""b/ai-context/\303\261otes.md""#).as_deref(),
+            Some("b/ai-context/ñotes.md")
+        );
+        assert_eq!(
+            diff_path(r#""b/ai-context/q\"t\tx.md""#).as_deref(),
+            Some("b/ai-context/q\"t\tx.md")
+        );
+        assert_eq!(
+            diff_path("b/ai-context/with space.md\t").as_deref(),
+            Some("b/ai-context/with space.md")
+        );
+        assert_eq!(diff_path("/dev/null"), None);
+    }
 
     #[test]
     fn added_lines_keep_their_line_numbers() {

@@ -286,6 +286,78 @@ fn hooks_refuse_damaged_lines_and_check_merge_commits() {
     );
 }
 
+/// A credential in a file whose name git quotes (non-ASCII, a quote) or pads (a space) is
+/// found all the same, and the finding names the file as it is.
+#[test]
+fn files_with_quoted_names_are_scanned_too() {
+    let env = Env::new();
+    git(&env, &["init", "-q", "-b", "main"]);
+    env.run(&["init", "demo"]).ok();
+    env.run(&["git", "install"]).ok();
+    let dir = env.root().join("ai-context");
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    for name in ["ñotes.md", "q\"uote.md", "with space.md"] {
+        let path = dir.join(name);
+        std::fs::write(&path, format!("token {FAKE_TOKEN}\n")).unwrap_or_else(|e| panic!("{e}"));
+        git(&env, &["add", "-A"]);
+        let (code, out) = git_try(&env, &["commit", "-qm", "leak"]);
+        assert_ne!(code, 0, "{name}: {out}");
+        assert!(
+            out.contains(&format!("ai-context/{name}:1:7: github-token")),
+            "{name}: {out}"
+        );
+        assert!(!out.contains(FAKE_TOKEN), "{out}");
+        git(
+            &env,
+            &["rm", "-q", "--cached", &format!("ai-context/{name}")],
+        );
+        std::fs::remove_file(&path).unwrap_or_else(|e| panic!("{e}"));
+    }
+}
+
+/// The hooks are shared by every worktree of a repository: each commit is checked against its
+/// own worktree's memory, whichever worktree installed them.
+#[test]
+fn the_hooks_check_the_worktree_they_run_in() {
+    let env = Env::new();
+    git(&env, &["init", "-q", "-b", "main"]);
+    env.run(&["init", "demo"]).ok();
+    let id = env.add("auth", "Sessions expire after 30 minutes");
+    env.run(&["sync-context", "demo"]).ok();
+    git(&env, &["add", "-A"]);
+    git(&env, &["commit", "-qm", "base"]);
+    let tree = env.root().join("wt");
+    git(&env, &["worktree", "add", "-q", "wt", "-b", "agent-a"]);
+    let in_tree = |args: &[&str]| {
+        let out = env
+            .command(args)
+            .current_dir(&tree)
+            .env("MEMLOG_WORKSPACE", &tree)
+            .output()
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(out.status.success(), "{args:?}: {out:?}");
+    };
+    // Installed from the worktree; used from both.
+    in_tree(&["git", "install"]);
+    in_tree(&["update", &id, "--confidence", "0.95"]);
+    in_tree(&["sync-context", "demo"]);
+    let commit = |dir: &std::path::Path, message: &str| {
+        crate::common::isolate_git(
+            Command::new("git")
+                .args(["commit", "-qam", message])
+                .current_dir(dir),
+        )
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"))
+    };
+    let out = commit(&tree, "in the worktree");
+    assert!(out.status.success(), "{out:?}");
+    std::fs::write(env.root().join("README.md"), "hello\n").unwrap_or_else(|e| panic!("{e}"));
+    git(&env, &["add", "README.md"]);
+    let out = commit(env.root(), "in the main checkout");
+    assert!(out.status.success(), "{out:?}");
+}
+
 #[test]
 fn install_outside_git_is_refused_and_changes_nothing() {
     let env = Env::with_project();
