@@ -332,6 +332,7 @@ pub fn import(ctx: &Ctx, args: ImportArgs, out: &mut Out) -> Result<ExitCode> {
     } else {
         None
     };
+    let mut within = None;
     let path = if args.inside_workspace && stdin.is_none() {
         let root = ctx.workspace()?.root().to_path_buf();
         let outside = || {
@@ -342,11 +343,13 @@ pub fn import(ctx: &Ctx, args: ImportArgs, out: &mut Out) -> Result<ExitCode> {
                 root.display()
             ))
         };
-        confined(&root, &args.path, outside)?.path
+        let confined = confined(&root, &args.path, outside)?;
+        within = Some(confined.root);
+        confined.path
     } else {
         args.path
     };
-    let report = match import::read(&path, stdin)? {
+    let report = match import::read(&path, stdin, within.as_deref())? {
         Input::Records(r) => import::import_records(&project, &wctx, r, args.conflict_strategy)?,
         Input::Events(e) => import::import_events(&project, &wctx, e)?,
     };

@@ -39,11 +39,12 @@ fn is_event(v: &Value) -> bool {
 }
 
 /// Reads an export: a directory of `*.json` records, a JSON array, one JSON object, or JSON
-/// Lines of records or of events.
+/// Lines of records or of events. With `within` (a directory, its links resolved), a file of a
+/// directory that leads outside it through a link is not read: it is a rejected record.
 ///
 /// # Errors
 /// When the input cannot be read, or mixes records and events.
-pub fn read(path: &Path, bytes: Option<Vec<u8>>) -> Result<Input> {
+pub fn read(path: &Path, bytes: Option<Vec<u8>>, within: Option<&Path>) -> Result<Input> {
     if bytes.is_none() && path.is_dir() {
         let mut files: Vec<_> = fs_err::read_dir(path)?
             .filter_map(std::result::Result::ok)
@@ -57,6 +58,15 @@ pub fn read(path: &Path, bytes: Option<Vec<u8>>) -> Result<Input> {
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
+            if let Some(root) = within
+                && !fs_err::canonicalize(&f).is_ok_and(|real| real.starts_with(root))
+            {
+                out.push((
+                    name,
+                    Err("a link that leads outside the workspace: not read".to_owned()),
+                ));
+                continue;
+            }
             let text = fs_err::read_to_string(&f)?;
             out.push((
                 name,

@@ -346,3 +346,30 @@ fn tool_paths_are_relative_to_the_workspace_root() {
     assert!(env.root().join("out.jsonl").is_file());
     assert!(!elsewhere.path().join("out.jsonl").exists());
 }
+
+/// A directory import over MCP reads no file that a link leads out of the workspace to.
+#[cfg(unix)]
+#[test]
+fn a_directory_import_reads_no_link_leading_outside() {
+    let env = Env::with_project();
+    let outside = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let record = json!({"section": "learnings", "kind": "other", "subject": "o.s",
+        "scope": "repo", "summary": "OUTSIDE record", "content": "x", "confidence": 0.9,
+        "evidence": [{"type": "code", "uri": "a", "note": "n"}]});
+    std::fs::write(outside.path().join("o.json"), record.to_string())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let dir = env.root().join("in");
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    std::os::unix::fs::symlink(outside.path().join("o.json"), dir.join("a.json"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut c = Client::start(&env, &["--project", "demo"]);
+    let v = c.call("import", "import", json!({"path": "in"}));
+    assert_eq!(v["results"]["imported"], json!([]), "{v}");
+    assert!(
+        v["results"]["rejected"][0]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("outside the workspace")),
+        "{v}"
+    );
+    assert!(!env.run(&["list"]).ok().stdout.contains("OUTSIDE"));
+}
