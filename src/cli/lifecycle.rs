@@ -211,12 +211,26 @@ pub fn lifecycle(ctx: &Ctx, cmd: LifecycleCommand, out: &mut Out) -> Result<Exit
         LifecycleCommand::Run(args) => {
             let stop = AtomicBool::new(false);
             let mut reports = Vec::new();
+            let mut failed = false;
             for p in projects(ctx, &args)? {
-                let r = crate::lifecycle::run::run(&p, &options(ctx, args.dry_run)?, &stop)?;
-                print_report(&r, out);
-                reports.push(r);
+                match crate::lifecycle::run::run(&p, &options(ctx, args.dry_run)?, &stop) {
+                    Ok(r) => {
+                        print_report(&r, out);
+                        reports.push(r);
+                    }
+                    // With --all, one broken project does not keep the others from their run
+                    // (as the daemon goes on); what ran is reported, and the exit code says.
+                    Err(e) if args.all => {
+                        failed = true;
+                        warn(&format!(
+                            "{}: evaluation failed, the other projects were evaluated: {e}",
+                            p.name
+                        ));
+                    }
+                    Err(e) => return Err(e),
+                }
             }
-            let skipped = reports.iter().any(|r| !r.skipped.is_empty());
+            let skipped = failed || reports.iter().any(|r| !r.skipped.is_empty());
             if out.json {
                 if args.all {
                     out.json(&reports);

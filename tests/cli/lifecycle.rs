@@ -1017,3 +1017,42 @@ fn an_entry_repeating_an_archived_one_is_a_duplicate() {
         r.stderr
     );
 }
+
+/// `lifecycle run --all` evaluates every project it can: a broken one is named, the others run.
+#[test]
+fn run_all_goes_on_past_a_broken_project() {
+    let env = Env::new();
+    for p in ["a", "b", "c"] {
+        env.run(&["init", p]).ok();
+        let subject = format!("s.{p}");
+        let summary = format!("Entry of {p}");
+        let mut args = crate::common::add_args(
+            ("learnings", "other"),
+            &subject,
+            &summary,
+            "Body.",
+            "0.7",
+            "code:src/lib.rs#L1-L9:where it happens",
+        );
+        args.push(p);
+        env.run_at("2026-01-01T00:00:00Z", &args).ok();
+    }
+    let broken = env.root().join("ai-memory/b/events.jsonl");
+    let mut log = std::fs::read_to_string(&broken).unwrap_or_default();
+    log.push_str("{\"broken\n");
+    std::fs::write(&broken, log).unwrap_or_else(|e| panic!("{e}"));
+    let r = env.run_at(
+        "2026-06-01T00:00:00Z",
+        &["--json", "lifecycle", "run", "--all"],
+    );
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap_or_default();
+    let projects: Vec<&str> = v["results"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| p["project"].as_str())
+        .collect();
+    assert_eq!(projects, ["a", "c", "global"], "{}", r.stdout);
+    assert!(r.stdout.contains("b: evaluation failed"), "{}", r.stdout);
+}
