@@ -99,6 +99,9 @@ pub fn run(ctx: &Ctx, args: ContextArgs, out: &mut Out) -> Result<ExitCode> {
             return Err(Error::Usage(format!("context: the input is not JSON: {e}")));
         }
     };
+    if let Some(problem) = context::type_problem(&task) {
+        return Err(Error::Usage(format!("context: the AgentTask's {problem}")));
+    }
     if !context::enabled(&task) {
         // memory_enabled false or absent: the task as it came, and no query.
         if args.format == Format::Json {

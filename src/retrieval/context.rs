@@ -26,6 +26,33 @@ pub struct TaskQuery {
     pub subject: Option<String>,
 }
 
+/// The first member of the task that memlog reads and that has the wrong type: the message
+/// names it and what it must be. (Other members are the agent's own and pass through.)
+pub fn type_problem(task: &Map<String, Value>) -> Option<String> {
+    match task.get("memory_enabled") {
+        None | Some(Value::Null | Value::Bool(_)) => {}
+        Some(other) => {
+            return Some(format!(
+                "`memory_enabled` is {other}; use true (fill memory_context) or false"
+            ));
+        }
+    }
+    ["project", "goal", "description", "scope", "subject"]
+        .into_iter()
+        .find_map(|k| match task.get(k) {
+            None | Some(Value::Null | Value::String(_)) => None,
+            Some(other) => Some(format!(
+                "`{k}` is {}; it must be a string",
+                match other {
+                    Value::Bool(_) => "a boolean",
+                    Value::Number(_) => "a number",
+                    Value::Array(_) => "an array",
+                    _ => "an object",
+                }
+            )),
+        })
+}
+
 /// True when the task asks for memory.
 pub fn enabled(task: &Map<String, Value>) -> bool {
     task.get("memory_enabled") == Some(&Value::Bool(true))

@@ -805,3 +805,34 @@ fn a_related_entry_named_twice_is_refused() {
         r.stderr
     );
 }
+
+/// An AgentTask member memlog reads with the wrong type is refused, naming it: `"true"` is not
+/// taken for false, nor a number goal for no goal.
+#[test]
+fn an_agent_task_with_wrong_types_is_refused() {
+    let env = Env::with_project();
+    for (task, field) in [
+        (r#"{"memory_enabled":"true","goal":"x"}"#, "memory_enabled"),
+        (r#"{"memory_enabled":1,"goal":"x"}"#, "memory_enabled"),
+        (r#"{"memory_enabled":true,"goal":123}"#, "goal"),
+        (
+            r#"{"memory_enabled":true,"goal":"x","scope":["repo"]}"#,
+            "scope",
+        ),
+    ] {
+        let r = run_stdin(&env, &["context", "demo"], task.as_bytes());
+        assert_eq!(r.code, 2, "{task}: {}", r.stdout);
+        assert!(
+            r.stderr.contains(&format!("`{field}`")),
+            "{task}: {}",
+            r.stderr
+        );
+    }
+    // Members of the agent's own pass through whatever their type.
+    let r = run_stdin(
+        &env,
+        &["context", "demo"],
+        br#"{"memory_enabled":false,"steps":[1,2],"goal":"x"}"#,
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+}
