@@ -134,6 +134,38 @@ fn context_status(ctx: &Ctx, project: &Project) -> Result<(PathBuf, Context, Sta
     Ok((path, context, stale))
 }
 
+/// The context file the *staged* memory of `project` generates: what the commit will hold must
+/// agree with the log the commit will hold, not with writes made since and left unstaged.
+fn staged_context(ctx: &Ctx, repo: &crate::git::repo::Repo, project: &Project) -> Result<String> {
+    let log = project.log_path();
+    let rel = log
+        .strip_prefix(&repo.cwd)
+        .map_or_else(|_| log.clone(), std::path::Path::to_path_buf);
+    let rel = rel.to_string_lossy();
+    // The working copy is what is staged (the usual case): the project's own store answers.
+    let unchanged = repo
+        .output(&["diff", "--quiet", "--no-ext-diff", "--", &rel])?
+        .status
+        .success();
+    if unchanged {
+        return Ok(context_status(ctx, project)?.1.text);
+    }
+    let shown = repo.output(&["show", &format!(":./{rel}")])?;
+    let bytes = if shown.status.success() {
+        shown.stdout
+    } else {
+        Vec::new()
+    };
+    let mut events = Vec::new();
+    for line in crate::log::read::lines(&bytes, 1, 0).filter(|l| !crate::log::read::is_blank(l)) {
+        let event = crate::log::read::decode(&log, &line)?;
+        events.push((event, String::from_utf8_lossy(line.bytes).into_owned()));
+    }
+    let session = crate::store::session::Session::detached(project, events)?;
+    let entries = sync_context::entries(session.store())?;
+    Ok(sync_context::render(project.name.as_str(), &entries).text)
+}
+
 fn context_path(ctx: &Ctx, project: &Project) -> Result<PathBuf> {
     Ok(ctx
         .workspace()?
@@ -271,8 +303,8 @@ fn pre_commit(ctx: &Ctx, out: &mut Out) -> Result<ExitCode> {
             continue;
         }
         let staged = String::from_utf8_lossy(&shown.stdout).into_owned();
-        let (_, context, _) = context_status(ctx, &project)?;
-        let s = sync_context::staleness(Some(&staged), &context.text);
+        let context = staged_context(ctx, &repo, &project)?;
+        let s = sync_context::staleness(Some(&staged), &context);
         if !s.is_fresh() {
             stale.push((project.name.to_string(), s));
         }

@@ -460,3 +460,35 @@ fn a_write_made_during_a_merge_survives_it() {
     assert_eq!(env.listed(), Some(4));
     env.run(&["verify"]).ok();
 }
+
+/// The hooks compare a staged ai-context file with the memory the commit holds: a write left
+/// unstaged neither blocks an unrelated commit nor lets a context that the committed log
+/// does not back through.
+#[test]
+fn the_context_check_reads_the_staged_log() {
+    let env = Env::new();
+    git(&env, &["init", "-q", "-b", "main"]);
+    env.run(&["init", "demo"]).ok();
+    env.run(&["git", "install"]).ok();
+    env.add("auth", "Sessions expire after 30 minutes");
+    env.run(&["sync-context", "demo"]).ok();
+    git(&env, &["add", "-A"]);
+    let (code, out) = git_try(&env, &["commit", "-qm", "base"]);
+    assert_eq!(code, 0, "{out}");
+    // An agent's write, not staged: an unrelated commit goes through.
+    env.add("db", "Use Postgres");
+    std::fs::write(env.root().join("code.txt"), "x\n").unwrap_or_else(|e| panic!("{e}"));
+    git(&env, &["add", "code.txt"]);
+    let (code, out) = git_try(&env, &["commit", "-qm", "code"]);
+    assert_eq!(code, 0, "{out}");
+    // A context regenerated from it, staged without the log: refused.
+    env.run(&["sync-context", "demo"]).ok();
+    git(&env, &["add", "ai-context/demo.md"]);
+    let (code, out) = git_try(&env, &["commit", "-qm", "context only"]);
+    assert_ne!(code, 0, "{out}");
+    assert!(out.contains("ai-context/demo.md is stale"), "{out}");
+    // With the log staged too: accepted.
+    git(&env, &["add", "-A"]);
+    let (code, out) = git_try(&env, &["commit", "-qm", "both"]);
+    assert_eq!(code, 0, "{out}");
+}
