@@ -319,13 +319,10 @@ fn pre_commit(ctx: &Ctx, out: &mut Out) -> Result<ExitCode> {
     } else {
         for d in &staged.damaged {
             out.line(format!(
-                "{}:{}: not an intact event ({}); a log holds only lines memlog wrote: restore \
-                 the committed file with `git checkout HEAD -- {}` (then `git add` it) or remove \
-                 the line, and record changes with memlog commands",
+                "{}:{}: {}",
                 safe(&d.path),
                 d.line,
-                safe(&d.problem),
-                safe(&d.path),
+                safe(&d.problem)
             ));
         }
         for f in findings {

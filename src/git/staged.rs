@@ -137,13 +137,18 @@ pub fn scan(repo: &Repo) -> Result<Staged> {
     ])?;
     let mut staged = Staged::default();
     let out = &mut staged.secrets;
+    let mut purges: std::collections::HashMap<String, Purges> = std::collections::HashMap::new();
     for (path, first, text) in added_hunks(&diff) {
         if path.ends_with(crate::project::LOG_FILE) {
             for (i, line) in text.lines().enumerate() {
                 out.extend(scan_event_line(&path, first + i, line));
-                staged
-                    .damaged
-                    .extend(check_event_line(&path, first + i, line));
+                let damaged = check_event_line(&path, first + i, line).or_else(|| {
+                    let purges = purges
+                        .entry(path.clone())
+                        .or_insert_with(|| Purges::staged(repo, &path));
+                    purges.check(&path, first + i, line)
+                });
+                staged.damaged.extend(damaged);
             }
             continue;
         }
@@ -161,6 +166,71 @@ pub fn scan(repo: &Repo) -> Result<Staged> {
     Ok(staged)
 }
 
+/// The purges a staged log holds: the events each covers, and the entries purged.
+#[derive(Default)]
+struct Purges {
+    /// Event id -> the purge that covers it.
+    covered: std::collections::HashMap<String, String>,
+    entries: std::collections::HashSet<String>,
+}
+
+impl Purges {
+    /// The purges of the staged `path`; none when git has no such blob or no line names a purge.
+    fn staged(repo: &Repo, path: &str) -> Self {
+        let mut purges = Self::default();
+        let Ok(shown) = repo.output(&["show", &format!(":./{path}")]) else {
+            return purges;
+        };
+        let text = String::from_utf8_lossy(&shown.stdout);
+        for line in text.lines().filter(|l| l.contains("\"type\":\"purge\"")) {
+            if let Ok(e) = projections::decode_line(line)
+                && let projections::EventData::Purge { redacted, .. } = &e.data
+            {
+                purges.entries.insert(e.entry.clone());
+                for id in redacted.keys() {
+                    purges.covered.insert(id.clone(), e.id.clone());
+                }
+            }
+        }
+        purges
+    }
+
+    /// The problem with an added whole event that carries content a staged purge removes: a
+    /// merge that brings back a line `gc` rewrote, or an update written beside the purge. It
+    /// would put purged text into the commit.
+    fn check(&self, path: &str, line_no: usize, line: &str) -> Option<DamagedLine> {
+        if self.entries.is_empty() || projections::tombstone::split(line).is_some() {
+            return None;
+        }
+        let e = projections::decode_line(line).ok()?;
+        let problem = if let Some(purge) = self.covered.get(&e.id) {
+            format!(
+                "it carries content that purge {} removes: run `memlog gc` (it rewrites the \
+                 line as its tombstone), then `git add` the log",
+                short(purge)
+            )
+        } else {
+            let entry = e.entries().find(|x| {
+                self.entries.contains(*x) && projections::tombstone::redact(&e, x).is_some()
+            })?;
+            format!(
+                "it carries content of purged entry {entry} that no purge covers (written \
+                 beside the purge): run `memlog purge {entry} --reason ...` again, then `memlog \
+                 gc`, then `git add` the log"
+            )
+        };
+        Some(DamagedLine {
+            path: path.to_owned(),
+            line: line_no,
+            problem,
+        })
+    }
+}
+
+fn short(id: &str) -> &str {
+    id.get(..12).unwrap_or(id)
+}
+
 /// The problem with an added log line that does not decode as an event whose ids match its
 /// content; blank lines are allowed (every reader skips them).
 fn check_event_line(path: &str, line_no: usize, line: &str) -> Option<DamagedLine> {
@@ -171,7 +241,12 @@ fn check_event_line(path: &str, line_no: usize, line: &str) -> Option<DamagedLin
         "a merge conflict marker: remove the marker lines and keep the events of both sides"
             .to_owned()
     } else {
-        projections::decode_line(line).err()?.to_string()
+        format!(
+            "not an intact event ({}); a log holds only lines memlog wrote: restore the \
+             committed file with `git checkout HEAD -- {path}` (then `git add` it) or remove the \
+             line, and record changes with memlog commands",
+            projections::decode_line(line).err()?
+        )
     };
     Some(DamagedLine {
         path: path.to_owned(),

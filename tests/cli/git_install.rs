@@ -492,3 +492,27 @@ fn the_context_check_reads_the_staged_log() {
     let (code, out) = git_try(&env, &["commit", "-qm", "both"]);
     assert_eq!(code, 0, "{out}");
 }
+
+/// Content a purge removes does not get into a commit: the purged entry's lines staged whole
+/// beside the purge (no `gc` yet) are refused with the fix, and pass once `gc` has run.
+#[test]
+fn purged_content_is_kept_out_of_commits() {
+    let env = Env::new();
+    git(&env, &["init", "-q", "-b", "main"]);
+    env.run(&["init", "demo"]).ok();
+    env.run(&["git", "install"]).ok();
+    env.add("keep", "Kept entry");
+    git(&env, &["add", "-A"]);
+    let (code, out) = git_try(&env, &["commit", "-qm", "base"]);
+    assert_eq!(code, 0, "{out}");
+    let id = env.add("leak", "Pasted by mistake");
+    env.run(&["purge", &id, "--reason", "mistake"]).ok();
+    git(&env, &["add", "-A"]);
+    let (code, out) = git_try(&env, &["commit", "-qm", "purged but whole"]);
+    assert_ne!(code, 0, "{out}");
+    assert!(out.contains("run `memlog gc`"), "{out}");
+    env.run(&["gc", "demo"]).ok();
+    git(&env, &["add", "-A"]);
+    let (code, out) = git_try(&env, &["commit", "-qm", "after gc"]);
+    assert_eq!(code, 0, "{out}");
+}
