@@ -284,7 +284,7 @@ pub fn lifecycle(ctx: &Ctx, cmd: LifecycleCommand, out: &mut Out) -> Result<Exit
             }
             for (kind, rate) in &m.archival_rate {
                 out.line(format!(
-                    "kind {kind:<12}archival rate {rate}, average lifespan {}",
+                    "kind {kind:<13} archival rate {rate}, average lifespan {}",
                     m.average_lifespan_days
                         .get(kind)
                         .map_or_else(|| "n/a (none ended)".into(), |d| format!("{d} days"))

@@ -65,11 +65,12 @@ pub fn is_blank(line: &Line<'_>) -> bool {
 }
 
 /// What a git conflict marker in the log means and how to recover.
-pub const CONFLICT_MARKER_HELP: &str = "a git conflict marker: git merged this log line by line \
-(the `merge=union` attribute of ai-memory/.gitattributes, which `memlog init` writes, was not \
-in effect: not committed, removed, or a merge strategy that ignores it). Every event line is \
-valid on its own, so keep both sides: delete the marker lines (<<<<<<<, |||||||, =======, \
->>>>>>>), `git add` the log and commit; commit ai-memory/.gitattributes too if it is missing";
+pub const CONFLICT_MARKER_HELP: &str = "a git conflict marker: git merged this log line by line, \
+without the `merge=union` attribute of ai-memory/.gitattributes (not committed or removed) or \
+in an octopus merge (`git merge a b`), which ignores it. Every event line is valid on its own, so \
+keep both sides: delete the marker lines (<<<<<<<, |||||||, =======, >>>>>>>), `git add` the log \
+and commit (commit ai-memory/.gitattributes too if it is missing); during an octopus merge, \
+`git merge --abort` and merge the branches one at a time instead";
 
 /// True for a line git writes around conflicting hunks.
 pub fn is_conflict_marker(line: &[u8]) -> bool {

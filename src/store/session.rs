@@ -49,6 +49,8 @@ pub struct SyncReport {
     /// Where the lines of the dropped events were kept.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dropped_file: Option<std::path::PathBuf>,
+    /// The project whose log lost them, for the command that puts them back.
+    pub dropped_project: String,
     /// Active entries that a merge brought in beside an active entry with the same subject,
     /// scope and summary (two branches recorded the same thing): (new entry, existing entry).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -106,8 +108,9 @@ impl SyncReport {
                     match &self.dropped_file {
                         Some(f) => format!(
                             "; their lines are kept in {}: if they should not have gone, put \
-                             them back with `memlog import <project> {}`",
+                             them back with `memlog import {} {}`",
                             f.display(),
+                            self.dropped_project,
                             f.display()
                         ),
                         None => "; if that was a mistake, restore the log from git \
@@ -666,6 +669,7 @@ impl Session {
         // Best effort: without the file the warning still says what went.
         if crate::log::durable::write_atomic(&file, text.as_bytes()).is_ok() {
             self.report.dropped_file = Some(file);
+            self.report.dropped_project = self.project.name.to_string();
         }
         let mut kept: Vec<std::path::PathBuf> = fs_err::read_dir(&dir)
             .into_iter()

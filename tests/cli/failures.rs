@@ -424,7 +424,8 @@ fn a_log_that_lost_events_says_so() {
     std::fs::write(env.log(), "").unwrap_or_else(|e| panic!("{e}"));
     let r = env.run(&["list"]).ok();
     assert!(
-        r.stderr.contains("1 event(s) that the store had applied"),
+        r.stderr.contains("1 event(s) that the store had applied")
+            && r.stderr.contains("`memlog import demo "),
         "{}",
         r.stderr
     );
