@@ -349,7 +349,15 @@ impl Policy {
         }
         if wants("related_entries") {
             for (i, id) in fields.related_entries.iter().enumerate() {
-                if Some(id.as_str()) == exclude || store.entry(id)?.is_none() {
+                if Some(id.as_str()) == exclude {
+                    v.problem(
+                        format!("related_entries[{i}]"),
+                        "reference",
+                        format!(
+                            "{id} is the entry being changed: an entry is not related to itself"
+                        ),
+                    );
+                } else if store.entry(id)?.is_none() {
                     v.problem(
                         format!("related_entries[{i}]"),
                         "reference",

@@ -804,6 +804,10 @@ fn a_related_entry_named_twice_is_refused() {
         "{}",
         r.stderr
     );
+    // An entry related to itself is named as such, not as missing.
+    let r = env.run(&["update", &id, "--related", &id]);
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(r.stderr.contains("not related to itself"), "{}", r.stderr);
 }
 
 /// An AgentTask member memlog reads with the wrong type is refused, naming it: `"true"` is not
