@@ -191,6 +191,27 @@ impl FilterArgs {
         if self.include_expired {
             f.include_expired = true;
         }
+        // Bounds that no entry can meet are a mistake to name, not an empty answer.
+        if let (Some(min), Some(max)) = (self.min_confidence, self.max_confidence)
+            && min > max
+        {
+            return Err(Error::Usage(format!(
+                "--min-confidence {min} is above --max-confidence {max}: no entry can match; \
+                 swap them"
+            )));
+        }
+        for (after, before, name) in [
+            (f.created_after, f.created_before, "created"),
+            (f.updated_after, f.updated_before, "updated"),
+        ] {
+            if let (Some(a), Some(b)) = (after, before)
+                && a > b
+            {
+                return Err(Error::Usage(format!(
+                    "--{name}-after is later than --{name}-before: no entry can match; swap them"
+                )));
+            }
+        }
         Ok(f)
     }
 }

@@ -235,6 +235,27 @@ fn vocabulary_errors_name_the_allowed_values() {
         (&["list", "--kind", "choice"], "decision, requirement"),
         (&["query", "x", "--scope", "team"], "service:<name>"),
         (&["query", "x", "--limit", "51"], "50"),
+        (
+            &[
+                "query",
+                "x",
+                "--min-confidence",
+                "1",
+                "--max-confidence",
+                "0",
+            ],
+            "no entry can match",
+        ),
+        (
+            &[
+                "list",
+                "--created-after",
+                "2027-01-01",
+                "--created-before",
+                "2026-01-01",
+            ],
+            "no entry can match",
+        ),
     ] {
         let r = env.run(args);
         assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
