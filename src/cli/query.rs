@@ -440,6 +440,9 @@ pub fn explain_lines(h: &Hit) -> Vec<String> {
             Rule::LowConfidence => {
                 "rule low_confidence: confidence below 0.5: annotated".to_owned()
             }
+            Rule::NotCurrent { status } => format!(
+                "rule {status}: not the current entry on its subject: demoted by {DEMOTION}, annotated"
+            ),
         });
     }
     if h.global {

@@ -90,6 +90,7 @@ pub fn render_entry(n: usize, h: &Hit) -> String {
             }
             Rule::StaleEvidence => "evidence may be stale".into(),
             Rule::LowConfidence => "low confidence".into(),
+            Rule::NotCurrent { status } => (*status).into(),
         });
     }
     if h.global {

@@ -71,6 +71,9 @@ pub enum Rule {
     StaleEvidence,
     /// Confidence below 0.5: annotated.
     LowConfidence,
+    /// Not the current word on its subject (superseded, deprecated or a draft), shown because
+    /// the query asked for that status: demoted below current entries and annotated with it.
+    NotCurrent { status: &'static str },
 }
 
 impl Rule {
@@ -80,11 +83,15 @@ impl Rule {
             Self::ApproachingExpiry { .. } => "approaching_expiry",
             Self::StaleEvidence => "stale_evidence",
             Self::LowConfidence => "low_confidence",
+            Self::NotCurrent { status } => status,
         }
     }
 
     pub fn demotes(&self) -> bool {
-        matches!(self, Self::ApproachingExpiry { .. } | Self::StaleEvidence)
+        matches!(
+            self,
+            Self::ApproachingExpiry { .. } | Self::StaleEvidence | Self::NotCurrent { .. }
+        )
     }
 }
 
@@ -137,6 +144,11 @@ pub fn rules(f: &DocFeatures, p: &RankParams) -> Vec<Rule> {
     if f.confidence() < LOW_CONFIDENCE {
         out.push(Rule::LowConfidence);
     }
+    if f.status != projections::Status::Active {
+        out.push(Rule::NotCurrent {
+            status: f.status.as_str(),
+        });
+    }
     out
 }
 
@@ -173,7 +185,7 @@ fn composite_raw(confidence: f64, evidence_quality: f64, recency: f64, scope_mat
 
 /// What demoting rules subtract, of `demoting` of them.
 fn demotion(demoting: usize) -> f64 {
-    #[expect(clippy::cast_precision_loss, reason = "at most two rules")]
+    #[expect(clippy::cast_precision_loss, reason = "at most three rules")]
     let n = demoting as f64;
     n * DEMOTION
 }
@@ -187,8 +199,9 @@ pub fn composite_score(f: &DocFeatures, scope_match: f64, p: &RankParams) -> f64
         recency(f.updated, p),
         scope_match,
     );
-    let demoting =
-        usize::from(expiry_within_warning(f, p).is_some()) + usize::from(f.evidence_stale);
+    let demoting = usize::from(expiry_within_warning(f, p).is_some())
+        + usize::from(f.evidence_stale)
+        + usize::from(f.status != projections::Status::Active);
     raw - demotion(demoting)
 }
 
@@ -289,6 +302,22 @@ mod tests {
     }
 
     proptest! {
+        /// An entry that is not current (superseded, deprecated, a draft) ranks below the same
+        /// entry active: a query that asks for every status still puts the current word first.
+        #[test]
+        fn entries_not_current_rank_below_current_ones(
+            conf in 0u32..=1_000_000,
+            q in prop::sample::select(vec![0u8, 4, 6, 8, 10]),
+            age in 0i64..400 * MS_PER_DAY,
+            status in prop::sample::select(vec![Status::Superseded, Status::Deprecated, Status::Draft]),
+        ) {
+            let current = features(conf, q, age, None, false);
+            let mut old = current.clone();
+            old.status = status;
+            prop_assert!(score(&old, 1.0) < score(&current, 1.0));
+            prop_assert!(rules(&old, &params()).iter().any(|r| r.annotation() == status.as_str()));
+        }
+
         /// Properties 37 and 43: at equal confidence, an entry near expiry or with stale evidence
         /// ranks below one without, whatever its evidence, recency and scope match.
         #[test]

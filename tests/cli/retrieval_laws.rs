@@ -454,11 +454,16 @@ fn documented_composite(e: &EntryState, scope: Option<&str>) -> f64 {
         let t = secs(t);
         t >= now() && t - now() <= 7 * DAY
     });
-    let demotion = if near_expiry || e.evidence_stale {
-        0.4
-    } else {
-        0.0
-    };
+    // 0.4 per demoting rule: near expiry, stale evidence, not the current entry (a status
+    // other than active, shown because the query asked for it).
+    let demotion = [
+        near_expiry,
+        e.evidence_stale,
+        e.status != projections::Status::Active,
+    ]
+    .iter()
+    .map(|d| if *d { 0.4 } else { 0.0 })
+    .sum::<f64>();
     x.confidence * 0.5 + quality * 0.3 + recency * 0.1 + scope_match * 0.1 - demotion
 }
 
