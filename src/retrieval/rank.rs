@@ -312,7 +312,7 @@ mod tests {
             status in prop::sample::select(vec![Status::Superseded, Status::Deprecated, Status::Draft]),
         ) {
             let current = features(conf, q, age, None, false);
-            let mut old = current.clone();
+            let mut old = current;
             old.status = status;
             prop_assert!(score(&old, 1.0) < score(&current, 1.0));
             prop_assert!(rules(&old, &params()).iter().any(|r| r.annotation() == status.as_str()));
