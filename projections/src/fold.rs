@@ -409,7 +409,18 @@ pub fn apply_set(
     state: &EntryState,
     set: &Map<String, Value>,
 ) -> Result<(EntryFields, Option<Status>), String> {
-    let mut fields = serde_json::to_value(&state.fields).map_err(|e| e.to_string())?;
+    apply_set_to(&state.fields, set)
+}
+
+/// [`apply_set`] to the fields `fields`: what an `update` or `resolve` makes of them.
+///
+/// # Errors
+/// When a value has the wrong type for its field.
+pub fn apply_set_to(
+    fields: &EntryFields,
+    set: &Map<String, Value>,
+) -> Result<(EntryFields, Option<Status>), String> {
+    let mut fields = serde_json::to_value(fields).map_err(|e| e.to_string())?;
     let mut status = None;
     for (key, value) in set {
         if key == "status" {

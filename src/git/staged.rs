@@ -241,11 +241,14 @@ fn check_event_line(path: &str, line_no: usize, line: &str) -> Option<DamagedLin
         "a merge conflict marker: remove the marker lines and keep the events of both sides"
             .to_owned()
     } else {
+        let why = match projections::decode_line(line) {
+            Err(e) => e.to_string(),
+            Ok(e) => unappliable_set(&e)?,
+        };
         format!(
-            "not an intact event ({}); a log holds only lines memlog wrote: restore the \
+            "not an intact event ({why}); a log holds only lines memlog wrote: restore the \
              committed file with `git checkout HEAD -- {path}` (then `git add` it) or remove the \
-             line, and record changes with memlog commands",
-            projections::decode_line(line).err()?
+             line, and record changes with memlog commands"
         )
     };
     Some(DamagedLine {
@@ -253,6 +256,24 @@ fn check_event_line(path: &str, line_no: usize, line: &str) -> Option<DamagedLin
         line: line_no,
         problem: crate::policy::validate::redact_secrets(&problem),
     })
+}
+
+/// Why the `set` of an update or resolve cannot apply to any entry (a value of the wrong type
+/// or outside its vocabulary: `verify` would report it in every clone); `None` when it can, or
+/// for other events.
+fn unappliable_set(e: &projections::Event) -> Option<String> {
+    let (projections::EventData::Update { set, .. } | projections::EventData::Resolve { set, .. }) =
+        &e.data
+    else {
+        return None;
+    };
+    let any: projections::EntryFields = serde_json::from_value(serde_json::json!({
+        "section": "decisions", "kind": "decision", "subject": "s", "scope": "repo",
+        "summary": "s", "content": "c", "tags": [], "confidence": 0.5, "evidence": [],
+        "related_entries": []
+    }))
+    .ok()?;
+    projections::fold::apply_set_to(&any, set).err()
 }
 
 /// An event line is scanned field by field, as the write policy checks an entry: the JSON

@@ -244,6 +244,32 @@ fn hooks_refuse_damaged_lines_and_check_merge_commits() {
             "{what}: {out}"
         );
     }
+    // An update whose values cannot apply (a section that is none) is no intact event either.
+    let entry = base
+        .lines()
+        .next()
+        .and_then(|l| projections::decode_line(l).ok())
+        .map(|e| e.entry)
+        .unwrap_or_default();
+    let mut set = serde_json::Map::new();
+    set.insert("section".into(), "nonsense".into());
+    let bad = projections::Event::build(
+        &entry,
+        "elsewhere",
+        "2026-11-22T12:00:00.000Z",
+        Vec::new(),
+        projections::EventData::Update { set, reason: None },
+    )
+    .and_then(|e| e.to_line())
+    .unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(env.log(), format!("{base}{bad}\n")).unwrap_or_else(|e| panic!("{e}"));
+    git(&env, &["add", "-A"]);
+    let (code, out) = git_try(&env, &["commit", "-qm", "bad set"]);
+    assert_ne!(code, 0, "{out}");
+    assert!(
+        out.contains("not an intact event (cannot set fields"),
+        "{out}"
+    );
     std::fs::write(env.log(), &base).unwrap_or_else(|e| panic!("{e}"));
     git(&env, &["add", "-A"]);
 
