@@ -29,6 +29,11 @@ pub struct Forked {
 /// When `new` already exists (nothing is changed) or a file cannot be written.
 pub fn fork(ws: &Workspace, from: &Project, new: &ProjectName, now: &str) -> Result<Forked> {
     let dir = ws.project_dir(new);
+    if from.name == *new {
+        return Err(Error::Usage(format!(
+            "fork {new} {new}: a fork needs a new name for the copy"
+        )));
+    }
     if dir.exists() {
         return Err(Error::Rejected {
             message: format!(

@@ -171,3 +171,22 @@ fn fork_isolates_and_merge_project_reconciles() {
     let same = env.run(&["merge-project", "main", "main"]);
     assert_eq!(same.code, 2, "{}", same.stderr);
 }
+
+/// A fork onto its own name is a usage error; onto another existing project it names the
+/// merge that would do.
+#[test]
+fn a_fork_needs_a_new_name() {
+    let env = Env::with_project();
+    env.add("a", "first");
+    let r = env.run(&["fork", "demo", "demo"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("needs a new name"), "{}", r.stderr);
+    env.run(&["init", "other"]).ok();
+    let r = env.run(&["fork", "demo", "other"]);
+    assert_ne!(r.code, 0);
+    assert!(
+        r.stderr.contains("memlog merge-project demo other"),
+        "{}",
+        r.stderr
+    );
+}
