@@ -174,7 +174,11 @@ pub fn merge(from: &Project, into: &Project, ctx: &WriteContext) -> Result<Merge
             if s.status != Status::Active {
                 continue;
             }
-            for other in store.ids_with("duplicate", &crate::store::duplicate_key(&s.fields))? {
+            // Archived entries too: a read restores one as it is, beside the copy.
+            let key = crate::store::duplicate_key(&s.fields);
+            let mut others = store.ids_with("duplicate", &key)?;
+            others.extend(store.ids_with("duplicate_archived", &key)?);
+            for other in others {
                 if other == *id || pairs.iter().any(|(a, b)| a.id == other && b.id == *id) {
                     continue;
                 }
@@ -188,7 +192,17 @@ pub fn merge(from: &Project, into: &Project, ctx: &WriteContext) -> Result<Merge
                 }
             }
         }
-        out.conflicts = store.ids_with("conflict", "true")?;
+        // Every entry in conflict, archived and purged ones too, as `memlog conflicts` lists.
+        out.conflicts = super::conflicts::list(store, || {
+            let events: Vec<projections::Event> = super::as_of::all_events(into)?
+                .into_iter()
+                .map(|(e, _)| e)
+                .collect();
+            Ok(super::conflicts::in_conflict(&events))
+        })?
+        .into_iter()
+        .map(|c| c.entry)
+        .collect();
     }
     let mut done: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
     for (a, b) in pairs {

@@ -190,3 +190,50 @@ fn a_fork_needs_a_new_name() {
         r.stderr
     );
 }
+
+/// merge-project settles a duplicate of an archived entry too: a read would restore it beside
+/// the copy.
+#[test]
+fn merge_project_settles_duplicates_of_archived_entries() {
+    let env = Env::new();
+    env.run(&["init", "main"]).ok();
+    env.run(&["init", "other"]).ok();
+    let old = add(
+        &env,
+        "main",
+        "alice",
+        "2026-01-01T00:00:00Z",
+        "Cache lives 5 minutes",
+        "0.8",
+        "code:src/a.rs#L1-L2:a",
+    );
+    env.run_at("2027-06-01T00:00:00Z", &["lifecycle", "run", "main"])
+        .ok();
+    let listed = env
+        .run_at("2027-06-01T00:00:00Z", &["list", "main", "--archived"])
+        .ok()
+        .stdout;
+    assert!(listed.contains(&old), "{listed}");
+    add(
+        &env,
+        "other",
+        "bob",
+        "2027-06-01T00:00:00Z",
+        "Cache lives 5 minutes",
+        "0.9",
+        "code:src/a.rs#L1-L2:a",
+    );
+    let r = env
+        .run_at(
+            "2027-06-02T00:00:00Z",
+            &["--json", "merge-project", "other", "main"],
+        )
+        .ok();
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap_or_default();
+    assert_eq!(
+        v["results"]["duplicates"].as_array().map(Vec::len),
+        Some(1),
+        "{}",
+        r.stdout
+    );
+}
