@@ -34,6 +34,11 @@ pub struct Server {
     base: Arc<Vec<String>>,
     default_project: Option<String>,
     tools: Arc<Vec<tools::ToolDef>>,
+    /// Tool calls run one at a time, in the order they take their turn (a fair, first-come
+    /// lock): every call of a server works on the same stores and their file locks, so calls
+    /// run side by side only waited for one another, each thread polling a lock another
+    /// thread of the same process held (hundreds of pipelined calls timed out that way).
+    turn: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl Server {
@@ -44,6 +49,7 @@ impl Server {
             base: Arc::new(global_args),
             default_project,
             tools: Arc::new(tools::all()),
+            turn: Arc::new(tokio::sync::Mutex::new(())),
         }
     }
 
@@ -204,10 +210,14 @@ impl ServerHandler for Server {
     ) -> Result<CallToolResponse, ErrorData> {
         let server = self.clone();
         let name = request.name.to_string();
+        let turn = self.turn.clone().lock_owned().await;
         // Commands block (file locks, fsync): run them off the protocol's thread.
-        let (ok, body) = tokio::task::spawn_blocking(move || server.call(&name, request.arguments))
-            .await
-            .map_err(|e| ErrorData::internal_error(format!("tool call failed: {e}"), None))?;
+        let (ok, body) = tokio::task::spawn_blocking(move || {
+            let _turn = turn;
+            server.call(&name, request.arguments)
+        })
+        .await
+        .map_err(|e| ErrorData::internal_error(format!("tool call failed: {e}"), None))?;
         let text = serde_json::to_string_pretty(&body).unwrap_or_default();
         let mut result = if ok {
             CallToolResult::success(vec![ContentBlock::text(text)])

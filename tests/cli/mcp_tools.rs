@@ -373,3 +373,58 @@ fn a_directory_import_reads_no_link_leading_outside() {
     );
     assert!(!env.run(&["list"]).ok().stdout.contains("OUTSIDE"));
 }
+
+/// Calls sent without waiting for answers all succeed, and run in the order they were sent:
+/// a query sent right behind a create sees it. (Run side by side, hundreds of them timed out
+/// waiting for the store lock their own server held.)
+#[test]
+fn pipelined_calls_all_succeed_in_order() {
+    let env = Env::with_project();
+    let mut c = Client::start(&env, &["--project", "demo", "--lock-timeout", "2000"]);
+    let n: u64 = 120;
+    for i in 0..n {
+        let (name, args) = if i % 2 == 0 {
+            (
+                "create",
+                json!({"section": "learnings", "kind": "other", "subject": format!("s.{i}"),
+                       "scope": "repo", "summary": format!("Pipelined note {i}"),
+                       "content": "x", "confidence": 0.9,
+                       "evidence": [{"type": "code", "uri": "src/a.rs", "note": "n"}]}),
+            )
+        } else {
+            (
+                "query",
+                json!({"text": format!("pipelined note {}", i - 1)}),
+            )
+        };
+        c.send(
+            json!({"jsonrpc": "2.0", "id": 1000 + i, "method": "tools/call",
+                      "params": {"name": name, "arguments": args}}),
+        );
+    }
+    let mut answers = std::collections::HashMap::new();
+    for line in c.lines.by_ref() {
+        let v: Value = serde_json::from_str(&line.unwrap_or_default()).unwrap_or_default();
+        if let Some(id) = v["id"].as_u64() {
+            answers.insert(id, v);
+        }
+        if answers.len() as u64 == n {
+            break;
+        }
+    }
+    for i in 0..n {
+        let r = &answers[&(1000 + i)];
+        assert_ne!(r["result"]["isError"], true, "call {i}: {r}");
+        if i % 2 == 1 {
+            let body = &r["result"]["structuredContent"];
+            let summaries: Vec<&str> = body["results"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|h| h["summary"].as_str())
+                .collect();
+            let wanted = format!("Pipelined note {}", i - 1);
+            assert!(summaries.contains(&wanted.as_str()), "call {i}: {body}");
+        }
+    }
+}
