@@ -417,7 +417,7 @@ pub fn purge_cmd(ctx: &Ctx, args: PurgeArgs, out: &mut Out) -> Result<ExitCode> 
         })
     })?;
     super::write_ops::print_written(ctx, &w, "purged", out);
-    if !out.json && !args.dry_run {
+    if !args.dry_run {
         note(&format!(
             "the content is out of the projections; run `memlog gc {}` to remove it from events.jsonl, \
              then see docs/LIFECYCLE.md for copies in git history",

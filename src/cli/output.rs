@@ -227,9 +227,12 @@ pub fn debug(text: &str) {
     let _ = writeln!(std::io::stderr(), "debug: {}", safe(text));
 }
 
-/// Prints an informational line on standard error.
+/// Prints an informational line on standard error. Under the MCP server, which has no
+/// terminal, it is kept with the warnings instead: the tool result is all a client sees.
 pub fn note(text: &str) {
-    if !QUIET.get() {
+    if QUIET.get() {
+        WARNINGS.with_borrow_mut(|w| w.push(safe(text)));
+    } else {
         let _ = writeln!(std::io::stderr(), "note: {}", safe(text));
     }
 }

@@ -203,8 +203,8 @@ pub struct Evidence {
     pub kind: String,
     /// Where it is: a repository path (src/auth.rs#L10-L20), an https URL, a ticket URL
     pub uri: String,
-    /// What it shows
-    pub note: Option<String>,
+    /// What it shows (required, as for `memlog add`'s `--evidence TYPE:URI:NOTE`)
+    pub note: String,
 }
 
 /// Fields of a memory entry.

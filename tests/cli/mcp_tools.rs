@@ -428,3 +428,15 @@ fn pipelined_calls_all_succeed_in_order() {
         }
     }
 }
+
+/// What the command line says as a note reaches an MCP client as a warning: after a purge, that
+/// the content stays in the log until `gc`.
+#[test]
+fn notes_reach_the_client_as_warnings() {
+    let env = Env::with_project();
+    let id = env.add("leak", "Pasted by mistake");
+    let mut c = Client::start(&env, &["--project", "demo"]);
+    let v = c.call("purge", "purge", json!({"id": id, "reason": "mistake"}));
+    let warnings = v["warnings"].to_string();
+    assert!(warnings.contains("gc"), "{v}");
+}
