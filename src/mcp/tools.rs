@@ -129,6 +129,7 @@ pub struct HealthArgs {
 
 /// No arguments.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct NoArgs {}
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]

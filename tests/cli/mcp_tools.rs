@@ -440,3 +440,16 @@ fn notes_reach_the_client_as_warnings() {
     let warnings = v["warnings"].to_string();
     assert!(warnings.contains("gc"), "{v}");
 }
+
+/// A tool without arguments refuses one it does not know, as every other tool does.
+#[test]
+fn a_tool_without_arguments_refuses_unknown_ones() {
+    let env = Env::with_project();
+    let mut c = Client::start(&env, &["--project", "demo"]);
+    let r = c.request(
+        "tools/call",
+        json!({"name": "projects", "arguments": {"x": 1}}),
+    );
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    assert!(r.to_string().contains("x"), "{r}");
+}
