@@ -564,7 +564,8 @@ pub fn run(ctx: &Ctx, args: QueryArgs, out: &mut Out) -> Result<ExitCode> {
     }
     let elapsed = started.elapsed();
     let (project, read) = sources.close();
-    print_hits(out, &answer.hits, args.summary_only, args.explain);
+    // Recorded before the answer is printed: a reader that closes the pipe early (`| head`)
+    // ends the process at the first line it no longer takes.
     record_accesses(ctx, &read, &answer.hits, "query");
     if ctx.global.debug {
         warn_debug(&answer, args.text.as_deref().unwrap_or_default(), elapsed);
@@ -582,6 +583,7 @@ pub fn run(ctx: &Ctx, args: QueryArgs, out: &mut Out) -> Result<ExitCode> {
         started,
         policy.slow_query_ms,
     );
+    print_hits(out, &answer.hits, args.summary_only, args.explain);
     Ok(ExitCode::Ok)
 }
 

@@ -547,3 +547,23 @@ fn the_prompt_carries_steps_and_outcomes() {
         r.stdout
     );
 }
+
+/// A query whose reader is gone before it prints (`| head`, a closed pipe) is still counted:
+/// its accesses and its query log line are written before the answer.
+#[test]
+fn a_query_into_a_closed_pipe_is_still_recorded() {
+    let env = Env::with_project();
+    env.add("cache", "Cache lives five minutes");
+    for _ in 0..3 {
+        let (reader, writer) = std::io::pipe().unwrap_or_else(|e| panic!("{e}"));
+        drop(reader);
+        let status = env
+            .command(&["query", "cache"])
+            .stdout(writer)
+            .status()
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(status.success());
+    }
+    let stats = env.run(&["stats", "--json"]).ok().json();
+    assert_eq!(stats["statistics"]["query_count"], 3, "{stats}");
+}
