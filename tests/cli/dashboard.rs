@@ -345,3 +345,28 @@ fn a_failed_refresh_keeps_the_last_statistics_and_says_why() {
         "{frame}"
     );
 }
+
+/// Wide characters take their two columns once (the frame stays its size), and a stored
+/// bidirectional override reaches the terminal as a space, as in every other command.
+#[test]
+fn wide_and_bidirectional_text_keeps_the_frame() {
+    let env = Env::with_project();
+    let id = env.add("cjk", "日本語のサマリー 🚀🔥 long enough to be cut");
+    env.forge_update(
+        &id,
+        "2026-11-22T11:00:00.000Z",
+        serde_json::json!({"summary": "pay \u{202e}evil\u{202c} ok"}),
+    );
+    let frame = once(&env, &["--size", "120x40"]);
+    assert!(!frame.contains('\u{202e}'), "{frame}");
+    let widest = frame
+        .lines()
+        .map(|l| {
+            l.chars()
+                .map(|c| unicode_width::UnicodeWidthChar::width(c).unwrap_or(0))
+                .sum::<usize>()
+        })
+        .max()
+        .unwrap_or(0);
+    assert!(widest <= 120, "{widest}: {frame}");
+}

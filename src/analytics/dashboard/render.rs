@@ -523,7 +523,7 @@ fn draw_agents(frame: &mut Frame<'_>, area: Rect, s: &Screen<'_>, st: &MemorySta
         .iter()
         .map(|a| {
             vec![
-                Cell::from(a.agent.clone()),
+                Cell::from(crate::safe_text::safe(&a.agent)),
                 Cell::from(format!("{:>6}", a.count)),
             ]
         })
@@ -598,9 +598,9 @@ fn draw_operations(frame: &mut Frame<'_>, area: Rect, s: &Screen<'_>, st: &Memor
                 Cell::from(entry),
             ];
             if wide {
-                cells.push(Cell::from(o.agent.clone()));
+                cells.push(Cell::from(crate::safe_text::safe(&o.agent)));
             }
-            cells.push(Cell::from(o.summary.clone()));
+            cells.push(Cell::from(crate::safe_text::safe(&o.summary)));
             cells
         })
         .collect();
@@ -649,7 +649,7 @@ fn draw_expiry(frame: &mut Frame<'_>, area: Rect, s: &Screen<'_>, st: &MemorySta
             vec![
                 Cell::from(format!("{}d", e.days_remaining)).style(s.paint(Color::Yellow)),
                 Cell::from(short_id(&e.entry_id)),
-                Cell::from(e.summary.clone()),
+                Cell::from(crate::safe_text::safe(&e.summary)),
             ]
         })
         .collect();
@@ -708,7 +708,7 @@ fn draw_queries(frame: &mut Frame<'_>, area: Rect, s: &Screen<'_>, st: &MemorySt
         .map(|(kind, name, count)| {
             vec![
                 Cell::from(kind),
-                Cell::from(name.to_owned()),
+                Cell::from(crate::safe_text::safe(name)),
                 Cell::from(format!("{count:>4}")),
             ]
         })
@@ -787,7 +787,18 @@ pub fn buffer_text(buffer: &Buffer) -> String {
     let width = usize::from(buffer.area.width);
     let mut out = String::new();
     for row in buffer.content().chunks(width.max(1)) {
-        let line: String = row.iter().map(|c| c.symbol()).collect();
+        // A wide character (CJK, most emoji) takes two cells; the second holds a blank that
+        // is part of it, not a column of its own, as a terminal draws it.
+        let mut line = String::new();
+        let mut covered = 0;
+        for c in row {
+            if covered > 0 {
+                covered -= 1;
+                continue;
+            }
+            line.push_str(c.symbol());
+            covered = unicode_width::UnicodeWidthStr::width(c.symbol()).saturating_sub(1);
+        }
         out.push_str(line.trim_end());
         out.push('\n');
     }
