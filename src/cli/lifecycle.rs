@@ -51,8 +51,8 @@ pub struct DaemonArgs {
     /// Time between evaluations: e.g. 30s, 15m, 1h, 1d
     #[arg(long, value_name = "DURATION")]
     pub every: String,
-    /// Stop after this many evaluations (default: run until stopped)
-    #[arg(long, value_name = "N")]
+    /// Stop after this many evaluations, at least 1 (default: run until stopped)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_runs: Option<u64>,
 }
 

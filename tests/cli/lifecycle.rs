@@ -547,6 +547,11 @@ fn the_daemon_runs_on_a_schedule_and_stops_cleanly_on_sigterm() {
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(stderr.contains("stopped after 1 evaluation"), "{stderr}");
     assert!(env.run(&["lifecycle", "daemon", "--every", "soon"]).code == 2);
+    assert_eq!(
+        env.run(&["lifecycle", "daemon", "--every", "1s", "--max-runs", "0"])
+            .code,
+        2
+    );
     let zero = env.run(&["lifecycle", "daemon", "--every", "0s"]);
     assert_eq!(zero.code, 2);
     assert!(zero.stderr.contains("is zero"), "{}", zero.stderr);

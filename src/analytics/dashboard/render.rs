@@ -355,7 +355,12 @@ fn bar_lines<'b>(
             let bar = if *count > 0 { bar.max(1) } else { 0 };
             let mut spans = vec![Span::raw(format!("{label:<label_width$} {count:>digits$}"))];
             if with_percent {
-                let pct = if total == 0 { 0 } else { count * 100 / total };
+                // Rounded to the nearest percent (26.7% reads 27%, not 26%).
+                let pct = if total == 0 {
+                    0
+                } else {
+                    (count * 200 + total) / (total * 2)
+                };
                 spans.push(Span::raw(format!(" {pct:>3}%")));
             }
             spans.push(Span::raw(" "));
