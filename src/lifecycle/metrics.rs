@@ -20,7 +20,7 @@ pub struct LifecycleMetrics {
     pub stale_evidence: i64,
     /// Entries by number of recorded accesses (`0`, `1`, `2-4`, `5-9`, `10-49`, `50+`).
     pub access_frequency: BTreeMap<String, u64>,
-    /// Storage per tier as of the last run (empty before the first run).
+    /// Storage per tier as of the last complete run (empty before the first).
     pub storage: BTreeMap<String, Tier>,
     /// Per kind with ended entries (superseded, deprecated, archived, expired or purged): their
     /// mean lifespan in days, from creation to the event that ended them. Live.
@@ -81,7 +81,16 @@ pub fn metrics(project: &Project, store: &Store, now: &str) -> Result<LifecycleM
     if never > 0 {
         frequency.insert("0".into(), never);
     }
-    let last = last_run(project)?;
+    let history = run::history(project)?;
+    let last = history.last();
+    // Storage per tier as the last run that went through every entry found it: a run stopped
+    // part way (a daemon's SIGTERM) counted only the entries it reached.
+    let storage = history
+        .iter()
+        .rev()
+        .find(|r| !r.stopped)
+        .map(|r| r.storage.clone())
+        .unwrap_or_default();
     let (mut lifespan, mut rate) = (BTreeMap::new(), BTreeMap::new());
     for (kind, entries) in &stats.entries_by_kind {
         let gone: i64 = ["archived", "expired"]
@@ -109,10 +118,10 @@ pub fn metrics(project: &Project, store: &Store, now: &str) -> Result<LifecycleM
         purged: stats.purged_count,
         stale_evidence: stats.stale_evidence_count,
         access_frequency: frequency,
-        storage: last.as_ref().map(|r| r.storage.clone()).unwrap_or_default(),
+        storage,
         average_lifespan_days: lifespan,
         archival_rate: rate,
-        last_run: last.as_ref().map(summary),
+        last_run: last.map(summary),
     })
 }
 

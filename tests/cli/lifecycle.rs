@@ -1061,3 +1061,24 @@ fn run_all_goes_on_past_a_broken_project() {
     assert_eq!(projects, ["a", "c", "global"], "{}", r.stdout);
     assert!(r.stdout.contains("b: evaluation failed"), "{}", r.stdout);
 }
+
+/// A run stopped part way (a daemon's SIGTERM) counted only some entries: the storage figures
+/// come from the last run that went through all of them.
+#[test]
+fn storage_figures_come_from_the_last_complete_run() {
+    let env = Env::with_project();
+    env.add("a", "first");
+    env.add("b", "second");
+    run_at(&env, 1);
+    let runs = env
+        .root()
+        .join("ai-memory/demo/.memlog/lifecycle-runs.jsonl");
+    let text = std::fs::read_to_string(&runs).unwrap_or_default();
+    let mut partial: serde_json::Value =
+        serde_json::from_str(text.lines().last().unwrap_or_default()).unwrap_or_default();
+    partial["stopped"] = true.into();
+    partial["storage"]["hot"]["entries"] = 1.into();
+    std::fs::write(&runs, format!("{text}{partial}\n")).unwrap_or_else(|e| panic!("{e}"));
+    let report = env.run(&["lifecycle", "report", "--json"]).ok().json();
+    assert_eq!(report["storage"]["hot"]["entries"], 2, "{report}");
+}
