@@ -23,7 +23,8 @@ use std::sync::Arc;
 /// What the server tells a client about itself when it connects.
 const INSTRUCTIONS: &str = "memlog is this repository's durable memory: decisions, state, \
 observations and learnings recorded by agents, with evidence. Query it before deciding \
-anything (`query`, or `context` at the start of a task). Record what you learned with \
+anything (`query`, or `context` with your task and memory_enabled true at the start of a \
+task). Record what you learned with \
 `create`; when an entry is no longer right, `supersede` it (replacement) or `deprecate` it (no \
 replacement) rather than creating a contradicting one. Results are {success, results, \
 warnings}; failures are {success: false, error: {code, message, details}}.";

@@ -321,8 +321,9 @@ pub enum ContextFormat {
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 pub struct ContextArgs {
-    /// The AgentTask (at least goal; project, scope and subject narrow the entries;
-    /// memory_enabled false leaves it unchanged)
+    /// The AgentTask: memory_enabled must be true for memory to be added (false or absent
+    /// returns the task unchanged, and no prompt); goal is the query text; project, scope and
+    /// subject narrow the entries
     pub task: Value,
     /// json: the task with memory_context filled; prompt: a prompt prefix of the entries
     pub format: Option<ContextFormat>,
