@@ -178,6 +178,21 @@ impl Purges {
     /// The purges of the staged `path`; none when git has no such blob or no line names a purge.
     fn staged(repo: &Repo, path: &str) -> Self {
         let mut purges = Self::default();
+        // Most logs hold no purge: git answers that without the log passing through here.
+        let any = repo
+            .output(&[
+                "grep",
+                "--cached",
+                "-q",
+                "-F",
+                "\"type\":\"purge\"",
+                "--",
+                path,
+            ])
+            .is_ok_and(|o| o.status.success());
+        if !any {
+            return purges;
+        }
         let Ok(shown) = repo.output(&["show", &format!(":./{path}")]) else {
             return purges;
         };
