@@ -158,7 +158,10 @@ fn unknown_arguments(tool: &tools::ToolDef, arguments: &Map<String, Value>) -> O
 
 /// The result of a call in the one JSON contract: `{success, results, warnings}`, or the error.
 fn respond(tool: &tools::ToolDef, args: &Value, inv: Invocation) -> (bool, Value) {
-    if let Some(error) = inv.error {
+    if let Some(mut error) = inv.error {
+        if let Some(message) = error["error"]["message"].as_str() {
+            error["error"]["message"] = in_tool_terms(tool, message).into();
+        }
         return (false, error);
     }
     let text = inv.stdout.trim_end();
@@ -187,6 +190,33 @@ fn respond(tool: &tools::ToolDef, args: &Value, inv: Invocation) -> (bool, Value
         body["warnings"] = Value::Array(all);
     }
     (true, body)
+}
+
+/// An error message of the command line in the tool's terms: its options become the tool's
+/// arguments (`--min-confidence` is `min_confidence`), and the command line's usage line, which
+/// a client cannot use, goes.
+fn in_tool_terms(tool: &tools::ToolDef, message: &str) -> String {
+    let mut out = message.replace(
+        "--project NAME (or MEMLOG_PROJECT)",
+        "the `project` argument",
+    );
+    if let Some(i) = out.find("; usage: ") {
+        out.truncate(i);
+    }
+    let schema = serde_json::to_value((tool.schema)()).unwrap_or_default();
+    let mut names: Vec<&String> = schema["properties"]
+        .as_object()
+        .map(|p| p.keys().collect())
+        .unwrap_or_default();
+    // Longer names first: `--min-confidence` before a `--min` that may prefix it.
+    names.sort_by_key(|n| std::cmp::Reverse(n.len()));
+    for name in names {
+        let flag = format!("--{}", name.replace('_', "-"));
+        out = out
+            .replace(&format!("`{flag}`"), &format!("`{name}`"))
+            .replace(&flag, &format!("`{name}`"));
+    }
+    out
 }
 
 impl ServerHandler for Server {

@@ -453,3 +453,26 @@ fn a_tool_without_arguments_refuses_unknown_ones() {
     assert_eq!(r["result"]["isError"], true, "{r}");
     assert!(r.to_string().contains("x"), "{r}");
 }
+
+/// Errors name the tool's arguments, not the command line's options.
+#[test]
+fn errors_name_the_tools_arguments() {
+    let env = Env::with_project();
+    let mut c = Client::start(&env, &["--project", "demo"]);
+    let v = c.call("query", "query", json!({"text": "x", "limit": 0}));
+    let message = v["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("`limit`") && !message.contains("--limit"),
+        "{v}"
+    );
+    let v = c.call(
+        "query",
+        "query",
+        json!({"text": "x", "min_confidence": 1, "max_confidence": 0}),
+    );
+    let message = v["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("`min_confidence`") && !message.contains("--"),
+        "{v}"
+    );
+}
