@@ -298,12 +298,17 @@ pub fn lifecycle(ctx: &Ctx, cmd: LifecycleCommand, out: &mut Out) -> Result<Exit
                         .map(|(state, n)| format!("{state} {n}"))
                         .collect();
                     out.line(format!(
-                        "last run         {} ({} entries, {} ms, {} skipped; transitions: {})",
+                        "last run         {} ({} entries, {} ms, {} skipped; transitions: {}){}",
                         r.now,
                         r.processed,
                         r.duration_ms,
                         r.skipped,
-                        super::stats::joined_or(moved, "none")
+                        super::stats::joined_or(moved, "none"),
+                        if r.stopped {
+                            ", stopped before the end: its figures are partial"
+                        } else {
+                            ""
+                        }
                     ));
                 }
                 None => out.line("last run         never (run `memlog lifecycle run`)"),

@@ -735,6 +735,7 @@ fn lifecycle_metrics() -> Value {
                     ("processed", integer()),
                     ("transitions", counts()),
                     ("skipped", integer()),
+                    ("stopped", boolean()),
                 ]),
                 {"type": "null"}
             ]}),

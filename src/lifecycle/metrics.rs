@@ -39,6 +39,8 @@ pub struct RunSummary {
     pub processed: usize,
     pub transitions: BTreeMap<String, usize>,
     pub skipped: usize,
+    /// Stopped before it went through every entry (a daemon's SIGTERM): its figures are partial.
+    pub stopped: bool,
 }
 
 /// The summary of a run report.
@@ -49,6 +51,7 @@ pub fn summary(r: &RunReport) -> RunSummary {
         processed: r.processed,
         transitions: r.counts(),
         skipped: r.skipped.len(),
+        stopped: r.stopped,
     }
 }
 

@@ -1081,4 +1081,7 @@ fn storage_figures_come_from_the_last_complete_run() {
     std::fs::write(&runs, format!("{text}{partial}\n")).unwrap_or_else(|e| panic!("{e}"));
     let report = env.run(&["lifecycle", "report", "--json"]).ok().json();
     assert_eq!(report["storage"]["hot"]["entries"], 2, "{report}");
+    assert_eq!(report["last_run"]["stopped"], true, "{report}");
+    let text = env.run(&["lifecycle", "report"]).ok().stdout;
+    assert!(text.contains("stopped before the end"), "{text}");
 }
