@@ -112,6 +112,13 @@ async fn pass_requests(
         }
         let refused = match serde_json::from_slice::<Value>(&line) {
             Ok(v) => refusal(&v),
+            // Valid JSON nested deeper than the parser goes: a request that can still be
+            // answered by its id.
+            Err(e) if e.to_string().starts_with("recursion limit exceeded") => Some(error_line(
+                &top_level_id(&line).unwrap_or(Value::Null),
+                -32600,
+                "Invalid Request: nested more than 127 levels deep",
+            )),
             Err(e) => Some(error_line(
                 &Value::Null,
                 -32700,
@@ -129,6 +136,44 @@ async fn pass_requests(
             }
         }
     }
+}
+
+/// The `id` member of the top-level object of `line` when it is a number or a string, found
+/// without parsing what is nested (which may be too deep to parse).
+fn top_level_id(line: &[u8]) -> Option<Value> {
+    let mut depth = 0usize;
+    let mut i = 0;
+    while i < line.len() {
+        match line[i] {
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            b'"' => {
+                let start = i;
+                i += 1;
+                while i < line.len() && line[i] != b'"' {
+                    i += if line[i] == b'\\' { 2 } else { 1 };
+                }
+                let key = line.get(start..=i)?;
+                let rest = line.get(i + 1..).unwrap_or_default();
+                let colon = rest.iter().position(|b| !b.is_ascii_whitespace());
+                if depth == 1
+                    && key == b"\"id\""
+                    && let Some(colon) = colon
+                    && rest.get(colon) == Some(&b':')
+                {
+                    let mut stream = serde_json::Deserializer::from_slice(rest.get(colon + 1..)?)
+                        .into_iter::<Value>();
+                    return match stream.next()? {
+                        Ok(v @ (Value::Number(_) | Value::String(_))) => Some(v),
+                        _ => None,
+                    };
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
 }
 
 /// The answer to a JSON message the library must not see, if `v` is one.
@@ -191,4 +236,37 @@ where
     let answered = joined(answers.await);
     requests.abort();
     served.and(answered)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::top_level_id;
+    use serde_json::{Value, json};
+
+    #[test]
+    fn the_top_level_id_is_found_past_any_depth() {
+        let deep = format!("{}1{}", "[".repeat(500), "]".repeat(500));
+        for (line, id) in [
+            (
+                format!(r#"{{"jsonrpc":"2.0","id":7,"params":{{"x":{deep}}}}}"#),
+                json!(7),
+            ),
+            (
+                format!(r#"{{"params":{{"id":1,"x":{deep}}},"id" : "a\"b"}}"#),
+                json!("a\"b"),
+            ),
+            (format!(r#"{{"x":{deep}}}"#), Value::Null),
+            (
+                format!(r#"{{"id":{{"nested":1}},"x":{deep}}}"#),
+                Value::Null,
+            ),
+        ] {
+            assert_eq!(
+                top_level_id(line.as_bytes()).unwrap_or(Value::Null),
+                id,
+                "{}",
+                &line[..60]
+            );
+        }
+    }
 }

@@ -186,8 +186,14 @@ fn the_server_answers_json_rpc_and_exits_when_its_input_closes() {
 fn every_invalid_request_is_answered_with_its_id() {
     let env = Env::with_project();
     let (mut child, mut stdin, mut lines) = env.mcp(&[]);
+    let deep = format!(
+        r#"{{"jsonrpc":"2.0","id":13,"method":"tools/call","params":{{"name":"list","arguments":{{"x":{}1{}}}}}}}"#,
+        "[".repeat(200),
+        "]".repeat(200)
+    );
     // Each line and the id its answer carries.
     let cases = [
+        (deep.as_str(), json!(13)),
         (r#"[{"jsonrpc":"2.0","id":3,"method":"ping"}]"#, json!(null)),
         (r#"{"jsonrpc":"2.0","id":9}"#, json!(9)),
         (r#"{"jsonrpc":"1.0","id":10,"method":"ping"}"#, json!(10)),
@@ -217,11 +223,11 @@ fn every_invalid_request_is_answered_with_its_id() {
         assert_eq!(v.get("id"), Some(id), "{line}: {v}");
     }
     assert!(
-        answers[0]["error"]["message"]
+        answers[1]["error"]["message"]
             .as_str()
             .is_some_and(|m| m.contains("batches are not supported")),
         "{}",
-        answers[0]
+        answers[1]
     );
     drop(stdin);
     let _ = child.wait();
