@@ -370,3 +370,16 @@ fn wide_and_bidirectional_text_keeps_the_frame() {
         .unwrap_or(0);
     assert!(widest <= 120, "{widest}: {frame}");
 }
+
+/// A growth series that spans years is labelled with whole dates.
+#[test]
+fn a_series_over_years_shows_its_years() {
+    let env = Env::with_project();
+    env.add_at("2024-03-01T00:00:00Z", "old", "An old entry", "0.9");
+    env.add("new", "A new entry");
+    let frame = once(&env, &["--range", "all", "--size", "120x40"]);
+    assert!(
+        frame.contains("2024-03-01") && frame.contains("2026-11-22"),
+        "{frame}"
+    );
+}

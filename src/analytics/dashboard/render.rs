@@ -312,9 +312,19 @@ fn draw_growth(frame: &mut Frame<'_>, area: Rect, s: &Screen<'_>, st: &MemorySta
         .map(|(i, d)| (i as f64, d.count as f64))
         .collect();
     let max = series.iter().map(|d| d.count).max().unwrap_or(0).max(1);
-    let short = |d: &str| d.get(5..).unwrap_or(d).to_owned();
-    let first = series.first().map(|d| short(&d.date)).unwrap_or_default();
-    let last = series.last().map(|d| short(&d.date)).unwrap_or_default();
+    let first = series.first().map(|d| d.date.as_str()).unwrap_or_default();
+    let last = series.last().map(|d| d.date.as_str()).unwrap_or_default();
+    // Month and day while the series stays within one year; whole dates when it spans years
+    // (a ten-year series labelled `11-20 … 11-27` reads like a week).
+    let one_year = first.get(..4) == last.get(..4);
+    let label = |d: &str| {
+        if one_year {
+            d.get(5..).unwrap_or(d).to_owned()
+        } else {
+            d.to_owned()
+        }
+    };
+    let (first, last) = (label(first), label(last));
     let dataset = Dataset::default()
         .marker(Marker::Braille)
         .graph_type(GraphType::Line)
