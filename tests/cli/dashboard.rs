@@ -383,3 +383,33 @@ fn a_series_over_years_shows_its_years() {
         "{frame}"
     );
 }
+
+/// With several projects, an expiring entry's row names its project.
+#[test]
+fn expiring_rows_name_their_project_with_all() {
+    let env = Env::new();
+    for p in ["alpha", "beta"] {
+        env.run(&["init", p]).ok();
+        let mut args = crate::common::add_args(
+            ("state", "metric"),
+            "pool",
+            "Pool size is 20",
+            "Body.",
+            "0.9",
+            "artifact:deploy/db.yaml:pool size",
+        );
+        args.extend([
+            "--valid-from",
+            "2026-11-20T00:00:00Z",
+            "--valid-to",
+            "2026-11-25T00:00:00Z",
+            p,
+        ]);
+        env.run(&args).ok();
+    }
+    let frame = once(&env, &["--all", "--size", "160x48"]);
+    // Rows of the expiry panel (days left, then the entry), not of recent operations.
+    for p in ["2d  alpha/m-", "2d  beta/m-"] {
+        assert!(frame.contains(p), "{p}: {frame}");
+    }
+}

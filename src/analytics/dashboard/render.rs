@@ -657,13 +657,30 @@ fn draw_operations(frame: &mut Frame<'_>, area: Rect, s: &Screen<'_>, st: &Memor
 
 fn draw_expiry(frame: &mut Frame<'_>, area: Rect, s: &Screen<'_>, st: &MemoryStatistics) {
     let offset = s.scroll[Panel::Expiry.index()];
-    let rows: Vec<Vec<Cell<'_>>> = st
-        .entries_approaching_expiry
+    let expiring = &st.entries_approaching_expiry;
+    // With several projects (`--all`), each row says whose entry it is, as operations do.
+    let many_projects = expiring.iter().any(|e| e.project != expiring[0].project);
+    let entry_width = if many_projects {
+        let longest = expiring
+            .iter()
+            .map(|e| e.project.chars().count() + 11)
+            .max()
+            .unwrap_or(10);
+        u16::try_from(longest.min(24)).unwrap_or(24)
+    } else {
+        10
+    };
+    let rows: Vec<Vec<Cell<'_>>> = expiring
         .iter()
         .map(|e| {
+            let entry = if many_projects {
+                format!("{}/{}", e.project, short_id(&e.entry_id))
+            } else {
+                short_id(&e.entry_id)
+            };
             vec![
                 Cell::from(format!("{}d", e.days_remaining)).style(s.paint(Color::Yellow)),
-                Cell::from(short_id(&e.entry_id)),
+                Cell::from(entry),
                 Cell::from(crate::safe_text::safe(&e.summary)),
             ]
         })
@@ -697,7 +714,7 @@ fn draw_expiry(frame: &mut Frame<'_>, area: Rect, s: &Screen<'_>, st: &MemorySta
         rows,
         vec![
             Constraint::Length(3),
-            Constraint::Length(10),
+            Constraint::Length(entry_width),
             Constraint::Fill(1),
         ],
         (offset, s.focus == Panel::Expiry, "none within 7 days"),
