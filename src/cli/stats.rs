@@ -311,11 +311,24 @@ fn print_summary(out: &mut Out, project: &str, dates: &DateRange, s: &MemoryStat
         s.health.expiry.label(),
         s.lifecycle.entries_past_valid_to
     ));
-    for e in &s.entries_approaching_expiry {
+    // With several projects (`--all`), each entry is named with its project.
+    let expiring = &s.entries_approaching_expiry;
+    let several = expiring.iter().any(|e| e.project != expiring[0].project)
+        || s.recent_operations
+            .iter()
+            .any(|o| o.project != s.recent_operations[0].project);
+    let named = |project: &str, id: &str| {
+        if several {
+            format!("{}/{id}", safe(project))
+        } else {
+            id.to_owned()
+        }
+    };
+    for e in expiring {
         out.line(format!(
             "  {}d  {}  {}",
             e.days_remaining,
-            e.entry_id,
+            named(&e.project, &e.entry_id),
             safe(&e.summary)
         ));
     }
@@ -351,7 +364,7 @@ fn print_summary(out: &mut Out, project: &str, dates: &DateRange, s: &MemoryStat
             "  {}  {:<9}  {}  {}  {}",
             o.timestamp,
             o.operation,
-            o.entry_id,
+            named(&o.project, &o.entry_id),
             safe(&o.agent),
             safe(&o.summary)
         ));

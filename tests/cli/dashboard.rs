@@ -412,4 +412,9 @@ fn expiring_rows_name_their_project_with_all() {
     for p in ["2d  alpha/m-", "2d  beta/m-"] {
         assert!(frame.contains(p), "{p}: {frame}");
     }
+    // `stats --all` names them the same way.
+    let text = env.run_at(NOW, &["stats", "--all"]).ok().stdout;
+    for p in ["2d  alpha/m-", "2d  beta/m-"] {
+        assert!(text.contains(p), "{p}: {text}");
+    }
 }
