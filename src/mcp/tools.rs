@@ -141,6 +141,7 @@ pub struct QueryArgs {
     #[serde(flatten)]
     pub filters: Filters,
     /// At most this many entries (1 to 50; default: the policy's max_results)
+    #[schemars(range(min = 1, max = 50))]
     pub limit: Option<u32>,
     /// Only id, summary, subject, scope, kind and confidence of each entry (cheaper to read)
     pub summary_only: Option<bool>,

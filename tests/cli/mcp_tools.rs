@@ -476,3 +476,21 @@ fn errors_name_the_tools_arguments() {
         "{v}"
     );
 }
+
+/// The query tool's schema states the bounds the server checks.
+#[test]
+fn the_query_schema_states_the_limit_bounds() {
+    let env = Env::with_project();
+    let mut c = Client::start(&env, &["--project", "demo"]);
+    let r = c.request("tools/list", json!({}));
+    let query = r["result"]["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|t| t["name"] == "query")
+        .cloned()
+        .unwrap_or_default();
+    let limit = &query["inputSchema"]["properties"]["limit"];
+    assert_eq!(limit["minimum"], 1, "{limit}");
+    assert_eq!(limit["maximum"], 50, "{limit}");
+}
