@@ -51,6 +51,8 @@ pub struct SyncReport {
     pub dropped_file: Option<std::path::PathBuf>,
     /// The project whose log lost them, for the command that puts them back.
     pub dropped_project: String,
+    /// How many of the dropped events git still holds (in `HEAD` or a branch).
+    pub dropped_held: usize,
     /// Active entries that a merge brought in beside an active entry with the same subject,
     /// scope and summary (two branches recorded the same thing): (new entry, existing entry).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -59,6 +61,13 @@ pub struct SyncReport {
 
 fn is_zero(n: &usize) -> bool {
     *n == 0
+}
+
+/// What git holds of events a rewritten log lost (see `Session::in_git`).
+#[derive(Default)]
+struct GitHeld {
+    held: HashSet<String>,
+    checkout: bool,
 }
 
 /// How many `.memlog/dropped-<time>.jsonl` files are kept (the newest).
@@ -97,26 +106,38 @@ impl SyncReport {
             });
         }
         if self.dropped > 0 {
+            let held = match self.dropped_held {
+                0 => String::new(),
+                n if n == self.dropped => format!(
+                    "; git still holds all of them: if that was a mistake, `git checkout -- \
+                     ai-memory/{}/events.jsonl` restores the committed lines",
+                    self.dropped_project
+                ),
+                n => format!(
+                    "; git still holds {n} of them (`git checkout -- ai-memory/{}/events.jsonl` \
+                     restores the committed lines)",
+                    self.dropped_project
+                ),
+            };
+            let kept = match &self.dropped_file {
+                Some(f) => format!(
+                    "; the lines of the {} that nothing in git holds are kept in {}: if they \
+                     should not have gone, put them back with `memlog import {} {}`",
+                    self.dropped - self.dropped_held,
+                    f.display(),
+                    self.dropped_project,
+                    f.display()
+                ),
+                None => String::new(),
+            };
             out.push(crate::policy::Warning {
                 field: "log".into(),
                 rule: "events_dropped",
                 message: format!(
-                    "{} event(s) that the store had applied are no longer in the log, nor in \
-                     any branch git holds: the log was rewritten (a write a merge replaced, a \
-                     reset, a replaced or emptied file), and the projections now follow it{}",
-                    self.dropped,
-                    match &self.dropped_file {
-                        Some(f) => format!(
-                            "; their lines are kept in {}: if they should not have gone, put \
-                             them back with `memlog import {} {}`",
-                            f.display(),
-                            self.dropped_project,
-                            f.display()
-                        ),
-                        None => "; if that was a mistake, restore the log from git \
-                                 (`git checkout -- ai-memory/<project>/events.jsonl`)"
-                            .into(),
-                    }
+                    "{} event(s) that the store had applied are no longer in the log: it was \
+                     rewritten (edited or emptied by hand, replaced, or a write a merge \
+                     replaced), and the projections now follow it{held}{kept}",
+                    self.dropped
                 ),
             });
         }
@@ -610,12 +631,22 @@ impl Session {
                 .chain(decoded.iter().map(|(e, _)| e.id.as_str()))
                 .collect();
             let lines = self.store().event_lines_except(|id| in_log.contains(id))?;
-            if self.in_git(&lines) {
-                // A checkout or reset: every event that went is still in a branch. The
-                // projections follow the log; there is nothing to warn about or keep.
+            let git = self.in_git(&lines);
+            if git.checkout {
+                // A checkout or reset: the log is a committed one, and every event that went is
+                // still in a branch. The projections follow it; nothing to warn about or keep.
                 self.report.dropped = 0;
             } else {
-                self.keep_dropped(&lines);
+                // Edited by hand, or lost beyond git: say so, keeping what git does not hold.
+                let unheld: Vec<(String, String)> = lines
+                    .into_iter()
+                    .filter(|(id, _)| !git.held.contains(id))
+                    .collect();
+                self.report.dropped_held = self.report.dropped.saturating_sub(unheld.len());
+                self.report.dropped_project = self.project.name.to_string();
+                if !unheld.is_empty() {
+                    self.keep_dropped(&unheld);
+                }
             }
         }
         // Entries created by events the store did not have: a merge may have brought a
@@ -636,9 +667,11 @@ impl Session {
         Ok(())
     }
 
-    /// True when git holds every one of the dropped `lines` (id, line) in some branch's copy of
-    /// the log.
-    fn in_git(&self, lines: &[(String, String)]) -> bool {
+    /// What git holds of the dropped `lines` (id, line): the ids some branch, remote-tracking
+    /// branch or `HEAD` has in its copy of the log, and whether this was a checkout (every one
+    /// held, and the log itself as `HEAD` has it: no edit of the working copy).
+    fn in_git(&self, lines: &[(String, String)]) -> GitHeld {
+        let mut out = GitHeld::default();
         let root = self.project.workspace.root();
         let Ok(rel) = self
             .project
@@ -646,14 +679,19 @@ impl Session {
             .strip_prefix(root)
             .map(std::path::Path::to_path_buf)
         else {
-            return false;
+            return out;
         };
         let Ok(repo) = crate::git::repo::Repo::at(root) else {
-            return false;
+            return out;
         };
+        let rel = rel.to_string_lossy();
         let ids: Vec<&str> = lines.iter().map(|(id, _)| id.as_str()).collect();
-        repo.events_in_refs(&rel.to_string_lossy(), &ids)
-            .is_ok_and(|found| ids.iter().all(|id| found.contains(*id)))
+        out.held = repo.events_in_refs(&rel, &ids).unwrap_or_default();
+        out.checkout = ids.iter().all(|id| out.held.contains(*id))
+            && repo
+                .output(&["diff", "--quiet", "HEAD", "--", &rel])
+                .is_ok_and(|o| o.status.success());
+        out
     }
 
     /// Keeps the dropped `lines` in `.memlog/dropped-<time>.jsonl` (the store may hold the only
@@ -669,7 +707,6 @@ impl Session {
         // Best effort: without the file the warning still says what went.
         if crate::log::durable::write_atomic(&file, text.as_bytes()).is_ok() {
             self.report.dropped_file = Some(file);
-            self.report.dropped_project = self.project.name.to_string();
         }
         let mut kept: Vec<std::path::PathBuf> = fs_err::read_dir(&dir)
             .into_iter()

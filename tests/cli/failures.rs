@@ -507,6 +507,30 @@ fn a_checkout_drops_events_quietly_and_a_merge_names_its_duplicates() {
         .filter(|e| e.file_name().to_string_lossy().starts_with("dropped-"))
         .count();
     assert_eq!(dropped, 0);
+
+    // Emptied by hand, the log loses what git holds too: that is said, with the way back, and
+    // only the one uncommitted event is kept aside.
+    env.add("fresh", "Not committed yet");
+    std::fs::write(env.log(), "").unwrap_or_else(|e| panic!("{e}"));
+    let r = env.run(&["list"]).ok();
+    assert!(
+        r.stderr.contains("no longer in the log")
+            && r.stderr.contains("git still holds")
+            && r.stderr
+                .contains("the lines of the 1 that nothing in git holds"),
+        "{}",
+        r.stderr
+    );
+    let kept: Vec<std::path::PathBuf> = std::fs::read_dir(&state)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.to_string_lossy().contains("dropped-"))
+        .collect();
+    assert_eq!(kept.len(), 1);
+    let lines = std::fs::read_to_string(&kept[0]).unwrap_or_default();
+    assert_eq!(lines.lines().count(), 1, "{lines}");
 }
 
 /// A record of skipped updates that cannot be written does not hide what was written: the
