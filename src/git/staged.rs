@@ -60,6 +60,66 @@ fn diff_path(text: &str) -> Option<String> {
     String::from_utf8(bytes).ok()
 }
 
+/// The event ids of the lines a diff removes from event logs: (path, old line number, id).
+fn removed_events(diff: &str) -> Vec<(String, usize, String)> {
+    let mut out = Vec::new();
+    let mut path: Option<String> = None;
+    let mut old_line = 0usize;
+    for line in diff.split('\n') {
+        if let Some(p) = line.strip_prefix("+++ ") {
+            path = diff_path(p)
+                .and_then(|p| p.strip_prefix("b/").map(str::to_owned))
+                .filter(|p| p.ends_with(crate::project::LOG_FILE));
+        } else if let Some(h) = line.strip_prefix("@@ ") {
+            // `@@ -a,b +c,d @@`: the old side starts at line a.
+            old_line = h
+                .split_whitespace()
+                .find_map(|t| t.strip_prefix('-'))
+                .and_then(|t| t.split(',').next())
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(1);
+        } else if let (Some(text), Some(p)) = (line.strip_prefix('-'), &path) {
+            if !line.starts_with("---")
+                && let Ok(Value::Object(m)) = serde_json::from_str::<Value>(text)
+                && let Some(Value::String(id)) = m.get("id")
+            {
+                out.push((p.clone(), old_line, id.clone()));
+            }
+            old_line += 1;
+        }
+    }
+    out
+}
+
+/// Lines removed from a staged log whose events the staged log no longer holds at all: a log
+/// only grows (`gc` rewrites a line as its tombstone, which keeps the id), and a commit that
+/// drops events loses them for every clone.
+fn removed_problems(repo: &Repo, diff: &str) -> Vec<DamagedLine> {
+    let mut out = Vec::new();
+    let mut staged: std::collections::HashMap<String, String> = std::collections::HashMap::new();
+    for (path, line, id) in removed_events(diff) {
+        let text = staged.entry(path.clone()).or_insert_with(|| {
+            repo.output(&["show", &format!(":./{path}")])
+                .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+                .unwrap_or_default()
+        });
+        if !text.contains(&format!("\"id\":\"{id}\"")) {
+            out.push(DamagedLine {
+                path: path.clone(),
+                problem: format!(
+                    "the commit removes event {} (line {line} of the committed log) and holds it \
+                     nowhere else: a log only grows; restore the committed lines with `git \
+                     checkout HEAD -- {path}` and record changes with memlog commands \
+                     (`deprecate`, `purge` then `gc`)",
+                    short(&id)
+                ),
+                line,
+            });
+        }
+    }
+    out
+}
+
 /// Runs of consecutive added lines: (path, first line number, text).
 fn added_hunks(diff: &str) -> Vec<(String, usize, String)> {
     let mut out: Vec<(String, usize, String)> = Vec::new();
@@ -163,6 +223,7 @@ pub fn scan(repo: &Repo) -> Result<Staged> {
             });
         }
     }
+    staged.damaged.extend(removed_problems(repo, &diff));
     Ok(staged)
 }
 

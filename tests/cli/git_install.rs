@@ -542,3 +542,29 @@ fn purged_content_is_kept_out_of_commits() {
     let (code, out) = git_try(&env, &["commit", "-qm", "after gc"]);
     assert_eq!(code, 0, "{out}");
 }
+
+/// A commit that drops events from a log (emptied or cut by hand) is refused; one that `gc`
+/// rewrote, which keeps every id, goes through.
+#[test]
+fn a_commit_that_drops_events_is_refused() {
+    let env = Env::new();
+    git(&env, &["init", "-q", "-b", "main"]);
+    env.run(&["init", "demo"]).ok();
+    env.run(&["git", "install"]).ok();
+    env.add("a", "First");
+    env.add("b", "Second");
+    git(&env, &["add", "-A"]);
+    let (code, out) = git_try(&env, &["commit", "-qm", "base"]);
+    assert_eq!(code, 0, "{out}");
+    let log = std::fs::read_to_string(env.log()).unwrap_or_default();
+    let first: String = log.lines().take(1).map(|l| format!("{l}\n")).collect();
+    for (what, text) in [("emptied", String::new()), ("cut", first)] {
+        std::fs::write(env.log(), &text).unwrap_or_else(|e| panic!("{e}"));
+        git(&env, &["add", "-A"]);
+        let (code, out) = git_try(&env, &["commit", "-qm", what]);
+        assert_ne!(code, 0, "{what}: {out}");
+        assert!(out.contains("removes event"), "{what}: {out}");
+    }
+    std::fs::write(env.log(), &log).unwrap_or_else(|e| panic!("{e}"));
+    git(&env, &["add", "-A"]);
+}
