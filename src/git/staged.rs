@@ -60,6 +60,17 @@ fn diff_path(text: &str) -> Option<String> {
     String::from_utf8(bytes).ok()
 }
 
+/// The first line of a hunk's old (`-`) or new (`+`) side, from its header after `@@ `:
+/// `-a,b +c,d @@` starts at a on the old side and c on the new.
+fn hunk_start(header: &str, side: char) -> usize {
+    header
+        .split_whitespace()
+        .find_map(|t| t.strip_prefix(side))
+        .and_then(|t| t.split(',').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(1)
+}
+
 /// The event ids of the lines a diff removes from event logs: (path, old line number, id).
 fn removed_events(diff: &str) -> Vec<(String, usize, String)> {
     let mut out = Vec::new();
@@ -71,13 +82,7 @@ fn removed_events(diff: &str) -> Vec<(String, usize, String)> {
                 .and_then(|p| p.strip_prefix("b/").map(str::to_owned))
                 .filter(|p| p.ends_with(crate::project::LOG_FILE));
         } else if let Some(h) = line.strip_prefix("@@ ") {
-            // `@@ -a,b +c,d @@`: the old side starts at line a.
-            old_line = h
-                .split_whitespace()
-                .find_map(|t| t.strip_prefix('-'))
-                .and_then(|t| t.split(',').next())
-                .and_then(|n| n.parse().ok())
-                .unwrap_or(1);
+            old_line = hunk_start(h, '-');
         } else if let (Some(text), Some(p)) = (line.strip_prefix('-'), &path) {
             if !line.starts_with("---")
                 && let Ok(Value::Object(m)) = serde_json::from_str::<Value>(text)
@@ -132,13 +137,7 @@ fn added_hunks(diff: &str) -> Vec<(String, usize, String)> {
             path = diff_path(p).and_then(|p| p.strip_prefix("b/").map(str::to_owned));
         } else if let Some(h) = line.strip_prefix("@@ ") {
             out.extend(current.take());
-            // `@@ -a,b +c,d @@`: the new side starts at line c.
-            next_line = h
-                .split_whitespace()
-                .find_map(|t| t.strip_prefix('+'))
-                .and_then(|t| t.split(',').next())
-                .and_then(|n| n.parse().ok())
-                .unwrap_or(1);
+            next_line = hunk_start(h, '+');
         } else if let (Some(text), Some(p)) = (line.strip_prefix('+'), &path) {
             match &mut current {
                 Some((_, _, buf)) => {
