@@ -578,21 +578,8 @@ fn short_time(ts: &str, today: &str) -> String {
 fn draw_operations(frame: &mut Frame<'_>, area: Rect, s: &Screen<'_>, st: &MemoryStatistics) {
     let offset = s.scroll[Panel::Operations.index()];
     let wide = area.width >= 70;
-    let many_projects = st
-        .recent_operations
-        .iter()
-        .any(|o| o.project != st.recent_operations[0].project);
-    let entry_width = if many_projects {
-        let longest = st
-            .recent_operations
-            .iter()
-            .map(|o| o.project.chars().count() + 11)
-            .max()
-            .unwrap_or(10);
-        u16::try_from(longest.min(24)).unwrap_or(24)
-    } else {
-        10
-    };
+    let (many_projects, entry_width) =
+        entry_column(st.recent_operations.iter().map(|o| o.project.as_str()));
     let rows: Vec<Vec<Cell<'_>>> = st
         .recent_operations
         .iter()
@@ -655,21 +642,23 @@ fn draw_operations(frame: &mut Frame<'_>, area: Rect, s: &Screen<'_>, st: &Memor
     );
 }
 
+/// Whether the rows of a table come from several projects (`--all`), each then naming its
+/// project before the entry (`demo/m-…`), and the width of that entry column.
+fn entry_column<'p>(projects: impl Iterator<Item = &'p str> + Clone) -> (bool, u16) {
+    let mut all = projects.clone();
+    let first = all.next();
+    let many = all.any(|p| Some(p) != first);
+    if !many {
+        return (false, 10);
+    }
+    let longest = projects.map(|p| p.chars().count() + 11).max().unwrap_or(10);
+    (true, u16::try_from(longest.min(24)).unwrap_or(24))
+}
+
 fn draw_expiry(frame: &mut Frame<'_>, area: Rect, s: &Screen<'_>, st: &MemoryStatistics) {
     let offset = s.scroll[Panel::Expiry.index()];
     let expiring = &st.entries_approaching_expiry;
-    // With several projects (`--all`), each row says whose entry it is, as operations do.
-    let many_projects = expiring.iter().any(|e| e.project != expiring[0].project);
-    let entry_width = if many_projects {
-        let longest = expiring
-            .iter()
-            .map(|e| e.project.chars().count() + 11)
-            .max()
-            .unwrap_or(10);
-        u16::try_from(longest.min(24)).unwrap_or(24)
-    } else {
-        10
-    };
+    let (many_projects, entry_width) = entry_column(expiring.iter().map(|e| e.project.as_str()));
     let rows: Vec<Vec<Cell<'_>>> = expiring
         .iter()
         .map(|e| {
