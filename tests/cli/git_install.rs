@@ -20,6 +20,22 @@ fn git_try(env: &Env, args: &[&str]) -> (i32, String) {
     )
 }
 
+/// A git repository with project `demo` and memlog's driver and hooks installed.
+fn installed() -> Env {
+    let env = Env::new();
+    git(&env, &["init", "-q", "-b", "main"]);
+    env.run(&["init", "demo"]).ok();
+    env.run(&["git", "install"]).ok();
+    env
+}
+
+/// Commits what is staged, which the hooks must let through.
+#[track_caller]
+fn commits(env: &Env, message: &str) {
+    let (code, out) = git_try(env, &["commit", "-qm", message]);
+    assert_eq!(code, 0, "{message}: {out}");
+}
+
 fn actions(env: &Env, args: &[&str]) -> Vec<String> {
     env.run(args).ok().json()["steps"]
         .as_array()
@@ -114,8 +130,7 @@ fn install_is_idempotent_keeps_a_user_hook_and_uninstall_undoes_it() {
     env.run(&["update", &id, "--summary", "Access tokens live 10 minutes"])
         .ok();
     git(&env, &["add", "-A"]);
-    let (code, out) = git_try(&env, &["commit", "-qm", "tokens"]);
-    assert_eq!(code, 0, "{out}");
+    commits(&env, "tokens");
     // but a credential in an event that came from elsewhere (memlog refuses to write one) is.
     let mut set = serde_json::Map::new();
     set.insert("content".into(), format!("deploy with {FAKE_TOKEN}").into());
@@ -175,8 +190,7 @@ fn install_is_idempotent_keeps_a_user_hook_and_uninstall_undoes_it() {
     assert_ne!(code, 0, "{out}");
     assert!(out.contains("ai-context/demo.md is stale"), "{out}");
     git(&env, &["add", "-A"]);
-    let (code, out) = git_try(&env, &["commit", "-qm", "synced"]);
-    assert_eq!(code, 0, "{out}");
+    commits(&env, "synced");
 
     let removed = actions(&env, &["git", "uninstall", "--json"]);
     assert_eq!(
@@ -217,15 +231,11 @@ fn install_is_idempotent_keeps_a_user_hook_and_uninstall_undoes_it() {
 /// `ai-context/` file that a clean merge brings in stops it.
 #[test]
 fn hooks_refuse_damaged_lines_and_check_merge_commits() {
-    let env = Env::new();
-    git(&env, &["init", "-q", "-b", "main"]);
-    env.run(&["init", "demo"]).ok();
-    env.run(&["git", "install"]).ok();
+    let env = installed();
     env.add("auth", "Sessions expire after 30 minutes");
     env.run(&["sync-context", "demo"]).ok();
     git(&env, &["add", "-A"]);
-    let (code, out) = git_try(&env, &["commit", "-qm", "base"]);
-    assert_eq!(code, 0, "{out}");
+    commits(&env, "base");
 
     let base = std::fs::read_to_string(env.log()).unwrap_or_default();
     let tampered = base.replacen("30 minutes", "45 minutes", 1);
@@ -300,8 +310,7 @@ fn hooks_refuse_damaged_lines_and_check_merge_commits() {
     env.add("db", "Use Postgres");
     env.run(&["sync-context", "demo"]).ok();
     git(&env, &["add", "-A"]);
-    let (code, out) = git_try(&env, &["commit", "-qm", "main"]);
-    assert_eq!(code, 0, "{out}");
+    commits(&env, "main");
     let (code, out) = git_try(&env, &["merge", "--no-edit", "elsewhere"]);
     assert_ne!(code, 0, "{out}");
     assert!(out.contains("github-token"), "{out}");
@@ -316,10 +325,7 @@ fn hooks_refuse_damaged_lines_and_check_merge_commits() {
 /// found all the same, and the finding names the file as it is.
 #[test]
 fn files_with_quoted_names_are_scanned_too() {
-    let env = Env::new();
-    git(&env, &["init", "-q", "-b", "main"]);
-    env.run(&["init", "demo"]).ok();
-    env.run(&["git", "install"]).ok();
+    let env = installed();
     let dir = env.root().join("ai-context");
     std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
     for name in ["ñotes.md", "q\"uote.md", "with space.md"] {
@@ -438,10 +444,7 @@ fn merge_driver_writes_the_deduplicated_union() {
 #[cfg(unix)]
 #[test]
 fn a_write_made_during_a_merge_survives_it() {
-    let env = Env::new();
-    git(&env, &["init", "-q", "-b", "main"]);
-    env.run(&["init", "demo"]).ok();
-    env.run(&["git", "install"]).ok();
+    let env = installed();
     env.add("base", "Base entry");
     git(&env, &["add", "-A"]);
     git(&env, &["commit", "-qm", "base", "--no-verify"]);
@@ -492,21 +495,16 @@ fn a_write_made_during_a_merge_survives_it() {
 /// does not back through.
 #[test]
 fn the_context_check_reads_the_staged_log() {
-    let env = Env::new();
-    git(&env, &["init", "-q", "-b", "main"]);
-    env.run(&["init", "demo"]).ok();
-    env.run(&["git", "install"]).ok();
+    let env = installed();
     env.add("auth", "Sessions expire after 30 minutes");
     env.run(&["sync-context", "demo"]).ok();
     git(&env, &["add", "-A"]);
-    let (code, out) = git_try(&env, &["commit", "-qm", "base"]);
-    assert_eq!(code, 0, "{out}");
+    commits(&env, "base");
     // An agent's write, not staged: an unrelated commit goes through.
     env.add("db", "Use Postgres");
     std::fs::write(env.root().join("code.txt"), "x\n").unwrap_or_else(|e| panic!("{e}"));
     git(&env, &["add", "code.txt"]);
-    let (code, out) = git_try(&env, &["commit", "-qm", "code"]);
-    assert_eq!(code, 0, "{out}");
+    commits(&env, "code");
     // A context regenerated from it, staged without the log: refused.
     env.run(&["sync-context", "demo"]).ok();
     git(&env, &["add", "ai-context/demo.md"]);
@@ -515,22 +513,17 @@ fn the_context_check_reads_the_staged_log() {
     assert!(out.contains("ai-context/demo.md is stale"), "{out}");
     // With the log staged too: accepted.
     git(&env, &["add", "-A"]);
-    let (code, out) = git_try(&env, &["commit", "-qm", "both"]);
-    assert_eq!(code, 0, "{out}");
+    commits(&env, "both");
 }
 
 /// Content a purge removes does not get into a commit: the purged entry's lines staged whole
 /// beside the purge (no `gc` yet) are refused with the fix, and pass once `gc` has run.
 #[test]
 fn purged_content_is_kept_out_of_commits() {
-    let env = Env::new();
-    git(&env, &["init", "-q", "-b", "main"]);
-    env.run(&["init", "demo"]).ok();
-    env.run(&["git", "install"]).ok();
+    let env = installed();
     env.add("keep", "Kept entry");
     git(&env, &["add", "-A"]);
-    let (code, out) = git_try(&env, &["commit", "-qm", "base"]);
-    assert_eq!(code, 0, "{out}");
+    commits(&env, "base");
     let id = env.add("leak", "Pasted by mistake");
     env.run(&["purge", &id, "--reason", "mistake"]).ok();
     git(&env, &["add", "-A"]);
@@ -539,23 +532,18 @@ fn purged_content_is_kept_out_of_commits() {
     assert!(out.contains("run `memlog gc`"), "{out}");
     env.run(&["gc", "demo"]).ok();
     git(&env, &["add", "-A"]);
-    let (code, out) = git_try(&env, &["commit", "-qm", "after gc"]);
-    assert_eq!(code, 0, "{out}");
+    commits(&env, "after gc");
 }
 
 /// A commit that drops events from a log (emptied or cut by hand) is refused; one that `gc`
 /// rewrote, which keeps every id, goes through.
 #[test]
 fn a_commit_that_drops_events_is_refused() {
-    let env = Env::new();
-    git(&env, &["init", "-q", "-b", "main"]);
-    env.run(&["init", "demo"]).ok();
-    env.run(&["git", "install"]).ok();
+    let env = installed();
     env.add("a", "First");
     env.add("b", "Second");
     git(&env, &["add", "-A"]);
-    let (code, out) = git_try(&env, &["commit", "-qm", "base"]);
-    assert_eq!(code, 0, "{out}");
+    commits(&env, "base");
     let log = std::fs::read_to_string(env.log()).unwrap_or_default();
     let first: String = log.lines().take(1).map(|l| format!("{l}\n")).collect();
     for (what, text) in [("emptied", String::new()), ("cut", first)] {
