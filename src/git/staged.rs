@@ -96,18 +96,31 @@ fn removed_events(diff: &str) -> Vec<(String, usize, String)> {
     out
 }
 
-/// Lines removed from a staged log whose events the staged log no longer holds at all: a log
-/// only grows (`gc` rewrites a line as its tombstone, which keeps the id), and a commit that
-/// drops events loses them for every clone.
-fn removed_problems(repo: &Repo, diff: &str) -> Vec<DamagedLine> {
-    let mut out = Vec::new();
-    let mut staged: std::collections::HashMap<String, String> = std::collections::HashMap::new();
-    for (path, line, id) in removed_events(diff) {
-        let text = staged.entry(path.clone()).or_insert_with(|| {
+/// The staged text of event logs, each read from git once however many checks need it.
+struct StagedLogs<'r> {
+    repo: &'r Repo,
+    texts: std::collections::HashMap<String, String>,
+}
+
+impl StagedLogs<'_> {
+    /// The staged text of `path` (empty when git has no such blob).
+    fn text(&mut self, path: &str) -> &str {
+        let repo = self.repo;
+        self.texts.entry(path.to_owned()).or_insert_with(|| {
             repo.output(&["show", &format!(":./{path}")])
                 .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
                 .unwrap_or_default()
-        });
+        })
+    }
+}
+
+/// Lines removed from a staged log whose events the staged log no longer holds at all: a log
+/// only grows (`gc` rewrites a line as its tombstone, which keeps the id), and a commit that
+/// drops events loses them for every clone.
+fn removed_problems(logs: &mut StagedLogs<'_>, diff: &str) -> Vec<DamagedLine> {
+    let mut out = Vec::new();
+    for (path, line, id) in removed_events(diff) {
+        let text = logs.text(&path);
         if !text.contains(&format!("\"id\":\"{id}\"")) {
             out.push(DamagedLine {
                 path: path.clone(),
@@ -196,6 +209,10 @@ pub fn scan(repo: &Repo) -> Result<Staged> {
     ])?;
     let mut staged = Staged::default();
     let out = &mut staged.secrets;
+    let mut logs = StagedLogs {
+        repo,
+        texts: std::collections::HashMap::new(),
+    };
     let mut purges: std::collections::HashMap<String, Purges> = std::collections::HashMap::new();
     for (path, first, text) in added_hunks(&diff) {
         if path.ends_with(crate::project::LOG_FILE) {
@@ -204,7 +221,7 @@ pub fn scan(repo: &Repo) -> Result<Staged> {
                 let damaged = check_event_line(&path, first + i, line).or_else(|| {
                     let purges = purges
                         .entry(path.clone())
-                        .or_insert_with(|| Purges::staged(repo, &path));
+                        .or_insert_with(|| Purges::staged(&mut logs, &path));
                     purges.check(&path, first + i, line)
                 });
                 staged.damaged.extend(damaged);
@@ -222,7 +239,7 @@ pub fn scan(repo: &Repo) -> Result<Staged> {
             });
         }
     }
-    staged.damaged.extend(removed_problems(repo, &diff));
+    staged.damaged.extend(removed_problems(&mut logs, &diff));
     Ok(staged)
 }
 
@@ -236,10 +253,11 @@ struct Purges {
 
 impl Purges {
     /// The purges of the staged `path`; none when git has no such blob or no line names a purge.
-    fn staged(repo: &Repo, path: &str) -> Self {
+    fn staged(logs: &mut StagedLogs<'_>, path: &str) -> Self {
         let mut purges = Self::default();
         // Most logs hold no purge: git answers that without the log passing through here.
-        let any = repo
+        let any = logs
+            .repo
             .output(&[
                 "grep",
                 "--cached",
@@ -253,10 +271,7 @@ impl Purges {
         if !any {
             return purges;
         }
-        let Ok(shown) = repo.output(&["show", &format!(":./{path}")]) else {
-            return purges;
-        };
-        let text = String::from_utf8_lossy(&shown.stdout);
+        let text = logs.text(path);
         for line in text.lines().filter(|l| l.contains("\"type\":\"purge\"")) {
             if let Ok(e) = projections::decode_line(line)
                 && let projections::EventData::Purge { redacted, .. } = &e.data
