@@ -175,6 +175,18 @@ fn context_path(ctx: &Ctx, project: &Project) -> Result<PathBuf> {
 }
 
 /// What is stale, in words: `entries added: m-1; changed: m-2`.
+/// Ids listed in a human message before the rest are counted (`--json` lists them all).
+const IDS_SHOWN: usize = 10;
+
+/// `ids` joined, the first [`IDS_SHOWN`] of them and a count of the rest.
+fn some_ids(ids: &[String]) -> String {
+    let shown = ids[..ids.len().min(IDS_SHOWN)].join(", ");
+    match ids.len().saturating_sub(IDS_SHOWN) {
+        0 => shown,
+        rest => format!("{shown} and {rest} more"),
+    }
+}
+
 fn describe(s: &Staleness) -> String {
     if s.missing {
         return "the file does not exist".into();
@@ -186,7 +198,7 @@ fn describe(s: &Staleness) -> String {
         ("changed", &s.changed),
     ] {
         if !ids.is_empty() {
-            parts.push(format!("{label} {}", ids.join(", ")));
+            parts.push(format!("{label} {}", some_ids(ids)));
         }
     }
     if s.other {

@@ -314,3 +314,38 @@ fn a_new_section_does_not_change_the_entry_before_it() {
     assert_eq!(stale["added"], serde_json::json!([second]), "{stale}");
     assert_eq!(stale["changed"], serde_json::json!([]), "{stale} ({first})");
 }
+
+/// `--check` names the first ten entries of each kind of difference and counts the rest, so a
+/// bulk import does not print every id on one line; `--json` still lists them all.
+#[test]
+fn check_names_ten_entries_and_counts_the_rest() {
+    let env = Env::with_project();
+    env.run(&["sync-context", "demo"]).ok();
+    let lines: Vec<String> = (0..13)
+        .map(|i| {
+            serde_json::json!({"operation": "create", "entry": {
+                "section": "decisions", "kind": "decision", "subject": format!("bulk.{i}"),
+                "scope": "repo", "summary": format!("Bulk decision number {i}"),
+                "content": "Imported.", "confidence": 0.9,
+                "evidence": [{"type": "code", "uri": "src/lib.rs", "note": "where"}]}})
+            .to_string()
+        })
+        .collect();
+    let file = env.root().join("bulk.jsonl");
+    std::fs::write(&file, lines.join("\n")).unwrap_or_else(|e| panic!("{e}"));
+    env.run(&["apply", "demo", file.to_str().unwrap_or_default()])
+        .ok();
+
+    let r = env.run(&["sync-context", "demo", "--check"]);
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    assert!(r.stdout.contains(" and 3 more; run"), "{}", r.stdout);
+    assert_eq!(r.stdout.matches("m-").count(), 10, "{}", r.stdout);
+    let all = env
+        .run(&["sync-context", "demo", "--check", "--json"])
+        .json();
+    assert_eq!(
+        all["stale"]["added"].as_array().map(Vec::len),
+        Some(13),
+        "{all}"
+    );
+}
