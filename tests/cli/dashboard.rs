@@ -60,6 +60,18 @@ fn frame_160x48() {
     snap!("dashboard_160x48", frame);
 }
 
+/// Queries that filter by neither subject nor scope are counted in the panel's title; its
+/// table, which ranks those filters, says so rather than that nothing was logged.
+#[test]
+fn queries_without_subject_or_scope_are_not_called_unlogged() {
+    let (env, _) = scenario();
+    env.run_at("2026-11-21T12:00:00Z", &["query", "jwt"]).ok();
+    let frame = once(&env, &["--range", "30d"]);
+    assert!(frame.contains("Queries: 1"), "{frame}");
+    assert!(frame.contains("no subject/scope"), "{frame}");
+    assert!(!frame.contains("no queries logged"), "{frame}");
+}
+
 #[test]
 fn frame_of_an_empty_project() {
     let env = Env::with_project();

@@ -734,6 +734,13 @@ fn draw_queries(frame: &mut Frame<'_>, area: Rect, s: &Screen<'_>, st: &MemorySt
             ]
         })
         .collect();
+    // The table ranks subjects and scopes that queries filtered by: queries without those
+    // filters are counted in the title only.
+    let empty = if st.query_count == 0 {
+        "no queries logged"
+    } else {
+        "no subject/scope"
+    };
     let title = format!(
         "Queries: {}{}",
         st.query_count,
@@ -750,7 +757,7 @@ fn draw_queries(frame: &mut Frame<'_>, area: Rect, s: &Screen<'_>, st: &MemorySt
             Constraint::Fill(1),
             Constraint::Length(4),
         ],
-        (offset, s.focus == Panel::Queries, "no queries logged"),
+        (offset, s.focus == Panel::Queries, empty),
     );
 }
 
