@@ -103,6 +103,11 @@ struct FingerprintHead {
     #[serde(default)]
     blocks_digest: String,
     partial: String,
+    /// The partial block's subtrees (see [`crate::log::stamp::BlockHashes::subtrees`]); a
+    /// store written before they were kept has none, and its next write hashes the whole
+    /// partial block once.
+    #[serde(default)]
+    subtrees: Vec<String>,
     stamp: Option<crate::log::stamp::FileStamp>,
 }
 
@@ -114,6 +119,7 @@ impl FingerprintHead {
             blocks: f.hashes.blocks.len() as u64,
             blocks_digest: blocks_digest(&f.hashes.blocks),
             partial: f.hashes.partial.clone(),
+            subtrees: f.hashes.subtrees.clone(),
             stamp: f.stamp.clone(),
         }
     }
@@ -908,6 +914,7 @@ impl Store {
             hashes: crate::log::stamp::BlockHashes {
                 blocks,
                 partial: head.partial,
+                subtrees: head.subtrees,
             },
             stamp: head.stamp,
         }))

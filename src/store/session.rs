@@ -486,8 +486,8 @@ impl Session {
                 // about them, and nothing to hash again.
                 return self.rebuild_verifying(Some(now)).map(|_| ());
             }
-            // Only the bytes after the last complete hashed block need reading.
-            let start = fp.hashes.partial_start() as u64;
+            // Only the bytes after the last complete hashed subtree need reading.
+            let start = fp.hashes.resume_start() as u64;
             let buf = event_log::read_complete(&path, start)?;
             let applied_in_buf = usize::try_from(fp.len - start).unwrap_or(usize::MAX);
             if buf.len() >= applied_in_buf {
@@ -505,14 +505,14 @@ impl Session {
         let len = usize::try_from(fp.len).unwrap_or(usize::MAX);
         let same = fp.hashes.matching_prefix(&buf, len);
         if same == len && buf.len() >= len {
-            let start = fp.hashes.partial_start();
+            let start = fp.hashes.resume_start();
             return self.apply_growth(&fp, &buf[len..], &buf[start..], stamp, true, None);
         }
         self.apply_rewritten(&buf, same, stamp)
     }
 
     /// Applies `new` (the bytes after the applied prefix); `from_partial` holds the bytes from
-    /// the start of the fingerprint's partial block to the end. `external` when the lines came
+    /// the fingerprint's [`BlockHashes::resume_start`] to the end. `external` when the lines came
     /// from elsewhere (a pull or a merge that appended): then new duplicates are reported.
     fn apply_growth(
         &mut self,
