@@ -587,18 +587,28 @@ pub fn run(ctx: &Ctx, args: QueryArgs, out: &mut Out) -> Result<ExitCode> {
     Ok(ExitCode::Ok)
 }
 
-/// The query's words are searched lowercased and split (`ghp`, then the rest of a token): a
-/// word taken from a credential in `text` is shown as `[redacted]`.
+/// The query's words are searched lowercased, split (`ghp`, then the rest of a token) and
+/// joined again (`ghp_x` also as `ghpx`): a word taken from a credential in `text` is shown as
+/// `[redacted]`.
 fn warn_debug(answer: &Answer, text: &str, elapsed: std::time::Duration) {
-    let secrets: Vec<String> = crate::policy::secret_scan::scan_text(text)
+    let secrets: Vec<(String, String)> = crate::policy::secret_scan::scan_text(text)
         .iter()
-        .map(|f| text[f.start..f.end].to_lowercase())
+        .map(|f| {
+            let s = text[f.start..f.end].to_lowercase();
+            let joined = s.chars().filter(|c| c.is_alphanumeric()).collect();
+            (s, joined)
+        })
         .collect();
+    let from_secret = |w: &str| {
+        secrets
+            .iter()
+            .any(|(s, joined)| s.contains(w) || joined.contains(w) || w.contains(joined.as_str()))
+    };
     let terms: Vec<String> = answer
         .terms
         .iter()
         .map(|t| match &t.corrected_to {
-            _ if secrets.iter().any(|s| s.contains(&t.word)) => "[redacted]".to_owned(),
+            _ if from_secret(&t.word) => "[redacted]".to_owned(),
             Some(c) => format!("{}->{} (df {})", t.word, c, t.df),
             None => format!("{}:{} (df {})", t.word, t.term, t.df),
         })

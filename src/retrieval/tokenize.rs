@@ -49,32 +49,254 @@ pub fn is_stop_word(word: &str) -> bool {
     packed(word).is_some_and(|p| STOP_PACKED.binary_search(&p).is_ok())
 }
 
-/// Calls `f` with each word of `text`, lower-cased, in order, stop words and over-long words
-/// left out. Allocates only for words that need lower-casing.
+/// Calls `f` with each word of `text`, in order, stop words and over-long words left out.
+///
+/// A word is a run of letters and digits, lower-cased, with the accents of Latin, Greek and
+/// Cyrillic letters taken off (`Zürich` is `zurich`, `Straße` is `strasse`, text stored
+/// decomposed reads as composed). Besides each word:
+///
+/// - a word whose case or letters and digits change inside it also gives its parts of two
+///   characters or more (`ConnectionResetError`: `connection`, `reset`, `error`; `OOMKilled`:
+///   `oom`, `killed`; `E1042`: `1042`);
+/// - words joined by `-` or `_` also give the words joined (`kube-proxy`: `kubeproxy`), and
+///   numbers joined by `.` the number as written (`2.8.0`);
+/// - Chinese, Japanese and Korean text, written without spaces, gives each pair of adjacent
+///   characters (`渡辺健二`: `渡辺`, `辺健`, `健二`), or the character alone.
+///
+/// Entries and queries are cut alike, so each of these finds the other.
 pub fn for_each_word(text: &str, mut f: impl FnMut(&str)) {
-    let mut lower = String::new();
-    for w in text.split(|c: char| !c.is_alphanumeric()) {
-        // A word of at most MAX_WORD_CHARS bytes has at most that many characters.
-        if w.is_empty() || (w.len() > MAX_WORD_CHARS && w.chars().count() > MAX_WORD_CHARS) {
-            continue;
+    let mut emit = |w: &str| {
+        if !w.is_empty() && !is_stop_word(w) {
+            f(w);
         }
-        let word = if w.is_ascii() {
-            if w.bytes().any(|b| b.is_ascii_uppercase()) {
-                lower.clear();
-                lower.push_str(w);
-                lower.make_ascii_lowercase();
-                lower.as_str()
-            } else {
-                w
-            }
+    };
+    let mut words = Words::default();
+    let mut compound = Joined::default();
+    let mut number = Joined::default();
+    let mut rest = text;
+    // Whether the previous run could continue a compound, and was a number.
+    let mut prev: Option<(bool, bool)> = None;
+    while let Some(start) = rest.find(char::is_alphanumeric) {
+        let (gap, from) = rest.split_at(start);
+        let len = from
+            .find(|c: char| !c.is_alphanumeric())
+            .unwrap_or(from.len());
+        let (run, after) = from.split_at(len);
+        rest = after;
+        words.run(run, &mut emit);
+        let wordlike = !run.chars().any(is_cjk);
+        let digits = run.bytes().all(|b| b.is_ascii_digit());
+        if wordlike {
+            let joins = prev.is_some_and(|(w, _)| w) && (gap == "-" || gap == "_");
+            compound.push(joins, run, "", &mut emit);
         } else {
-            lower = w.to_lowercase();
-            lower.as_str()
-        };
-        if !is_stop_word(word) {
-            f(word);
+            compound.finish(&mut emit);
+        }
+        if digits {
+            let joins = prev.is_some_and(|(_, d)| d) && gap == ".";
+            number.push(joins, run, ".", &mut emit);
+        } else {
+            number.finish(&mut emit);
+        }
+        prev = Some((wordlike, digits));
+    }
+    compound.finish(&mut emit);
+    number.finish(&mut emit);
+}
+
+/// Runs joined one to the next (`kube-proxy`, `2.8.0`), lower-cased.
+#[derive(Default)]
+struct Joined {
+    text: String,
+    runs: usize,
+}
+
+impl Joined {
+    /// Most runs joined into one word.
+    const MAX_RUNS: usize = 6;
+
+    /// Adds `run`, joined to the runs before it when `joins` (with `glue` between), else
+    /// starting anew.
+    fn push(&mut self, joins: bool, run: &str, glue: &str, emit: &mut impl FnMut(&str)) {
+        if !joins || self.runs == Self::MAX_RUNS {
+            self.finish(emit);
+        } else {
+            self.text.push_str(glue);
+        }
+        fold_into(run, &mut self.text);
+        self.runs += 1;
+    }
+
+    /// Gives the joined word, if more than one run made it.
+    fn finish(&mut self, emit: &mut impl FnMut(&str)) {
+        if self.runs >= 2 && self.text.chars().count() <= MAX_WORD_CHARS {
+            emit(&self.text);
+        }
+        self.text.clear();
+        self.runs = 0;
+    }
+}
+
+/// Buffers for the words of one run.
+#[derive(Default)]
+struct Words {
+    word: String,
+    part: String,
+    chars: Vec<char>,
+}
+
+impl Words {
+    /// The words of one run of letters and digits: its Chinese, Japanese and Korean stretches
+    /// in pairs of characters, the rest as words with their parts.
+    fn run(&mut self, run: &str, emit: &mut impl FnMut(&str)) {
+        // The common case: a lower-case ASCII word.
+        if run.bytes().all(|b| b.is_ascii_lowercase()) {
+            if run.len() <= MAX_WORD_CHARS {
+                emit(run);
+            }
+            return;
+        }
+        let mut rest = run;
+        while !rest.is_empty() {
+            let cjk = rest.chars().next().is_some_and(is_cjk);
+            let len = rest.find(|c: char| is_cjk(c) != cjk).unwrap_or(rest.len());
+            let (piece, after) = rest.split_at(len);
+            if cjk {
+                self.pairs(piece, emit);
+            } else {
+                self.word(piece, emit);
+            }
+            rest = after;
         }
     }
+
+    fn pairs(&mut self, piece: &str, emit: &mut impl FnMut(&str)) {
+        self.chars.clear();
+        self.chars.extend(piece.chars());
+        if let [one] = self.chars[..] {
+            self.word.clear();
+            self.word.push(one);
+            emit(&self.word);
+        }
+        for pair in self.chars.windows(2) {
+            self.word.clear();
+            self.word.extend(pair);
+            emit(&self.word);
+        }
+    }
+
+    fn word(&mut self, piece: &str, emit: &mut impl FnMut(&str)) {
+        // A word of at most MAX_WORD_CHARS bytes has at most that many characters.
+        if piece.len() > MAX_WORD_CHARS && piece.chars().count() > MAX_WORD_CHARS {
+            return;
+        }
+        self.word.clear();
+        fold_into(piece, &mut self.word);
+        emit(&self.word);
+        let mut parts = Parts::of(piece).peekable();
+        let Some(first) = parts.next() else {
+            return;
+        };
+        if parts.peek().is_none() && first.len() == piece.len() {
+            return;
+        }
+        for part in std::iter::once(first).chain(parts) {
+            if part.chars().nth(1).is_some() {
+                self.part.clear();
+                fold_into(part, &mut self.part);
+                emit(&self.part);
+            }
+        }
+    }
+}
+
+/// The parts of a word at its changes of case and between letters and digits: `getUserById`
+/// is `get User By Id`, `OOMKilled` `OOM Killed`, `E1042` `E 1042`.
+struct Parts<'a> {
+    rest: &'a str,
+}
+
+impl<'a> Parts<'a> {
+    fn of(word: &'a str) -> Self {
+        Self { rest: word }
+    }
+}
+
+impl<'a> Iterator for Parts<'a> {
+    type Item = &'a str;
+
+    fn next(&mut self) -> Option<&'a str> {
+        let mut chars = self.rest.char_indices().peekable();
+        let (_, first) = chars.next()?;
+        let mut prev = first;
+        let mut end = self.rest.len();
+        while let Some((i, c)) = chars.next() {
+            let next_lower = chars.peek().is_some_and(|(_, n)| n.is_lowercase());
+            let boundary = (prev.is_lowercase() && c.is_uppercase())
+                || (prev.is_uppercase() && c.is_uppercase() && next_lower)
+                || (prev.is_numeric() != c.is_numeric());
+            if boundary {
+                end = i;
+                break;
+            }
+            prev = c;
+        }
+        let (part, rest) = self.rest.split_at(end);
+        self.rest = rest;
+        Some(part)
+    }
+}
+
+/// True for the characters of scripts written without spaces between words: Chinese
+/// characters, Japanese kana, Korean syllables.
+fn is_cjk(c: char) -> bool {
+    matches!(u32::from(c),
+        0x3040..=0x30FF | 0x31F0..=0x31FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF
+        | 0xAC00..=0xD7AF | 0xF900..=0xFAFF | 0xFF66..=0xFF9F | 0x20000..=0x2FFFF)
+}
+
+/// Appends `word` lower-cased to `out`, with the accents of Latin, Greek and Cyrillic letters
+/// taken off.
+fn fold_into(word: &str, out: &mut String) {
+    if word.is_ascii() {
+        out.extend(word.bytes().map(|b| char::from(b.to_ascii_lowercase())));
+        return;
+    }
+    for c in word.chars() {
+        let code = u32::from(c);
+        if (0x0300..=0x036F).contains(&code) {
+            // A combining accent (text stored decomposed).
+            continue;
+        }
+        if code < 0x0530 || (0x1E00..=0x1FFF).contains(&code) {
+            if let Some(plain) = unaccented(c) {
+                out.push_str(plain);
+                continue;
+            }
+            unicode_normalization::char::decompose_canonical(c, |d| {
+                if !(0x0300..=0x036F).contains(&u32::from(d)) {
+                    out.extend(d.to_lowercase());
+                }
+            });
+        } else {
+            out.extend(c.to_lowercase());
+        }
+    }
+}
+
+/// Letters that carry their accent in themselves rather than by decomposition.
+fn unaccented(c: char) -> Option<&'static str> {
+    Some(match c {
+        'ß' | 'ẞ' => "ss",
+        'ø' | 'Ø' => "o",
+        'æ' | 'Æ' => "ae",
+        'œ' | 'Œ' => "oe",
+        'ł' | 'Ł' => "l",
+        'đ' | 'Đ' | 'ð' | 'Ð' => "d",
+        'þ' | 'Þ' => "th",
+        'ı' => "i",
+        _ => return None,
+    })
 }
 
 /// The lower-cased words of `text`, in order, stop words and over-long words left out.
@@ -200,27 +422,79 @@ mod tests {
         }
     }
 
+    /// Counting, stemming and the stem cache agree with the words.
     #[test]
-    fn the_fast_paths_agree_with_the_plain_definition() {
+    fn terms_are_the_stems_of_the_words() {
         let texts = [
             "The API-gateway retries, with back-off!",
             "ÀB ΣΑΣ Straße THE And x1 a",
+            "getUserById 2.8.0 渡辺健二 kube-proxy",
             &"y".repeat(MAX_WORD_CHARS),
             &"é".repeat(MAX_WORD_CHARS),
             &"é".repeat(MAX_WORD_CHARS + 1),
         ];
         for text in texts {
-            let plain: Vec<String> = text
-                .split(|c: char| !c.is_alphanumeric())
-                .filter(|w| !w.is_empty() && w.chars().count() <= MAX_WORD_CHARS)
-                .map(str::to_lowercase)
-                .filter(|w| STOP_WORDS.binary_search(&w.as_str()).is_err())
-                .collect();
-            assert_eq!(words(text), plain, "{text}");
-            assert_eq!(count_words(text), plain.len());
-            let stems: Vec<String> = plain.iter().map(|w| stem(w)).collect();
+            let words = words(text);
+            assert_eq!(count_words(text), words.len());
+            assert!(words.iter().all(|w| !is_stop_word(w)), "{text}");
+            let stems: Vec<String> = words.iter().map(|w| stem(w)).collect();
             assert_eq!(terms(text), stems);
             assert_eq!(terms(text), stems, "the second time from the cache");
+        }
+    }
+
+    /// The words of runs that change case or join letters and digits, of joined runs, of
+    /// accented letters and of text without spaces.
+    #[test]
+    fn words_find_their_parts_their_joins_and_their_plain_letters() {
+        for (text, want) in [
+            (
+                "ConnectionResetError",
+                &["connectionreseterror", "connection", "reset", "error"][..],
+            ),
+            ("getUserById", &["getuserbyid", "get", "user", "id"]),
+            (
+                "OOMKilled E1042",
+                &["oomkilled", "oom", "killed", "e1042", "1042"],
+            ),
+            ("k8s", &["k8s"]),
+            ("kube-proxy", &["kube", "proxy", "kubeproxy"]),
+            ("rate_limit", &["rate", "limit", "ratelimit"]),
+            ("rate - limit", &["rate", "limit"]),
+            ("version 2.8.0.", &["version", "2", "8", "0", "2.8.0"]),
+            (
+                "Amélie Zürich İstanbul Straße",
+                &["amelie", "zurich", "istanbul", "strasse"],
+            ),
+            ("Cafe\u{301} CAFÉ naïve", &["cafe", "cafe", "naive"]),
+            ("渡辺健二 語", &["渡辺", "辺健", "健二", "語"]),
+            ("日本語API", &["日本", "本語", "api"]),
+        ] {
+            assert_eq!(words(text), want, "{text}");
+        }
+        assert!(words(&"x".repeat(MAX_WORD_CHARS + 1)).is_empty());
+    }
+
+    /// A query of one part, join or pair finds what holds the whole, and the other way round.
+    #[test]
+    fn a_query_finds_the_forms_of_a_word() {
+        for (entry, query) in [
+            ("ConnectionResetError", "connection reset error"),
+            ("OOMKilled", "oom killed"),
+            ("kube-proxy", "kubeproxy"),
+            ("kubeproxy", "kube-proxy"),
+            ("error E1042", "1042"),
+            ("Zürich", "Zurich"),
+            ("Amelie", "Amélie"),
+            ("渡辺健二", "渡辺"),
+            ("release 2.8.0", "2.8.0"),
+        ] {
+            let have = terms(entry);
+            assert!(
+                terms(query).iter().any(|t| have.contains(t)),
+                "{entry} / {query}: {have:?} {:?}",
+                terms(query)
+            );
         }
     }
 
@@ -228,9 +502,17 @@ mod tests {
     fn terms_drop_stop_words_and_punctuation() {
         assert_eq!(
             terms("The API-gateway retries, with back-off!"),
-            vec!["api", "gateway", "retri", "back", "off"]
+            vec![
+                "api",
+                "gateway",
+                "retri",
+                "apigateway",
+                "back",
+                "off",
+                "backoff"
+            ]
         );
         assert!(terms(&"x".repeat(MAX_WORD_CHARS + 1)).is_empty());
-        assert_eq!(terms("Ünïcode Straße"), vec!["ünïcode", "straße"]);
+        assert_eq!(terms("Ünïcode Straße"), vec!["unicod", "strass"]);
     }
 }
