@@ -116,6 +116,16 @@ const CORRECTION_WEIGHT: f64 = 0.8;
 /// When a store cannot be read.
 pub fn search(sources: &[Source<'_>], req: &Request) -> Result<Answer> {
     let words = req.text.as_deref().map(tokenize::words).unwrap_or_default();
+    if words.is_empty() && req.text.as_deref().is_some_and(has_no_words) {
+        // Text made only of stop words ("what is it") asks for nothing that can be matched:
+        // answering with every entry by its composite score looked like a confident answer.
+        return Ok(Answer {
+            hits: Vec::new(),
+            terms: Vec::new(),
+            scanned: 0,
+            matched: 0,
+        });
+    }
     let mut scanned = 0;
     let mut terms = Vec::new();
     let text = !words.is_empty();
@@ -290,6 +300,12 @@ pub fn search(sources: &[Source<'_>], req: &Request) -> Result<Answer> {
         scanned,
         matched,
     })
+}
+
+/// True when `text` is not blank but holds no word that is searched (only stop words,
+/// punctuation or over-long words).
+pub fn has_no_words(text: &str) -> bool {
+    !text.trim().is_empty() && tokenize::count_words(text) == 0
 }
 
 /// The searched terms an entry holds, in query order (for queries of more than 64 terms).
@@ -616,6 +632,9 @@ fn add_related(sources: &[Source<'_>], req: &Request, hits: &mut Vec<Hit>) -> Re
 /// # Errors
 /// When a store cannot be read.
 pub fn archived_hits(sources: &[Source<'_>], req: &Request, limit: usize) -> Result<Vec<Hit>> {
+    if req.text.as_deref().is_some_and(has_no_words) {
+        return Ok(Vec::new());
+    }
     let wanted: Vec<String> = req.text.as_deref().map(tokenize::terms).unwrap_or_default();
     let mut hits: Vec<(f64, Hit)> = Vec::new();
     for s in sources {

@@ -1,7 +1,12 @@
 //! One-letter typo tolerance: a query word that is in no entry is replaced by the most frequent
-//! indexed word one edit away (a letter deleted, inserted, replaced, or two letters swapped).
-//! Only words of four letters or more are corrected, and only when the word itself matches
-//! nothing, so correct words are never second-guessed.
+//! indexed word one slip of the fingers away (see [`edits`]). Only words of four letters or more
+//! are corrected, and only when the word itself matches nothing, so correct words are never
+//! second-guessed.
+//!
+//! Only slips people make count: a word one arbitrary edit from an indexed one is most often
+//! another word ("election" and "selection", "stale" and "stage", "leader" and "header"), and
+//! correcting it made a question about something memory does not hold answer with whatever
+//! shared a near-spelling.
 
 use super::search::Source;
 use super::tokenize;
@@ -9,23 +14,67 @@ use crate::error::Result;
 
 const ALPHABET: &str = "abcdefghijklmnopqrstuvwxyz";
 const MIN_CHARS: usize = 4;
+const KEYBOARD: [&str; 3] = ["qwertyuiop", "asdfghjkl", "zxcvbnm"];
+const VOWELS: &str = "aeiouy";
 
-/// Every word one edit from `word`, in a fixed order, without duplicates.
+/// The row and column of a letter on a QWERTY keyboard.
+fn key(c: char) -> Option<(usize, usize)> {
+    KEYBOARD
+        .iter()
+        .enumerate()
+        .find_map(|(row, keys)| keys.find(c).map(|col| (row, col)))
+}
+
+/// True when keys `a` and `b` touch on a QWERTY keyboard (each row sits half a key to the
+/// right of the one above).
+fn adjacent(a: char, b: char) -> bool {
+    let (Some((ra, ca)), Some((rb, cb))) = (key(a), key(b)) else {
+        return false;
+    };
+    match ra.abs_diff(rb) {
+        0 => ca.abs_diff(cb) == 1,
+        1 => {
+            let (upper, lower) = if ra < rb { (ca, cb) } else { (cb, ca) };
+            upper == lower || upper == lower + 1
+        }
+        _ => false,
+    }
+}
+
+/// True when typing `typed` for `meant` is a slip: a neighbouring key, or one vowel for another.
+fn near(typed: char, meant: char) -> bool {
+    adjacent(typed, meant) || (VOWELS.contains(typed) && VOWELS.contains(meant))
+}
+
+/// The words that `word` may be a slip of, in a fixed order, without duplicates: two letters
+/// swapped; a letter typed twice or with its neighbouring key (`depploy`, `deplpoy`); a letter
+/// left out, but the first (`deply`); a letter replaced by a neighbouring key or a vowel by
+/// another (`deplot`, `idempotancy`).
 pub fn edits(word: &str) -> Vec<String> {
     let chars: Vec<char> = word.chars().collect();
     let mut out = Vec::new();
     let s = |v: &[char]| v.iter().collect::<String>();
     for i in 0..chars.len() {
-        let mut v = chars.clone();
-        v.remove(i);
-        out.push(s(&v));
+        let extra = chars[i];
+        let beside = [i.checked_sub(1), Some(i + 1)]
+            .into_iter()
+            .flatten()
+            .filter_map(|j| chars.get(j));
+        if beside
+            .into_iter()
+            .any(|&n| n == extra || adjacent(n, extra))
+        {
+            let mut v = chars.clone();
+            v.remove(i);
+            out.push(s(&v));
+        }
     }
     for i in 0..chars.len().saturating_sub(1) {
         let mut v = chars.clone();
         v.swap(i, i + 1);
         out.push(s(&v));
     }
-    for i in 0..=chars.len() {
+    for i in 1..=chars.len() {
         for c in ALPHABET.chars() {
             let mut v = chars.clone();
             v.insert(i, c);
@@ -34,7 +83,7 @@ pub fn edits(word: &str) -> Vec<String> {
     }
     for i in 0..chars.len() {
         for c in ALPHABET.chars() {
-            if chars[i] != c {
+            if chars[i] != c && near(chars[i], c) {
                 let mut v = chars.clone();
                 v[i] = c;
                 out.push(s(&v));
@@ -83,10 +132,64 @@ mod tests {
 
     #[test]
     fn edits_cover_each_kind_of_typo() {
-        let e = edits("cache");
-        for w in ["cach", "ccahe", "cacha", "caches", "acche"] {
-            assert!(e.contains(&w.to_owned()), "{w}");
+        for (typed, meant) in [
+            ("deplyo", "deploy"),
+            ("depploy", "deploy"),
+            ("deplpoy", "deploy"),
+            ("deply", "deploy"),
+            ("certificat", "certificate"),
+            ("deplot", "deploy"),
+            ("idempotancy", "idempotency"),
+            ("kuberentes", "kubernetes"),
+        ] {
+            assert!(
+                edits(typed).contains(&meant.to_owned()),
+                "{typed} -> {meant}"
+            );
         }
-        assert!(!e.contains(&"cache".to_owned()));
+        assert!(!edits("cache").contains(&"cache".to_owned()));
+    }
+
+    /// Words one arbitrary edit from another word, but no slip of the fingers from it.
+    #[test]
+    fn other_words_are_not_slips() {
+        for (word, other) in [
+            ("election", "selection"),
+            ("stale", "stage"),
+            ("leader", "header"),
+            ("mock", "lock"),
+            ("bread", "break"),
+            ("rate", "crate"),
+        ] {
+            assert!(
+                !edits(word).contains(&other.to_owned()),
+                "{word} -> {other}"
+            );
+        }
+    }
+
+    #[test]
+    fn keys_touch_as_on_a_keyboard() {
+        for (a, b) in [
+            ('q', 'w'),
+            ('a', 'q'),
+            ('a', 'w'),
+            ('g', 't'),
+            ('g', 'y'),
+            ('g', 'b'),
+            ('m', 'k'),
+        ] {
+            assert!(adjacent(a, b) && adjacent(b, a), "{a}{b}");
+        }
+        for (a, b) in [
+            ('q', 'e'),
+            ('a', 'e'),
+            ('l', 'h'),
+            ('m', 'l'),
+            ('d', 'k'),
+            ('z', 'q'),
+        ] {
+            assert!(!adjacent(a, b), "{a}{b}");
+        }
     }
 }

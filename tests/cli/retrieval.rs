@@ -567,3 +567,46 @@ fn a_query_into_a_closed_pipe_is_still_recorded() {
     let stats = env.run(&["stats", "--json"]).ok().json();
     assert_eq!(stats["statistics"]["query_count"], 3, "{stats}");
 }
+
+/// A query of common words only asks for nothing: an empty answer and a warning that says why,
+/// not every entry by its score; `list` still lists.
+#[test]
+fn a_query_of_stop_words_only_matches_nothing() {
+    let (env, _, _) = fixture();
+    for text in ["what is it", "who?", "the"] {
+        let r = env
+            .run(&["--json", "query", text, "demo", "--include-archived"])
+            .ok();
+        assert_eq!(r.json(), json!([]), "{text}");
+        assert!(
+            r.warnings()
+                .iter()
+                .any(|w| w.contains("no word to search for")),
+            "{text}: {:?}",
+            r.warnings()
+        );
+    }
+    assert!(
+        env.run(&["--json", "list", "demo"])
+            .ok()
+            .json()
+            .as_array()
+            .is_some_and(|a| !a.is_empty())
+    );
+}
+
+/// A word that is in no entry is corrected only when it is a slip of the fingers of an indexed
+/// word: "deplyo" finds the deploy entries, "election" (one letter from "selection") finds
+/// nothing.
+#[test]
+fn only_slips_are_corrected() {
+    let env = Env::with_project();
+    env.add("ui.selection", "Selection of rows keeps the header visible");
+    env.add("ops.deploy", "Deploys go through the pipeline");
+    let found = env.run(&["--json", "query", "deplyo"]).ok().json();
+    assert_eq!(found.as_array().map(Vec::len), Some(1), "{found}");
+    for text in ["leader election", "stale"] {
+        let none = env.run(&["--json", "query", text]).ok().json();
+        assert_eq!(none, json!([]), "{text}");
+    }
+}
