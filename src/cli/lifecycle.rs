@@ -52,7 +52,7 @@ pub struct DaemonArgs {
     #[arg(long, value_name = "DURATION")]
     pub every: String,
     /// Stop after this many evaluations, at least 1 (default: run until stopped)
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..), allow_negative_numbers = true)]
     pub max_runs: Option<u64>,
 }
 
@@ -97,10 +97,10 @@ pub struct EvidenceArgs {
     #[arg(long)]
     pub online: bool,
     /// Timeout of one HTTP attempt, in milliseconds
-    #[arg(long, default_value_t = 5000, value_name = "MS")]
+    #[arg(long, default_value_t = 5000, value_name = "MS", allow_negative_numbers = true, value_parser = super::numbers::whole::<u64>)]
     pub timeout_ms: u64,
     /// HTTP attempts after the first (waiting 500 ms, then twice as long each time)
-    #[arg(long, default_value_t = 2, value_name = "N")]
+    #[arg(long, default_value_t = 2, value_name = "N", allow_negative_numbers = true, value_parser = super::numbers::whole::<u32>)]
     pub retries: u32,
     /// Check and print, write no evidence_checked events
     #[arg(long)]
