@@ -203,6 +203,28 @@ fn invalid_policies_are_refused_naming_the_key() {
     assert!(reason.contains("effective TTL 300.0 days"), "{r}");
 }
 
+/// A dry run's report is the run's: `archived` counts the entries the run would leave archived.
+#[test]
+fn a_dry_run_reports_the_archived_count_the_run_would_leave() {
+    let env = Env::with_project();
+    env.add("a.subject", "a decision");
+    env.add("b.subject", "b decision");
+    let dry = env
+        .run_at(&day(100), &["lifecycle", "run", "--dry-run", "--json"])
+        .ok()
+        .json();
+    let real = run_at(&env, 100);
+    assert_eq!(transitions(&dry), transitions(&real));
+    assert_eq!(real["archived"], 2, "{real}");
+    assert_eq!(dry["archived"], real["archived"], "{dry}");
+    // Once the run was made, a dry run has nothing left to do and counts from the store.
+    let again = env
+        .run_at(&day(100), &["lifecycle", "run", "--dry-run", "--json"])
+        .ok()
+        .json();
+    assert_eq!(again["archived"], 2, "{again}");
+}
+
 #[test]
 fn dry_run_writes_nothing_and_a_failing_entry_is_skipped() {
     let env = Env::with_project();
