@@ -432,6 +432,45 @@ fn number_options_take_negative_values_and_name_their_form() {
     }
 }
 
+/// Messages that show an example id show one of the current form: `m-` and 26 characters.
+#[test]
+fn example_ids_in_messages_have_the_current_form() {
+    let env = Env::with_project();
+    for args in [
+        vec!["show", ""],
+        vec![
+            "add",
+            "--section",
+            "learnings",
+            "--kind",
+            "other",
+            "--subject",
+            "s",
+            "--scope",
+            "repo",
+            "--summary",
+            "s",
+            "--content",
+            "c",
+            "--confidence",
+            "0.7",
+            "--status",
+            "draft",
+            "--related",
+            "m-abc",
+        ],
+    ] {
+        let r = env.run(&args);
+        assert_ne!(r.code, 0, "{args:?}");
+        let example = r
+            .stderr
+            .split(|c: char| !c.is_ascii_alphanumeric() && c != '-')
+            .find(|w| w.starts_with("m-") && w.len() > "m-abc".len())
+            .unwrap_or_else(|| panic!("{args:?}: no example id in {}", r.stderr));
+        assert_eq!(example.len(), 2 + 26, "{args:?}: {}", r.stderr);
+    }
+}
+
 /// A disk that fills up in the middle of an append: the log keeps all of the lines or none, and
 /// the command reports none of them as written (a file size limit stands in for the full disk).
 #[cfg(unix)]
