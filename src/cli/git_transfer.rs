@@ -305,16 +305,17 @@ pub fn export(ctx: &Ctx, args: ExportArgs, out: &mut Out) -> Result<ExitCode> {
     } else {
         selection.entries.len()
     };
-    let what = if args.format == Format::Events {
-        "events"
+    let (what, one) = if args.format == Format::Events {
+        ("events", "event")
     } else {
-        "entries"
+        ("entries", "entry")
     };
     if out.json {
         out.json(&json!({"success": true, "path": target, "format": format!("{:?}", args.format).to_lowercase(), what: count, "files": files}));
     } else {
         out.line(format!(
-            "exported {count} {what} of {} to {}",
+            "exported {} of {} to {}",
+            super::plural::count(count, one, what),
             project.name,
             safe(&target.display().to_string())
         ));

@@ -2,6 +2,7 @@
 //! `check-freshness`, `validate-evidence`.
 
 use super::output::{clip, note, safe, warn};
+use super::plural::count;
 use super::{Ctx, ExitCode, Out};
 use crate::error::{Error, Result};
 use crate::lifecycle::run::{RunOptions, RunReport};
@@ -184,12 +185,12 @@ fn print_report(r: &RunReport, out: &mut Out) {
     }
     let counts: Vec<String> = r.counts().iter().map(|(k, v)| format!("{k} {v}")).collect();
     out.line(format!(
-        "{}{}: {} entries in {} batches, {} transitions{}, {} skipped, {} pinned, {}{} ms",
+        "{}{}: {} in {}, {}{}, {} skipped, {} pinned, {}{} ms",
         if r.dry_run { "dry run: " } else { "" },
         r.project,
-        r.processed,
-        r.batches,
-        r.transitions.len(),
+        count(r.processed, "entry", "entries"),
+        count(r.batches, "batch", "batches"),
+        count(r.transitions.len(), "transition", "transitions"),
         if counts.is_empty() {
             String::new()
         } else {
@@ -442,12 +443,12 @@ pub fn gc_cmd(ctx: &Ctx, args: GcArgs, out: &mut Out) -> Result<ExitCode> {
         out.json(&r);
     } else {
         out.line(format!(
-            "{}{}: {} lines replaced by tombstones ({} purges), {} old copies dropped, {} -> {} bytes",
+            "{}{}: {} replaced by tombstones ({}), {} dropped, {} -> {} bytes",
             if r.dry_run { "dry run: " } else { "" },
             r.project,
-            r.tombstoned,
-            r.purges,
-            r.duplicates_dropped,
+            count(r.tombstoned, "line", "lines"),
+            count(r.purges, "purge", "purges"),
+            count(r.duplicates_dropped, "old copy", "old copies"),
             r.bytes_before,
             r.bytes_after
         ));
@@ -542,9 +543,9 @@ pub fn drop_cmd(ctx: &Ctx, args: DropArgs, out: &mut Out) -> Result<ExitCode> {
         }));
     } else {
         out.line(format!(
-            "dropped {} ({} entries unpinned first); it stays in git history until you commit the removal",
+            "dropped {} ({} unpinned first); it stays in git history until you commit the removal",
             project.name,
-            unpinned.len()
+            count(unpinned.len(), "entry", "entries")
         ));
     }
     Ok(ExitCode::Ok)
@@ -655,9 +656,9 @@ pub fn validate_evidence(ctx: &Ctx, args: EvidenceArgs, out: &mut Out) -> Result
             ("marked stale", "cleared")
         };
         out.line(format!(
-            "{}: {} entries checked, {} with stale evidence; {} {marked}, {} {cleared}{}",
+            "{}: {} checked, {} with stale evidence; {} {marked}, {} {cleared}{}",
             p.name,
-            checks.len(),
+            count(checks.len(), "entry", "entries"),
             stale_count,
             changed.iter().filter(|(_, s)| *s).count(),
             changed.iter().filter(|(_, s)| !*s).count(),

@@ -24,6 +24,7 @@ mod lifecycle_ops;
 mod mcp;
 mod numbers;
 mod output;
+mod plural;
 mod projects;
 mod query;
 mod read;

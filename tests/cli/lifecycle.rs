@@ -203,6 +203,43 @@ fn invalid_policies_are_refused_naming_the_key() {
     assert!(reason.contains("effective TTL 300.0 days"), "{r}");
 }
 
+/// Counts of one are singular in the text output: one entry, one batch, one transition, one
+/// event; a context file written for the first time is "created".
+#[test]
+fn counts_of_one_are_singular() {
+    let env = Env::with_project();
+    env.add("a.subject", "a decision");
+    let run = env.run_at(&day(100), &["lifecycle", "run"]).ok();
+    assert!(
+        run.stdout
+            .contains("demo: 1 entry in 1 batch, 1 transition (archived 1)"),
+        "{}",
+        run.stdout
+    );
+    let export = env.run(&["export", "out.json"]).ok();
+    assert!(
+        export.stdout.starts_with("exported 1 entry of demo"),
+        "{}",
+        export.stdout
+    );
+    let events = env
+        .run(&["export", "out.events", "--format", "events"])
+        .ok();
+    assert!(
+        events.stdout.starts_with("exported 2 events"),
+        "{}",
+        events.stdout
+    );
+    let fork = env.run(&["fork", "demo", "copy"]).ok();
+    assert!(fork.stdout.contains("(2 events)"), "{}", fork.stdout);
+    let sync = env.run(&["sync-context", "demo"]).ok();
+    assert!(
+        sync.stdout.starts_with("created ai-context/demo.md (") && !sync.stdout.contains("exist"),
+        "{}",
+        sync.stdout
+    );
+}
+
 /// A dry run's report is the run's: `archived` counts the entries the run would leave archived.
 #[test]
 fn a_dry_run_reports_the_archived_count_the_run_would_leave() {
@@ -533,7 +570,7 @@ fn the_daemon_runs_on_a_schedule_and_stops_cleanly_on_sigterm() {
             &["lifecycle", "daemon", "--every", "1h", "--max-runs", "1"],
         )
         .ok();
-    assert!(once.stdout.contains("1 transitions"), "{}", once.stdout);
+    assert!(once.stdout.contains("1 transition ("), "{}", once.stdout);
     assert!(
         once.stderr.contains("stopped after 1 evaluation"),
         "{}",
