@@ -565,20 +565,32 @@ pub fn check_freshness(ctx: &Ctx, args: ProjectArgs, out: &mut Out) -> Result<Ex
             "nothing expires within {days} days and no review is due"
         ));
     }
-    for i in &items {
-        // What is due or past is so now or before: "0.0 days ago", never "in -0.0 days".
-        let when = if i.days < 0.0 || (i.days == 0.0 && i.problem != "expiring") {
-            format!("{:.1} days ago", i.days.abs())
-        } else {
-            format!("in {:.1} days", i.days)
-        };
+    // Columns padded to their widest cell, so that they line up whatever the ids and dates.
+    let due: Vec<String> = items
+        .iter()
+        .map(|i| {
+            // What is due or past is so now or before: "0.0 days ago", never "in -0.0 days".
+            let when = if i.days < 0.0 || (i.days == 0.0 && i.problem != "expiring") {
+                format!("{:.1} days ago", i.days.abs())
+            } else {
+                format!("in {:.1} days", i.days)
+            };
+            format!("{} ({when})", i.due)
+        })
+        .collect();
+    let subjects: Vec<String> = items.iter().map(|i| clip(&i.subject, 24)).collect();
+    let width = |cells: &mut dyn Iterator<Item = usize>| cells.max().unwrap_or(0);
+    let id_w = width(&mut items.iter().map(|i| i.id.chars().count()));
+    let due_w = width(&mut due.iter().map(|d| d.chars().count()));
+    let subject_w = width(&mut subjects.iter().map(|s| s.chars().count()));
+    for ((i, due), subject) in items.iter().zip(&due).zip(&subjects) {
         out.line(format!(
-            "{}  {:<10} {} ({when})  {:<12} {}  {}",
+            "{:<id_w$}  {:<10}  {:<due_w$}  {:<12}  {:<subject_w$}  {}",
             i.id,
             i.problem,
-            i.due,
+            due,
             i.section,
-            clip(&i.subject, 24),
+            subject,
             clip(&i.summary, 60)
         ));
     }

@@ -148,7 +148,8 @@ pub enum Command {
     Conflicts(conflicts::ConflictsArgs),
     /// Merge two versions of an event log (git's merge driver: `memlog merge-driver %O %A %B %P`)
     MergeDriver(git_ops::MergeDriverArgs),
-    /// Set up git for memory: `memlog git install|uninstall` (merge driver, pre-commit hook)
+    /// Git integration: `memlog git install|uninstall` (merge driver, pre-commit hook) and
+    /// `memlog git pre-commit` (the hook's checks)
     #[command(subcommand)]
     Git(git_ops::GitCommand),
     /// Write ai-context/<project>.md from high-confidence memory (--check for CI and hooks)

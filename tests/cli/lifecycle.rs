@@ -1144,3 +1144,35 @@ fn storage_figures_come_from_the_last_complete_run() {
     let text = env.run(&["lifecycle", "report"]).ok().stdout;
     assert!(text.contains("stopped before the end"), "{text}");
 }
+
+/// check-freshness's text columns line up whatever the lengths of the subjects and dates.
+#[test]
+fn check_freshness_columns_line_up() {
+    let env = Env::with_project();
+    for (subject, summary, to) in [
+        ("a", "Short subject", "2026-11-24"),
+        ("payments.checkout-latency", "Long subject", "2026-11-25"),
+    ] {
+        let mut args = crate::common::add_args(
+            ("state", "metric"),
+            subject,
+            summary,
+            "Measured.",
+            "0.8",
+            "code:src/lib.rs#L1-L9:here",
+        );
+        args.extend(["--valid-from", "2026-11-01", "--valid-to", to]);
+        env.run(&args).ok();
+    }
+    let r = env.run(&["check-freshness"]).ok();
+    let starts: Vec<Option<usize>> = ["Short subject", "Long subject"]
+        .iter()
+        .map(|summary| {
+            r.stdout
+                .lines()
+                .find_map(|l| l.find(summary).map(|at| l[..at].chars().count()))
+        })
+        .collect();
+    assert!(starts[0].is_some(), "{}", r.stdout);
+    assert_eq!(starts[0], starts[1], "{}", r.stdout);
+}
