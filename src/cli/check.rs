@@ -72,8 +72,9 @@ fn errors_of(e: &Error) -> Vec<ErrorItem> {
     }
 }
 
-/// The project to check against; one that does not exist (yet) still gets the checks that need
-/// no store, and nothing is created.
+/// The project to check against, resolved as `apply` resolves it (several projects and none
+/// named is the same usage error); one that does not exist (yet) still gets the checks that
+/// need no store, and nothing is created.
 fn project_to_check(ctx: &Ctx, name: Option<&str>) -> Result<Project> {
     match ctx.project(name) {
         Ok(p) => Ok(p),
@@ -81,7 +82,7 @@ fn project_to_check(ctx: &Ctx, name: Option<&str>) -> Result<Project> {
             &Workspace::at(&root)?,
             ProjectName::new(&project)?,
         )),
-        Err(Error::NoWorkspace { .. } | Error::AmbiguousProject { .. }) => {
+        Err(Error::NoWorkspace { .. }) => {
             let ws = Workspace::at(&std::env::current_dir()?)?;
             Ok(Project::new(
                 &ws,

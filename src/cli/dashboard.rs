@@ -14,7 +14,7 @@ pub struct DashboardArgs {
     pub target: TargetArgs,
     /// Seconds between refreshes
     #[arg(long, value_name = "SECONDS", default_value_t = 30,
-          value_parser = clap::value_parser!(u64).range(1..=86_400))]
+          value_parser = clap::value_parser!(u64).range(1..=86_400), allow_negative_numbers = true)]
     pub refresh: u64,
     /// Print one frame to stdout and exit (for scripts)
     #[arg(long)]

@@ -25,7 +25,7 @@ pub struct EntryFlags {
     #[arg(long)]
     pub content: Option<String>,
     /// Confidence from 0.0 to 1.0
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = super::numbers::fraction)]
     pub confidence: Option<f64>,
     /// Evidence as TYPE:URI:NOTE (repeatable), or a JSON object {"type","uri","note"}
     #[arg(long, value_name = "TYPE:URI:NOTE")]

@@ -1,6 +1,7 @@
 //! `fork` and `merge-project`: memory namespaces.
 
 use super::output::safe;
+use super::plural::count;
 use super::{Ctx, ExitCode, Out};
 use crate::error::Result;
 use crate::workspace::ProjectName;
@@ -35,8 +36,10 @@ pub fn fork(ctx: &Ctx, args: ForkArgs, out: &mut Out) -> Result<ExitCode> {
         out.json(&v);
     } else {
         out.line(format!(
-            "forked {} into {} ({} events)",
-            forked.from, forked.project, forked.events
+            "forked {} into {} ({})",
+            forked.from,
+            forked.project,
+            count(forked.events, "event", "events")
         ));
     }
     Ok(ExitCode::Ok)
@@ -61,14 +64,18 @@ pub fn merge_project(ctx: &Ctx, args: MergeProjectArgs, out: &mut Out) -> Result
         return Ok(code);
     }
     out.line(format!(
-        "merged {} into {}: {} events added, {} already there, {} rejected, {} duplicates settled, {} entries in conflict",
+        "merged {} into {}: {} added, {} already there, {} rejected, {} settled, {}",
         from.name,
         into.name,
-        merged.added,
+        count(merged.added, "event", "events"),
         merged.already,
         merged.rejected.len(),
-        merged.duplicates.len(),
-        merged.conflicts.len()
+        count(merged.duplicates.len(), "duplicate", "duplicates"),
+        count(
+            merged.conflicts.len(),
+            "entry in conflict",
+            "entries in conflict"
+        )
     ));
     for (event, why) in &merged.rejected {
         out.line(format!(

@@ -1,6 +1,7 @@
 //! `merge-driver`, `git install|uninstall|pre-commit` and `sync-context`.
 
 use super::output::{safe, warn};
+use super::plural::count;
 use super::{Ctx, ExitCode, Out};
 use crate::error::Result;
 use crate::git::sync_context::{self, Context, Staleness};
@@ -79,8 +80,11 @@ pub fn merge_driver(ctx: &Ctx, args: MergeDriverArgs, out: &mut Out) -> Result<E
     } else {
         // git shows the driver's output during the merge: keep it to one line on stderr.
         super::output::note(&format!(
-            "memlog merged {}: {} lines kept, {} added from the other side, {} duplicates dropped",
-            name, merged.ours, merged.added, merged.duplicates
+            "memlog merged {}: {} kept, {} added from the other side, {} dropped",
+            name,
+            count(merged.ours, "line", "lines"),
+            merged.added,
+            count(merged.duplicates, "duplicate", "duplicates")
         ));
     }
     Ok(ExitCode::Ok)
@@ -249,7 +253,10 @@ pub fn sync_context(ctx: &Ctx, args: SyncContextArgs, out: &mut Out) -> Result<E
         if out.json {
             out.json(&json!({"path": shown, "entries": n, "withheld": withheld, "up_to_date": stale.is_fresh(), "stale": stale}));
         } else if stale.is_fresh() {
-            out.line(format!("{shown} is up to date ({n} entries)"));
+            out.line(format!(
+                "{shown} is up to date ({})",
+                count(n, "entry", "entries")
+            ));
         } else {
             out.line(format!(
                 "{shown} is stale: {}; run `memlog sync-context {}` and commit it",
@@ -285,9 +292,21 @@ pub fn sync_context(ctx: &Ctx, args: SyncContextArgs, out: &mut Out) -> Result<E
     if out.json {
         out.json(&json!({"success": true, "path": shown, "entries": n, "withheld": withheld, "written": !stale.is_fresh(), "stale": stale}));
     } else if stale.is_fresh() {
-        out.line(format!("{shown} is up to date ({n} entries)"));
+        out.line(format!(
+            "{shown} is up to date ({})",
+            count(n, "entry", "entries")
+        ));
+    } else if stale.missing {
+        out.line(format!(
+            "created {shown} ({})",
+            count(n, "entry", "entries")
+        ));
     } else {
-        out.line(format!("wrote {shown} ({n} entries): {}", describe(&stale)));
+        out.line(format!(
+            "wrote {shown} ({}): {}",
+            count(n, "entry", "entries"),
+            describe(&stale)
+        ));
     }
     Ok(ExitCode::Ok)
 }

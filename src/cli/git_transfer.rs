@@ -40,7 +40,7 @@ pub struct ExportArgs {
     #[arg(long, value_name = "TIME")]
     pub until: Option<String>,
     /// Only entries with at least this confidence (0.0 to 1.0)
-    #[arg(long, value_name = "X")]
+    #[arg(long, value_name = "X", allow_negative_numbers = true, value_parser = super::numbers::fraction)]
     pub min_confidence: Option<f64>,
 }
 
@@ -82,7 +82,7 @@ fn filters(args: &ExportArgs) -> Result<Filters> {
         && !(0.0..=1.0).contains(&c)
     {
         return Err(Error::Usage(format!(
-            "--min-confidence {c}: must be from 0.0 to 1.0"
+            "--min-confidence: {c} is outside 0.0 to 1.0"
         )));
     }
     Ok(Filters {
@@ -305,16 +305,17 @@ pub fn export(ctx: &Ctx, args: ExportArgs, out: &mut Out) -> Result<ExitCode> {
     } else {
         selection.entries.len()
     };
-    let what = if args.format == Format::Events {
-        "events"
+    let (what, one) = if args.format == Format::Events {
+        ("events", "event")
     } else {
-        "entries"
+        ("entries", "entry")
     };
     if out.json {
         out.json(&json!({"success": true, "path": target, "format": format!("{:?}", args.format).to_lowercase(), what: count, "files": files}));
     } else {
         out.line(format!(
-            "exported {count} {what} of {} to {}",
+            "exported {} of {} to {}",
+            super::plural::count(count, one, what),
             project.name,
             safe(&target.display().to_string())
         ));

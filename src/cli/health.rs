@@ -1,6 +1,7 @@
 //! `health`: whether a project's memory is usable, and the numbers an operator checks first.
 
 use super::config::{chosen_projects, dir_size, problems};
+use super::plural::count;
 use super::{Ctx, ExitCode, Out};
 use crate::error::{Error, Result};
 use crate::project::Project;
@@ -93,10 +94,10 @@ fn check(ctx: &Ctx, project: &Project) -> (Value, Vec<String>) {
     let (last_run, last_run_note) = match crate::lifecycle::metrics::last_run(project) {
         Ok(Some(r)) => {
             let note = format!(
-                "{} ({} entries, {} transitions, {} skipped, {} ms)",
+                "{} ({}, {}, {} skipped, {} ms)",
                 r.now,
-                r.processed,
-                r.transitions.len(),
+                count(r.processed, "entry", "entries"),
+                count(r.transitions.len(), "transition", "transitions"),
                 r.skipped.len(),
                 r.duration_ms
             );

@@ -2,6 +2,7 @@
 //! `check-freshness`, `validate-evidence`.
 
 use super::output::{clip, note, safe, warn};
+use super::plural::count;
 use super::{Ctx, ExitCode, Out};
 use crate::error::{Error, Result};
 use crate::lifecycle::run::{RunOptions, RunReport};
@@ -52,7 +53,7 @@ pub struct DaemonArgs {
     #[arg(long, value_name = "DURATION")]
     pub every: String,
     /// Stop after this many evaluations, at least 1 (default: run until stopped)
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..), allow_negative_numbers = true)]
     pub max_runs: Option<u64>,
 }
 
@@ -97,10 +98,10 @@ pub struct EvidenceArgs {
     #[arg(long)]
     pub online: bool,
     /// Timeout of one HTTP attempt, in milliseconds
-    #[arg(long, default_value_t = 5000, value_name = "MS")]
+    #[arg(long, default_value_t = 5000, value_name = "MS", allow_negative_numbers = true, value_parser = super::numbers::whole::<u64>)]
     pub timeout_ms: u64,
     /// HTTP attempts after the first (waiting 500 ms, then twice as long each time)
-    #[arg(long, default_value_t = 2, value_name = "N")]
+    #[arg(long, default_value_t = 2, value_name = "N", allow_negative_numbers = true, value_parser = super::numbers::whole::<u32>)]
     pub retries: u32,
     /// Check and print, write no evidence_checked events
     #[arg(long)]
@@ -184,12 +185,12 @@ fn print_report(r: &RunReport, out: &mut Out) {
     }
     let counts: Vec<String> = r.counts().iter().map(|(k, v)| format!("{k} {v}")).collect();
     out.line(format!(
-        "{}{}: {} entries in {} batches, {} transitions{}, {} skipped, {} pinned, {}{} ms",
+        "{}{}: {} in {}, {}{}, {} skipped, {} pinned, {}{} ms",
         if r.dry_run { "dry run: " } else { "" },
         r.project,
-        r.processed,
-        r.batches,
-        r.transitions.len(),
+        count(r.processed, "entry", "entries"),
+        count(r.batches, "batch", "batches"),
+        count(r.transitions.len(), "transition", "transitions"),
         if counts.is_empty() {
             String::new()
         } else {
@@ -442,12 +443,12 @@ pub fn gc_cmd(ctx: &Ctx, args: GcArgs, out: &mut Out) -> Result<ExitCode> {
         out.json(&r);
     } else {
         out.line(format!(
-            "{}{}: {} lines replaced by tombstones ({} purges), {} old copies dropped, {} -> {} bytes",
+            "{}{}: {} replaced by tombstones ({}), {} dropped, {} -> {} bytes",
             if r.dry_run { "dry run: " } else { "" },
             r.project,
-            r.tombstoned,
-            r.purges,
-            r.duplicates_dropped,
+            count(r.tombstoned, "line", "lines"),
+            count(r.purges, "purge", "purges"),
+            count(r.duplicates_dropped, "old copy", "old copies"),
             r.bytes_before,
             r.bytes_after
         ));
@@ -542,9 +543,9 @@ pub fn drop_cmd(ctx: &Ctx, args: DropArgs, out: &mut Out) -> Result<ExitCode> {
         }));
     } else {
         out.line(format!(
-            "dropped {} ({} entries unpinned first); it stays in git history until you commit the removal",
+            "dropped {} ({} unpinned first); it stays in git history until you commit the removal",
             project.name,
-            unpinned.len()
+            count(unpinned.len(), "entry", "entries")
         ));
     }
     Ok(ExitCode::Ok)
@@ -564,20 +565,32 @@ pub fn check_freshness(ctx: &Ctx, args: ProjectArgs, out: &mut Out) -> Result<Ex
             "nothing expires within {days} days and no review is due"
         ));
     }
-    for i in &items {
-        // What is due or past is so now or before: "0.0 days ago", never "in -0.0 days".
-        let when = if i.days < 0.0 || (i.days == 0.0 && i.problem != "expiring") {
-            format!("{:.1} days ago", i.days.abs())
-        } else {
-            format!("in {:.1} days", i.days)
-        };
+    // Columns padded to their widest cell, so that they line up whatever the ids and dates.
+    let due: Vec<String> = items
+        .iter()
+        .map(|i| {
+            // What is due or past is so now or before: "0.0 days ago", never "in -0.0 days".
+            let when = if i.days < 0.0 || (i.days == 0.0 && i.problem != "expiring") {
+                format!("{:.1} days ago", i.days.abs())
+            } else {
+                format!("in {:.1} days", i.days)
+            };
+            format!("{} ({when})", i.due)
+        })
+        .collect();
+    let subjects: Vec<String> = items.iter().map(|i| clip(&i.subject, 24)).collect();
+    let width = |cells: &mut dyn Iterator<Item = usize>| cells.max().unwrap_or(0);
+    let id_w = width(&mut items.iter().map(|i| i.id.chars().count()));
+    let due_w = width(&mut due.iter().map(|d| d.chars().count()));
+    let subject_w = width(&mut subjects.iter().map(|s| s.chars().count()));
+    for ((i, due), subject) in items.iter().zip(&due).zip(&subjects) {
         out.line(format!(
-            "{}  {:<10} {} ({when})  {:<12} {}  {}",
+            "{:<id_w$}  {:<10}  {:<due_w$}  {:<12}  {:<subject_w$}  {}",
             i.id,
             i.problem,
-            i.due,
+            due,
             i.section,
-            clip(&i.subject, 24),
+            subject,
             clip(&i.summary, 60)
         ));
     }
@@ -655,9 +668,9 @@ pub fn validate_evidence(ctx: &Ctx, args: EvidenceArgs, out: &mut Out) -> Result
             ("marked stale", "cleared")
         };
         out.line(format!(
-            "{}: {} entries checked, {} with stale evidence; {} {marked}, {} {cleared}{}",
+            "{}: {} checked, {} with stale evidence; {} {marked}, {} {cleared}{}",
             p.name,
-            checks.len(),
+            count(checks.len(), "entry", "entries"),
             stale_count,
             changed.iter().filter(|(_, s)| *s).count(),
             changed.iter().filter(|(_, s)| !*s).count(),

@@ -22,7 +22,9 @@ pub mod json_schema;
 mod lifecycle;
 mod lifecycle_ops;
 mod mcp;
+mod numbers;
 mod output;
+mod plural;
 mod projects;
 mod query;
 mod read;
@@ -85,7 +87,7 @@ pub struct GlobalArgs {
         env = "MEMLOG_LOCK_TIMEOUT_MS",
         value_name = "MS",
         default_value_t = 10_000
-    )]
+    , allow_negative_numbers = true, value_parser = numbers::whole::<u64>)]
     pub lock_timeout: u64,
     /// Log the active configuration and the store's state, and timings where a command has them, on stderr
     #[arg(long, global = true)]
@@ -146,7 +148,8 @@ pub enum Command {
     Conflicts(conflicts::ConflictsArgs),
     /// Merge two versions of an event log (git's merge driver: `memlog merge-driver %O %A %B %P`)
     MergeDriver(git_ops::MergeDriverArgs),
-    /// Set up git for memory: `memlog git install|uninstall` (merge driver, pre-commit hook)
+    /// Git integration: `memlog git install|uninstall` (merge driver, pre-commit hook) and
+    /// `memlog git pre-commit` (the hook's checks)
     #[command(subcommand)]
     Git(git_ops::GitCommand),
     /// Write ai-context/<project>.md from high-confidence memory (--check for CI and hooks)
@@ -341,12 +344,12 @@ pub fn quarantine_message(q: &crate::store::session::QuarantineNote) -> String {
 /// Runs the CLI with `args` (program name first) and returns the process exit code.
 pub fn main_with_args(args: Vec<std::ffi::OsString>, bin_name: &str) -> i32 {
     let json = args.iter().any(|a| a == "--json");
-    let cli = match Cli::command_with_name(bin_name).try_get_matches_from(args) {
+    let cli = match Cli::command_with_name(bin_name).try_get_matches_from(&args) {
         Ok(m) => match <Cli as clap::FromArgMatches>::from_arg_matches(&m) {
             Ok(cli) => cli,
-            Err(e) => return output::clap_error(&e, json),
+            Err(e) => return output::clap_error(&with_usage(e, &args, bin_name), json),
         },
-        Err(e) => return output::clap_error(&e, json),
+        Err(e) => return output::clap_error(&with_usage(e, &args, bin_name), json),
     };
     if cfg!(debug_assertions) && std::env::var_os("MEMLOG_TEST_SMALL_BATCHES").is_some() {
         // For the test suite, in debug builds only: every catch-up strategy on a few lines.
@@ -366,6 +369,41 @@ pub fn main_with_args(args: Vec<std::ffi::OsString>, bin_name: &str) -> i32 {
     };
     compact::start_due();
     code
+}
+
+/// clap shows the command's usage line in most of its errors, but not when a value parser
+/// refused a value (`--limit abc`): add it there too, so that every usage error carries it.
+fn with_usage(mut e: clap::Error, args: &[std::ffi::OsString], bin_name: &str) -> clap::Error {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if e.get(ContextKind::Usage).is_some()
+        || !matches!(
+            e.kind(),
+            ErrorKind::ValueValidation | ErrorKind::InvalidValue
+        )
+    {
+        return e;
+    }
+    let mut cmd = Cli::command_with_name(bin_name);
+    cmd.build();
+    // The command the arguments name: the words that are subcommands, in order (an option's
+    // value equal to a subcommand's name would mislead this, at worst into a wider usage line).
+    let mut current = &cmd;
+    for word in args.iter().skip(1).filter_map(|a| a.to_str()) {
+        if word == "--" {
+            break;
+        }
+        if let Some(sub) = current
+            .find_subcommand(word)
+            .filter(|_| !word.starts_with('-'))
+        {
+            current = sub;
+        }
+    }
+    e.insert(
+        ContextKind::Usage,
+        ContextValue::StyledStr(current.clone().render_usage()),
+    );
+    e
 }
 
 impl Cli {

@@ -47,11 +47,11 @@ pub struct FilterArgs {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub status: Vec<String>,
     /// At least this confidence [query default: the policy's min_confidence, 0.6]
-    #[arg(long, value_name = "X")]
+    #[arg(long, value_name = "X", allow_negative_numbers = true, value_parser = super::numbers::fraction)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub min_confidence: Option<f64>,
     /// At most this confidence
-    #[arg(long, value_name = "X")]
+    #[arg(long, value_name = "X", allow_negative_numbers = true, value_parser = super::numbers::fraction)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_confidence: Option<f64>,
     /// Created at or after this time (ISO 8601)
@@ -86,7 +86,7 @@ pub struct QueryArgs {
     #[command(flatten)]
     pub filters: FilterArgs,
     /// At most this many entries (at most 50) [default: the policy's max_results]
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = super::numbers::whole::<usize>)]
     pub limit: Option<usize>,
     /// Only id, summary, subject, scope, kind and confidence of each entry
     #[arg(long)]

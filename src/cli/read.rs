@@ -22,7 +22,7 @@ pub struct ListArgs {
     #[command(flatten)]
     pub filters: super::query::FilterArgs,
     /// At most this many entries
-    #[arg(long, default_value_t = 50)]
+    #[arg(long, default_value_t = 50, allow_negative_numbers = true, value_parser = super::numbers::whole::<usize>)]
     pub limit: usize,
     /// Every entry (no limit)
     #[arg(long)]
@@ -37,7 +37,7 @@ pub struct ListArgs {
     #[arg(long, group = "cold")]
     pub purged: bool,
     /// With --archived, --expired or --purged: skip this many entries
-    #[arg(long, default_value_t = 0, requires = "cold")]
+    #[arg(long, default_value_t = 0, requires = "cold", allow_negative_numbers = true, value_parser = super::numbers::whole::<usize>)]
     pub offset: usize,
 }
 
@@ -65,7 +65,7 @@ pub struct AuditArgs {
     /// Entry id or unique prefix (default: every entry of the project)
     pub id: Option<String>,
     /// At most this many records (newest last)
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = super::numbers::whole::<usize>)]
     pub limit: Option<usize>,
 }
 

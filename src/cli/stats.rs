@@ -187,12 +187,19 @@ pub(super) fn joined_or(parts: Vec<String>, none: &str) -> String {
 fn print_summary(out: &mut Out, project: &str, dates: &DateRange, s: &MemoryStatistics) {
     let range = match (&dates.from, &dates.to) {
         (None, None) => "all time".to_owned(),
-        (f, t) => format!(
-            "{} ({} to {})",
-            dates.label,
-            f.as_deref().unwrap_or("start"),
-            t.as_deref().unwrap_or("now")
-        ),
+        (f, t) => {
+            let days = format!(
+                "{} to {}",
+                f.as_deref().unwrap_or("start"),
+                t.as_deref().unwrap_or("now")
+            );
+            // `--from`/`--to` are labelled by their dates: say them once.
+            if dates.label.contains("..") {
+                days
+            } else {
+                format!("{} ({days})", dates.label)
+            }
+        }
     };
     let health = |h: Option<crate::analytics::health::Health>| h.map_or("-", |h| h.label());
     out.line(format!("project            {project}"));

@@ -1,6 +1,7 @@
 //! `verify`: every line of the log, checked without the store.
 
 use super::output::safe;
+use super::plural::count;
 use super::{Ctx, ExitCode, Out};
 use crate::error::Result;
 
@@ -40,12 +41,12 @@ pub fn run(ctx: &Ctx, args: VerifyArgs, out: &mut Out) -> Result<ExitCode> {
             ));
         }
         out.line(format!(
-            "{}: {} lines, {} events, {} entries, {} duplicate lines: {}",
+            "{}: {}, {}, {}, {}: {}",
             report.file,
-            report.lines,
-            report.events,
-            report.entries,
-            report.duplicate_lines,
+            count(report.lines, "line", "lines"),
+            count(report.events, "event", "events"),
+            count(report.entries, "entry", "entries"),
+            count(report.duplicate_lines, "duplicate line", "duplicate lines"),
             if report.ok {
                 "ok".to_owned()
             } else {

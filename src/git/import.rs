@@ -11,6 +11,7 @@ use crate::writer::{Batch, Change, WriteContext};
 use projections::{EntryFields, EntryState, Event, EventData, Status};
 use serde::Serialize;
 use serde_json::Value;
+use std::collections::HashMap;
 use std::path::Path;
 
 /// What to do with a record whose entry the project already holds.
@@ -257,38 +258,111 @@ pub fn import_records(
     let mut batch = Batch::open(project, base)?;
     // The entry ids and duplicate keys of what this import created so far.
     let mut this_import: std::collections::HashSet<String> = std::collections::HashSet::new();
-    for (source, value) in records {
+    // Record id -> the project's entry it became or met, for the related_entries of later
+    // records: an imported entry's id is derived anew, so a reference to the record's id would
+    // name nothing in this project.
+    let mut ids: HashMap<String, String> = HashMap::new();
+    // Each outcome with the record's place in the input, to report them in input order.
+    let mut done: Vec<(usize, Fate, Outcome)> = Vec::new();
+    for (at, (source, value)) in related_first(records) {
         let value = match value {
             Ok(v) => v,
             Err(why) => {
-                report
-                    .rejected
-                    .push(outcome(&source, None, None, Some(why)));
+                done.push((at, Fate::Rejected, outcome(&source, None, None, Some(why))));
                 continue;
             }
         };
         let record_id = value.get("id").and_then(Value::as_str).map(str::to_owned);
         let rid = record_id.as_deref();
-        match import_one(&mut batch, base, &value, strategy, &mut this_import) {
-            Ok((kind, entry, reason)) => {
-                let o = outcome(&source, rid, entry.as_deref(), reason);
-                match kind {
-                    Fate::Imported => report.imported.push(o),
-                    Fate::Merged => report.merged.push(o),
-                    Fate::Overwritten => report.overwritten.push(o),
-                    Fate::Skipped => report.skipped.push(o),
+        match import_one(&mut batch, base, &value, strategy, &mut this_import, &ids) {
+            Ok((fate, entry, reason)) => {
+                if let (Some(rid), Some(entry)) = (rid, entry.as_deref()) {
+                    ids.insert(rid.to_owned(), entry.to_owned());
                 }
+                done.push((at, fate, outcome(&source, rid, entry.as_deref(), reason)));
             }
             Err(e @ (Error::LockTimeout { .. } | Error::Io(_) | Error::CorruptLog { .. })) => {
                 return Err(e);
             }
-            Err(e) => report
-                .rejected
-                .push(outcome(&source, rid, None, Some(reason_of(&e)))),
+            Err(e) => done.push((
+                at,
+                Fate::Rejected,
+                outcome(&source, rid, None, Some(reason_of(&e))),
+            )),
         }
     }
     batch.finish()?;
+    done.sort_by_key(|(at, _, _)| *at);
+    for (_, fate, o) in done {
+        match fate {
+            Fate::Imported => report.imported.push(o),
+            Fate::Merged => report.merged.push(o),
+            Fate::Overwritten => report.overwritten.push(o),
+            Fate::Skipped => report.skipped.push(o),
+            Fate::Rejected => report.rejected.push(o),
+        }
+    }
     Ok(report)
+}
+
+/// A record of the input: where it is, and its JSON or why it is none.
+type Record = (String, std::result::Result<Value, String>);
+
+/// The records in an order where a record comes after those its `related_entries` name (in the
+/// input's order otherwise; a cycle keeps it), so that the ids they got are known when it is
+/// imported.
+fn related_first(records: Vec<Record>) -> Vec<(usize, Record)> {
+    let id_of = |r: &Record| {
+        r.1.as_ref()
+            .ok()
+            .and_then(|v| v.get("id"))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    let index: HashMap<String, usize> = records
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| id_of(r).map(|id| (id, i)))
+        .collect();
+    let related: Vec<Vec<usize>> = records
+        .iter()
+        .map(|r| {
+            r.1.as_ref()
+                .ok()
+                .and_then(|v| v.get("related_entries"))
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|id| id.as_str().and_then(|id| index.get(id)).copied())
+                .collect()
+        })
+        .collect();
+    // Depth-first, with an explicit stack: a long chain of references is no deep recursion.
+    let mut order = Vec::with_capacity(records.len());
+    let mut seen = vec![false; records.len()];
+    for start in 0..records.len() {
+        if seen[start] {
+            continue;
+        }
+        seen[start] = true;
+        let mut stack = vec![(start, 0)];
+        while let Some((node, next)) = stack.pop() {
+            if let Some(&dep) = related[node].get(next) {
+                stack.push((node, next + 1));
+                if !seen[dep] {
+                    seen[dep] = true;
+                    stack.push((dep, 0));
+                }
+            } else {
+                order.push(node);
+            }
+        }
+    }
+    let mut slots: Vec<Option<_>> = records.into_iter().map(Some).collect();
+    order
+        .into_iter()
+        .filter_map(|i| slots[i].take().map(|r| (i, r)))
+        .collect()
 }
 
 enum Fate {
@@ -296,6 +370,7 @@ enum Fate {
     Merged,
     Overwritten,
     Skipped,
+    Rejected,
 }
 
 fn import_one(
@@ -304,8 +379,23 @@ fn import_one(
     value: &Value,
     strategy: Strategy,
     this_import: &mut std::collections::HashSet<String>,
+    ids: &HashMap<String, String>,
 ) -> Result<(Fate, Option<String>, Option<String>)> {
     let mut input = entry_input_from_json(value, "")?;
+    if let Some(related) = input.related_entries.as_mut() {
+        let mut renamed = false;
+        for id in related.iter_mut() {
+            if let Some(new) = ids.get(id.as_str()) {
+                renamed |= new != id;
+                new.clone_into(id);
+            }
+        }
+        // The write policy looks related entries up in the store: what this import staged
+        // must be there.
+        if renamed {
+            batch.flush()?;
+        }
+    }
     let status = input.status.clone().unwrap_or_else(|| "active".into());
     if status == Status::Superseded.as_str() {
         return Ok((
@@ -323,7 +413,15 @@ fn import_one(
     }
     let deprecated = status == Status::Deprecated.as_str();
     if deprecated {
-        input.status = Some(Status::Active.as_str().into());
+        // Created as the entry must have been: a draft when it has no evidence (an active
+        // entry needs some), active otherwise.
+        let no_evidence = input.evidence.as_ref().is_none_or(Vec::is_empty);
+        let created = if no_evidence {
+            Status::Draft
+        } else {
+            Status::Active
+        };
+        input.status = Some(created.as_str().into());
     }
     let (fields, create_status) = check_create(&input)?;
     let ctx = provenance(value, base);

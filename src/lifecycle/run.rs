@@ -63,7 +63,8 @@ pub struct RunReport {
     pub pinned: usize,
     pub transitions: Vec<Applied>,
     pub skipped: Vec<Skipped>,
-    /// Archived entries after the run.
+    /// Entries in the `archived` lifecycle state after the run; after a dry run, the number the
+    /// run would leave.
     pub archived: i64,
     pub warnings: Vec<String>,
     /// Stopped by a signal before every batch ran.
@@ -260,12 +261,26 @@ pub fn run(project: &Project, opts: &RunOptions, stop: &AtomicBool) -> Result<Ru
     }
     let session = crate::store::session::Session::open(project, opts.lock_timeout)?;
     let stats = session.store().stats()?;
-    report.archived = stats
+    let stored = stats
         .entries_by_lifecycle
         .get("archived")
         .copied()
         .unwrap_or(0);
     drop(session);
+    report.archived = if opts.dry_run {
+        // Nothing was written: count what the store would hold after these transitions.
+        let moved = |to: bool| {
+            let n = report
+                .transitions
+                .iter()
+                .filter(|t| (if to { &t.to } else { &t.from }) == "archived")
+                .count();
+            i64::try_from(n).unwrap_or(i64::MAX)
+        };
+        stored + moved(true) - moved(false)
+    } else {
+        stored
+    };
     if u64::try_from(report.archived).unwrap_or(0) > policy.archive_size_warning {
         report.warnings.push(format!(
             "{} entries are archived, more than policies.lifecycle.archive_size_warning ({}): \

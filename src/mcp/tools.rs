@@ -170,7 +170,7 @@ pub struct ListArgs {
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 pub struct IdArgs {
-    /// Entry id, or any unique prefix of it (e.g. m-5kq2x9c4d8)
+    /// Entry id, or any unique prefix of it (e.g. m-9avyae89jr0fnr67sw0cgkjmcg)
     pub id: String,
     /// Project name (default: the server's --project, or the workspace's only project)
     pub project: Option<String>,

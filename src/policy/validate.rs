@@ -564,7 +564,7 @@ fn check_common(c: &mut Checker, input: &EntryInput) {
                     format!("related_entries[{i}]"),
                     "format",
                     format!(
-                        "`{}` is not a full entry id like m-5kq2x9c4d8",
+                        "`{}` is not a full entry id like m-9avyae89jr0fnr67sw0cgkjmcg",
                         r.escape_debug()
                     ),
                 );

@@ -9,8 +9,9 @@
 //!
 //! Entries are added in rank order while the whole output (header, entries and the line saying
 //! how many were left out) fits; the first entry that does not fit ends the list, so truncation
-//! always drops the lower-ranked entries. The output never exceeds the budget: when not even the
-//! header fits, it is empty.
+//! always drops the lower-ranked entries. When not even the first entry fits, the line names the
+//! budget it needs instead. The output never exceeds the budget: when not even the header fits,
+//! it is empty.
 
 use super::rank::Rule;
 use super::search::Hit;
@@ -174,6 +175,20 @@ pub fn render(project: &str, hits: &[Hit], budget: usize) -> (String, usize) {
         out.push_str(&block);
         used += cost;
         kept += 1;
+    }
+    if let Some(first) = hits.first().filter(|_| kept == 0) {
+        // No entry was shown: "lower-ranked entries left out" would be wrong, and the budget
+        // that shows the first entry is easy to name.
+        let needed = estimate_tokens(&out)
+            + estimate_tokens(&render_entry(1, first))
+            + estimate_tokens(&omitted(hits.len() - 1));
+        let too_small = format!(
+            "(the token budget of {budget} is too small for any entry: the first needs a budget of {needed})\n"
+        );
+        if used + estimate_tokens(&too_small) <= budget {
+            out.push_str(&too_small);
+            return (out, kept);
+        }
     }
     out.push_str(&omitted(hits.len() - kept));
     (out, kept)

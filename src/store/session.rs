@@ -943,7 +943,8 @@ impl Session {
         let rest = prefix.strip_prefix(ENTRY_PREFIX).unwrap_or(prefix);
         if rest.is_empty() {
             return Err(Error::Usage(
-                "an entry id or a prefix of one is required (e.g. m-5kq2x9c4d8)".into(),
+                "an entry id or a prefix of one is required (e.g. m-9avyae89jr0fnr67sw0cgkjmcg)"
+                    .into(),
             ));
         }
         // Checked before the store is asked: its keys are bounded in length.

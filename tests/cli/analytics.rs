@@ -664,3 +664,22 @@ fn the_store_holds_the_projection_of_the_log() {
         }
     }
 }
+
+/// `stats --from --to` names the range once; `--help` names every `git` subcommand.
+#[test]
+fn stats_names_a_date_range_once_and_help_names_every_git_subcommand() {
+    let env = Env::with_project();
+    let r = env
+        .run(&["stats", "--from", "2026-11-01", "--to", "2026-11-15"])
+        .ok();
+    assert!(
+        r.stdout
+            .lines()
+            .any(|l| l == "range              2026-11-01 to 2026-11-15"),
+        "{}",
+        r.stdout
+    );
+    let help = env.run(&["--help"]).ok().stdout;
+    let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(help.contains("`memlog git pre-commit`"), "{help}");
+}

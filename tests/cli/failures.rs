@@ -361,6 +361,116 @@ fn an_unreadable_input_file_is_a_usage_error_naming_it() {
     assert_eq!(tree(env.dir.path()), before, "nothing written");
 }
 
+/// A number option given a negative number reaches its range check (it is not taken for an
+/// unknown flag), and a value that is no number names the option, the form it takes and the
+/// command's usage line (docs/JSON.md, Failure).
+#[test]
+fn number_options_take_negative_values_and_name_their_form() {
+    let env = Env::with_project();
+    let message = |args: &[&str]| {
+        let r = env.run(args);
+        assert_eq!(r.code, 2, "{args:?}: {}", r.stdout);
+        let error = r.envelope()["error"].clone();
+        assert_eq!(error["code"], "USAGE_ERROR", "{args:?}: {error}");
+        error
+    };
+    for (args, says) in [
+        (
+            vec!["--json", "query", "x", "--min-confidence", "-0.5"],
+            "--min-confidence: -0.5 is outside 0.0 to 1.0",
+        ),
+        (
+            vec!["--json", "list", "--max-confidence", "-1"],
+            "--max-confidence: -1 is outside 0.0 to 1.0",
+        ),
+        (
+            vec!["--json", "export", "out.json", "--min-confidence", "-0.5"],
+            "--min-confidence: -0.5 is outside 0.0 to 1.0",
+        ),
+        (
+            vec!["--json", "list", "--limit", "-1"],
+            "-1 is below 0: give a whole number, 0 or more",
+        ),
+        (
+            vec!["--json", "context", "--format", "prompt", "--budget", "-5"],
+            "-5 is below 0",
+        ),
+    ] {
+        let error = message(&args);
+        let text = error["message"].as_str().unwrap_or_default();
+        assert!(text.contains(says), "{args:?}: {text}");
+        assert!(!text.contains("unexpected argument"), "{args:?}: {text}");
+    }
+    let error = message(&["--json", "query", "x", "--min-confidence", "abc"]);
+    let text = error["message"].as_str().unwrap_or_default();
+    for part in ["--min-confidence", "0.0 to 1.0", "; usage: memlog query "] {
+        assert!(text.contains(part), "{part}: {text}");
+    }
+    let usage = error["details"]["usage"].as_str().unwrap_or_default();
+    assert!(usage.starts_with("memlog query "), "{error}");
+    let plain = env.run(&["list", "--limit", "abc"]);
+    assert_eq!(plain.code, 2);
+    assert!(
+        plain.stderr.contains("whole number") && plain.stderr.contains("Usage: memlog list "),
+        "{}",
+        plain.stderr
+    );
+    // The examples of docs/JSON.md.
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/JSON.md"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let doc = doc.split_whitespace().collect::<Vec<_>>().join(" ");
+    for args in [
+        &["--json", "list", "--limt", "5"][..],
+        &["--json", "query", "x", "--min-confidence", "abc"],
+    ] {
+        let error = message(args);
+        let shown = error["message"].as_str().unwrap_or_default();
+        assert!(
+            doc.contains(&format!("`{shown}`")),
+            "docs/JSON.md shows another message than {shown}"
+        );
+    }
+}
+
+/// Messages that show an example id show one of the current form: `m-` and 26 characters.
+#[test]
+fn example_ids_in_messages_have_the_current_form() {
+    let env = Env::with_project();
+    for args in [
+        vec!["show", ""],
+        vec![
+            "add",
+            "--section",
+            "learnings",
+            "--kind",
+            "other",
+            "--subject",
+            "s",
+            "--scope",
+            "repo",
+            "--summary",
+            "s",
+            "--content",
+            "c",
+            "--confidence",
+            "0.7",
+            "--status",
+            "draft",
+            "--related",
+            "m-abc",
+        ],
+    ] {
+        let r = env.run(&args);
+        assert_ne!(r.code, 0, "{args:?}");
+        let example = r
+            .stderr
+            .split(|c: char| !c.is_ascii_alphanumeric() && c != '-')
+            .find(|w| w.starts_with("m-") && w.len() > "m-abc".len())
+            .unwrap_or_else(|| panic!("{args:?}: no example id in {}", r.stderr));
+        assert_eq!(example.len(), 2 + 26, "{args:?}: {}", r.stderr);
+    }
+}
+
 /// A disk that fills up in the middle of an append: the log keeps all of the lines or none, and
 /// the command reports none of them as written (a file size limit stands in for the full disk).
 #[cfg(unix)]

@@ -455,6 +455,26 @@ fn validate_and_apply_agree_on_a_batch() {
 }
 
 #[test]
+fn validate_resolves_the_project_as_apply_does() {
+    let env = Env::with_project();
+    env.run(&["init", "other"]).ok();
+    let file = env.root().join("update.json");
+    std::fs::write(&file, create_line(1, "one")).unwrap_or_else(|e| panic!("{e}"));
+    let file = file.display().to_string();
+    let apply = env.run(&["apply", &file]);
+    let validate = env.run(&["validate", &file]);
+    assert_eq!(apply.code, 2, "{}", apply.stderr);
+    assert_eq!(validate.code, 2, "{}{}", validate.stdout, validate.stderr);
+    assert_eq!(validate.stderr, apply.stderr);
+    assert!(
+        validate.stderr.contains("no project given"),
+        "{}",
+        validate.stderr
+    );
+    assert_eq!(env.run(&["validate", "-p", "demo", &file]).ok().code, 0);
+}
+
+#[test]
 fn a_large_json_lines_import_is_one_batch_and_a_hostile_one_stays_small() {
     let env = Env::with_project();
     let good: String = (0..300)

@@ -1,6 +1,6 @@
 //! `memlog export` and `memlog import`: round trips, strategies, filters, the write policy.
 
-use crate::common::Env;
+use crate::common::{Env, NOW};
 use serde_json::{Value, json};
 
 const FAKE_TOKEN: &str = "ghp_FAKEFAKEFAKEFAKEFAKEFAKEFAKEFAKE0000";
@@ -623,4 +623,83 @@ fn an_import_reports_in_input_order() {
             .unwrap_or(0)
     });
     assert_eq!(sources, sorted);
+}
+
+/// Records exported from one project import into another whole: a record related to another is
+/// related to the entry that record became (its id is derived anew on import), and a deprecated
+/// draft without evidence is created as a draft, then deprecated.
+#[test]
+fn exported_records_import_with_their_relations_and_deprecated_drafts() {
+    let env = two_projects();
+    let a = add(&env, "demo", NOW, "decisions", "auth.tokens", "0.9", "t");
+    // A changed entry: the record's id is not the one the import derives.
+    env.run(&["-p", "demo", "update", &a, "--summary", "Tokens, revised"])
+        .ok();
+    let mut args = crate::common::add_args(
+        ("decisions", "decision"),
+        "auth.refresh",
+        "Refresh tokens rotate",
+        "Every use rotates the refresh token.",
+        "0.8",
+        "code:src/lib.rs#L1-L9:here",
+    );
+    args.extend(["--related", &a, "-p", "demo"]);
+    let b = env.run(&args).ok().stdout.trim().to_owned();
+    let draft = env
+        .run(&[
+            "add",
+            "demo",
+            "--section",
+            "observations",
+            "--kind",
+            "hypothesis",
+            "--subject",
+            "auth.guess",
+            "--scope",
+            "repo",
+            "--summary",
+            "Maybe a cache",
+            "--content",
+            "Unconfirmed.",
+            "--confidence",
+            "0.7",
+            "--status",
+            "draft",
+        ])
+        .ok()
+        .stdout
+        .trim()
+        .to_owned();
+    env.run(&["-p", "demo", "deprecate", &draft, "--reason", "disproved"])
+        .ok();
+    env.run(&["-p", "demo", "export", "out.json"]).ok();
+    let r = env.run(&["--json", "import", "copy", "out.json"]);
+    let report = r.json();
+    assert_eq!(r.code, 0, "{report}");
+    assert_eq!(report["rejected"], json!([]), "{report}");
+    assert_eq!(
+        report["imported"].as_array().map(Vec::len),
+        Some(3),
+        "{report}"
+    );
+    let verify = env.run(&["--json", "verify", "copy"]).ok().json();
+    assert_eq!(verify["ok"], true, "{verify}");
+    let copy = env.run(&["-p", "copy", "export", "-"]).ok();
+    let records: Value = serde_json::from_str(&copy.stdout).unwrap_or_else(|e| panic!("{e}"));
+    let by_subject = |subject: &str| {
+        records
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|r| r["subject"] == subject)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {subject} in {records}"))
+    };
+    let (new_a, new_b) = (by_subject("auth.tokens"), by_subject("auth.refresh"));
+    assert_ne!(new_a["id"], a.as_str());
+    assert_ne!(new_b["id"], b.as_str());
+    assert_eq!(new_b["related_entries"], json!([new_a["id"]]), "{records}");
+    let guess = by_subject("auth.guess");
+    assert_eq!(guess["status"], "deprecated", "{records}");
+    assert_eq!(guess["evidence"], json!([]), "{records}");
 }

@@ -203,6 +203,65 @@ fn invalid_policies_are_refused_naming_the_key() {
     assert!(reason.contains("effective TTL 300.0 days"), "{r}");
 }
 
+/// Counts of one are singular in the text output: one entry, one batch, one transition, one
+/// event; a context file written for the first time is "created".
+#[test]
+fn counts_of_one_are_singular() {
+    let env = Env::with_project();
+    env.add("a.subject", "a decision");
+    let run = env.run_at(&day(100), &["lifecycle", "run"]).ok();
+    assert!(
+        run.stdout
+            .contains("demo: 1 entry in 1 batch, 1 transition (archived 1)"),
+        "{}",
+        run.stdout
+    );
+    let export = env.run(&["export", "out.json"]).ok();
+    assert!(
+        export.stdout.starts_with("exported 1 entry of demo"),
+        "{}",
+        export.stdout
+    );
+    let events = env
+        .run(&["export", "out.events", "--format", "events"])
+        .ok();
+    assert!(
+        events.stdout.starts_with("exported 2 events"),
+        "{}",
+        events.stdout
+    );
+    let fork = env.run(&["fork", "demo", "copy"]).ok();
+    assert!(fork.stdout.contains("(2 events)"), "{}", fork.stdout);
+    let sync = env.run(&["sync-context", "demo"]).ok();
+    assert!(
+        sync.stdout.starts_with("created ai-context/demo.md (") && !sync.stdout.contains("exist"),
+        "{}",
+        sync.stdout
+    );
+}
+
+/// A dry run's report is the run's: `archived` counts the entries the run would leave archived.
+#[test]
+fn a_dry_run_reports_the_archived_count_the_run_would_leave() {
+    let env = Env::with_project();
+    env.add("a.subject", "a decision");
+    env.add("b.subject", "b decision");
+    let dry = env
+        .run_at(&day(100), &["lifecycle", "run", "--dry-run", "--json"])
+        .ok()
+        .json();
+    let real = run_at(&env, 100);
+    assert_eq!(transitions(&dry), transitions(&real));
+    assert_eq!(real["archived"], 2, "{real}");
+    assert_eq!(dry["archived"], real["archived"], "{dry}");
+    // Once the run was made, a dry run has nothing left to do and counts from the store.
+    let again = env
+        .run_at(&day(100), &["lifecycle", "run", "--dry-run", "--json"])
+        .ok()
+        .json();
+    assert_eq!(again["archived"], 2, "{again}");
+}
+
 #[test]
 fn dry_run_writes_nothing_and_a_failing_entry_is_skipped() {
     let env = Env::with_project();
@@ -511,7 +570,7 @@ fn the_daemon_runs_on_a_schedule_and_stops_cleanly_on_sigterm() {
             &["lifecycle", "daemon", "--every", "1h", "--max-runs", "1"],
         )
         .ok();
-    assert!(once.stdout.contains("1 transitions"), "{}", once.stdout);
+    assert!(once.stdout.contains("1 transition ("), "{}", once.stdout);
     assert!(
         once.stderr.contains("stopped after 1 evaluation"),
         "{}",
@@ -1084,4 +1143,36 @@ fn storage_figures_come_from_the_last_complete_run() {
     assert_eq!(report["last_run"]["stopped"], true, "{report}");
     let text = env.run(&["lifecycle", "report"]).ok().stdout;
     assert!(text.contains("stopped before the end"), "{text}");
+}
+
+/// check-freshness's text columns line up whatever the lengths of the subjects and dates.
+#[test]
+fn check_freshness_columns_line_up() {
+    let env = Env::with_project();
+    for (subject, summary, to) in [
+        ("a", "Short subject", "2026-11-24"),
+        ("payments.checkout-latency", "Long subject", "2026-11-25"),
+    ] {
+        let mut args = crate::common::add_args(
+            ("state", "metric"),
+            subject,
+            summary,
+            "Measured.",
+            "0.8",
+            "code:src/lib.rs#L1-L9:here",
+        );
+        args.extend(["--valid-from", "2026-11-01", "--valid-to", to]);
+        env.run(&args).ok();
+    }
+    let r = env.run(&["check-freshness"]).ok();
+    let starts: Vec<Option<usize>> = ["Short subject", "Long subject"]
+        .iter()
+        .map(|summary| {
+            r.stdout
+                .lines()
+                .find_map(|l| l.find(summary).map(|at| l[..at].chars().count()))
+        })
+        .collect();
+    assert!(starts[0].is_some(), "{}", r.stdout);
+    assert_eq!(starts[0], starts[1], "{}", r.stdout);
 }

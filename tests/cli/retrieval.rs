@@ -408,6 +408,32 @@ fn context_fills_memory_context_or_leaves_the_task_alone() {
     snap!("context_prompt", r.stdout);
 }
 
+/// A budget too small for any entry says so, and names the budget that shows the first one.
+#[test]
+fn a_budget_too_small_for_any_entry_names_the_budget_that_shows_one() {
+    let (env, _, _) = fixture();
+    let task = r#"{"goal":"how do deploys work","memory_enabled":true,"scope":"service:auth"}"#;
+    let prompt = |budget: &str| {
+        let args = [
+            "context", "demo", "-", "--format", "prompt", "--budget", budget,
+        ];
+        context(&env, &args, task).ok().stdout
+    };
+    let small = prompt("120");
+    assert!(!small.contains("lower-ranked"), "{small}");
+    let needed = small
+        .split("the first needs a budget of ")
+        .nth(1)
+        .and_then(|rest| rest.split(')').next())
+        .unwrap_or_else(|| panic!("no budget named: {small}"));
+    assert!(
+        small.contains("the token budget of 120 is too small for any entry"),
+        "{small}"
+    );
+    let enough = prompt(needed);
+    assert!(enough.contains("1. ["), "budget {needed}: {enough}");
+}
+
 #[test]
 fn queries_are_logged() {
     let (env, _, _) = fixture();

@@ -30,34 +30,34 @@ pub use child::{PEAK_RSS_ENV, report_peak_rss};
 #[derive(Debug, clap::Args)]
 pub struct BenchArgs {
     /// Sizes of the workspaces built by `apply` of a JSON Lines file, in entries (comma-separated)
-    #[arg(long, value_delimiter = ',', default_value = "1000,10000,100000")]
+    #[arg(long, value_delimiter = ',', default_value = "1000,10000,100000", allow_negative_numbers = true, value_parser = crate::cli::numbers::whole::<usize>)]
     entries: Vec<usize>,
     /// Sizes of the workspaces grown by one `add` process per entry (comma-separated)
-    #[arg(long, value_delimiter = ',', default_value = "1000,10000")]
+    #[arg(long, value_delimiter = ',', default_value = "1000,10000", allow_negative_numbers = true, value_parser = crate::cli::numbers::whole::<usize>)]
     grown: Vec<usize>,
     /// Single-process writes after the bulk apply: create, supersede and pin in turn
-    #[arg(long, default_value_t = 200)]
+    #[arg(long, default_value_t = 200, allow_negative_numbers = true, value_parser = crate::cli::numbers::whole::<usize>)]
     writes: usize,
     /// Runs of each fast operation (show, list, stats, add); the median is reported
-    #[arg(long, default_value_t = 15)]
+    #[arg(long, default_value_t = 15, allow_negative_numbers = true, value_parser = crate::cli::numbers::whole::<usize>)]
     runs: usize,
     /// Runs of each slow operation (apply, rebuild, verify, catch-up)
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, allow_negative_numbers = true, value_parser = crate::cli::numbers::whole::<usize>)]
     slow_runs: usize,
     /// Events a simulated `git pull` brings into the largest applied workspace
-    #[arg(long, default_value_t = 10_000)]
+    #[arg(long, default_value_t = 10_000, allow_negative_numbers = true, value_parser = crate::cli::numbers::whole::<usize>)]
     pull_events: usize,
     /// Concurrency run: processes creating entries
-    #[arg(long, default_value_t = 16)]
+    #[arg(long, default_value_t = 16, allow_negative_numbers = true, value_parser = crate::cli::numbers::whole::<usize>)]
     writers: usize,
     /// Concurrency run: processes superseding, deprecating and pinning entries
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 4, allow_negative_numbers = true, value_parser = crate::cli::numbers::whole::<usize>)]
     mutators: usize,
     /// Concurrency run: processes reading (show, list, stats) until the writers finish
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = 2, allow_negative_numbers = true, value_parser = crate::cli::numbers::whole::<usize>)]
     readers: usize,
     /// Concurrency run: operations of each writer and each mutator
-    #[arg(long, default_value_t = 25)]
+    #[arg(long, default_value_t = 25, allow_negative_numbers = true, value_parser = crate::cli::numbers::whole::<usize>)]
     ops: usize,
     /// Phases to leave out (comma-separated)
     #[arg(long, value_delimiter = ',', value_enum)]
@@ -73,7 +73,7 @@ pub struct BenchArgs {
     #[arg(long)]
     retrieval: bool,
     /// Seed of the retrieval evaluation's data set
-    #[arg(long, default_value_t = 7)]
+    #[arg(long, default_value_t = 7, allow_negative_numbers = true, value_parser = crate::cli::numbers::whole::<u64>)]
     seed: u64,
     /// Run the retrieval evaluation on the LoCoMo conversations instead of the generated set:
     /// `locomo10.json`, or the directory of its conversations
