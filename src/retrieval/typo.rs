@@ -96,7 +96,8 @@ pub fn edits(word: &str) -> Vec<String> {
 }
 
 /// The correction of `word` (the corrected word and its index term) when `word` is long enough
-/// and some word one edit away is indexed; the most frequent one wins, then the first in order.
+/// and some slip of it is written in an indexed entry; the most frequent term wins, then the
+/// first in order.
 ///
 /// # Errors
 /// When a store cannot be read.
@@ -108,7 +109,7 @@ pub(super) fn correction(
     if word.chars().count() < MIN_CHARS || !word.chars().all(|c| c.is_ascii_lowercase()) {
         return Ok(None);
     }
-    let mut best: Option<(u64, String, String)> = None;
+    let mut found: Vec<(u64, String, String)> = Vec::new();
     let mut tried = std::collections::HashSet::new();
     for candidate in edits(word) {
         if tokenize::is_stop_word(&candidate) {
@@ -119,11 +120,62 @@ pub(super) fn correction(
             continue;
         }
         let df = super::postings::document_frequency(sources, masks, &term)?;
-        if df > 0 && best.as_ref().is_none_or(|(d, _, _)| df > *d) {
-            best = Some((df, candidate, term));
+        if df > 0 {
+            found.push((df, candidate, term));
         }
     }
-    Ok(best.map(|(_, w, t)| (w, t)))
+    // Stable: of equal frequencies, the first in order.
+    found.sort_by(|a, b| b.0.cmp(&a.0));
+    for (_, candidate, term) in found {
+        if written(sources, masks, &term, &candidate)? {
+            return Ok(Some((candidate, term)));
+        }
+    }
+    Ok(None)
+}
+
+/// Entries a correction is looked for in.
+const SAMPLE: usize = 8;
+
+/// True when some entry holding `term` writes `word`, as it is or with an ending (`deploy` in
+/// "deploys"). A slip's stem can be an indexed term that no entry spells that way: `parking`
+/// slipped to `pariing`, whose stem `pari` is that of "Paris".
+fn written(
+    sources: &[Source<'_>],
+    masks: &super::postings::Masks,
+    term: &str,
+    word: &str,
+) -> Result<bool> {
+    let none = Vec::new();
+    for (src, s) in sources.iter().enumerate() {
+        let mut ids: Vec<String> = Vec::new();
+        let mut take = |id: &[u8], _| {
+            ids.push(String::from_utf8_lossy(id).into_owned());
+            ids.len() < SAMPLE
+        };
+        super::postings::for_each_single(s.store, term, &mut take)?;
+        super::postings::for_each_in_blocks(
+            s.store,
+            masks.get(src).unwrap_or(&none),
+            term,
+            &mut take,
+        )?;
+        let ids: Vec<&str> = ids.iter().take(SAMPLE).map(String::as_str).collect();
+        for entry in s.store.hot_entries(&ids)? {
+            let f = &entry.fields;
+            let mut seen = false;
+            for text in [&f.summary, &f.content, &f.subject]
+                .into_iter()
+                .chain(&f.tags)
+            {
+                tokenize::for_each_word(text, |w| seen |= w.starts_with(word));
+            }
+            if seen {
+                return Ok(true);
+            }
+        }
+    }
+    Ok(false)
 }
 
 #[cfg(test)]

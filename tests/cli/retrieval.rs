@@ -621,17 +621,19 @@ fn a_query_of_stop_words_only_matches_nothing() {
     );
 }
 
-/// A word that is in no entry is corrected only when it is a slip of the fingers of an indexed
-/// word: "deplyo" finds the deploy entries, "election" (one letter from "selection") finds
-/// nothing.
+/// A word that is in no entry is corrected only when it is a slip of the fingers of a word an
+/// entry writes: "deplyo" finds the deploy entries, "election" (one letter from "selection") and
+/// "parking" (a slip from a word whose stem is that of "Paris") find nothing.
 #[test]
 fn only_slips_are_corrected() {
     let env = Env::with_project();
     env.add("ui.selection", "Selection of rows keeps the header visible");
     env.add("ops.deploy", "Deploys go through the pipeline");
+    env.add("travel.fatima", "Fatima travels to Paris in March");
     let found = env.run(&["--json", "query", "deplyo"]).ok().json();
     assert_eq!(found.as_array().map(Vec::len), Some(1), "{found}");
-    for text in ["leader election", "stale"] {
+    // "parking" slips to "pariing", whose stem is that of "Paris": no entry writes it.
+    for text in ["leader election", "stale", "parking"] {
         let none = env.run(&["--json", "query", text]).ok().json();
         assert_eq!(none, json!([]), "{text}");
     }
