@@ -125,7 +125,7 @@ pub(super) fn correction(
         }
     }
     // Stable: of equal frequencies, the first in order.
-    found.sort_by(|a, b| b.0.cmp(&a.0));
+    found.sort_by_key(|f| std::cmp::Reverse(f.0));
     for (_, candidate, term) in found {
         if written(sources, masks, &term, &candidate)? {
             return Ok(Some((candidate, term)));
