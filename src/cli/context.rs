@@ -119,6 +119,7 @@ pub fn run(ctx: &Ctx, args: ContextArgs, out: &mut Out) -> Result<ExitCode> {
         None => (Vec::new(), project.unwrap_or_default()),
         Some(sources) => {
             let (hits, slow_ms) = choose(ctx, &sources, &q)?;
+            super::query::warn_disputed(&hits);
             let (project, read) = sources.close();
             super::query::record_accesses(ctx, &read, &hits, "context");
             let filters = serde_json::json!({

@@ -451,7 +451,32 @@ pub fn explain_lines(h: &Hit) -> Vec<String> {
     if let Some(from) = &h.related_to {
         out.push(format!("rule related: named in related_entries of {from}"));
     }
+    if let Some(of) = &h.disputed {
+        out.push(format!(
+            "rule disputed: replaces {of}, whose concurrent changes are unresolved: annotated"
+        ));
+    }
     out
+}
+
+/// Warns, once per entry in conflict, that results replaced it and that the replacements are
+/// competing outcomes until it is resolved.
+pub fn warn_disputed(hits: &[Hit]) {
+    let mut by: std::collections::BTreeMap<&str, Vec<&str>> = std::collections::BTreeMap::new();
+    for h in hits {
+        if let Some(of) = &h.disputed {
+            by.entry(of.as_str()).or_default().push(h.entry.id.as_str());
+        }
+    }
+    for (of, ids) in by {
+        warn(&format!(
+            "{} replace{} {of}, whose concurrent changes (from merged branches) are unresolved: \
+             they are competing outcomes, not settled facts; see `memlog conflicts`, then \
+             `memlog resolve {of} --winner ID`",
+            ids.join(", "),
+            if ids.len() == 1 { "s" } else { "" },
+        ));
+    }
 }
 
 /// Prints results as a table (with explanations), or as JSON.
@@ -590,6 +615,7 @@ pub fn run(ctx: &Ctx, args: QueryArgs, out: &mut Out) -> Result<ExitCode> {
         started,
         policy.slow_query_ms,
     );
+    warn_disputed(&answer.hits);
     print_hits(out, &answer.hits, args.summary_only, args.explain);
     Ok(ExitCode::Ok)
 }

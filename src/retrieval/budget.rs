@@ -97,6 +97,11 @@ pub fn render_entry(n: usize, h: &Hit) -> String {
     if h.global {
         notes.push("global memory".into());
     }
+    if let Some(of) = &h.disputed {
+        notes.push(format!(
+            "disputed: one of the competing outcomes of {of}, not yet resolved"
+        ));
+    }
     let mut text = format!(
         "{n}. [{}/{}] {}\n   confidence {:.2} ({}); evidence ({}): {}; by {}, {} {}; scope {}; subject {}; id {}",
         f.section.as_str(),

@@ -66,18 +66,23 @@ pub struct Hit {
     pub matched_terms: Vec<String>,
     /// Set when the entry is here because a result names it in `related_entries`.
     pub related_to: Option<String>,
+    /// Set when the entry replaced an entry whose concurrent changes are unresolved (two
+    /// supersedes, or a supersede and a deprecation, merged from two branches): the entry it
+    /// replaced. Its standing is disputed until `memlog resolve` settles that entry.
+    pub disputed: Option<String>,
 }
 
 impl Hit {
     /// The notes shown with the entry, in every output alike: the rules that demoted or
-    /// annotated it, then `global` (from `ai-memory/global/`) and `related` (added by
-    /// `--include-related`).
+    /// annotated it, then `global` (from `ai-memory/global/`), `related` (added by
+    /// `--include-related`) and `disputed` (a replacement from an unresolved conflict).
     pub fn annotations(&self) -> Vec<&'static str> {
         self.rules
             .iter()
             .map(Rule::annotation)
             .chain(self.global.then_some("global"))
             .chain(self.related_to.as_ref().map(|_| "related"))
+            .chain(self.disputed.as_ref().map(|_| "disputed"))
             .collect()
     }
 }
@@ -289,17 +294,47 @@ pub fn search(sources: &[Source<'_>], req: &Request) -> Result<Answer> {
             rules,
             matched_terms,
             related_to: None,
+            disputed: None,
         });
     }
     if req.include_related {
         add_related(sources, req, &mut hits)?;
     }
+    mark_disputed(sources, &mut hits)?;
     Ok(Answer {
         hits,
         terms,
         scanned,
         matched,
     })
+}
+
+/// Marks the hits that replaced an entry in conflict (see [`Hit::disputed`]). The conflict
+/// index of each store names the entries in conflict (none, nearly always: one seek).
+///
+/// # Errors
+/// When a store cannot be read.
+pub fn mark_disputed(sources: &[Source<'_>], hits: &mut [Hit]) -> Result<()> {
+    for s in sources {
+        let in_conflict = s.store.ids_with("conflict", "true")?;
+        if in_conflict.is_empty() {
+            continue;
+        }
+        let mut replaced: HashMap<String, String> = HashMap::new();
+        for id in in_conflict {
+            if let Some(state) = s.store.entry(&id)? {
+                for by in crate::writer::competing_replacements(s.store, &state)? {
+                    replaced.insert(by, id.clone());
+                }
+            }
+        }
+        for h in hits.iter_mut().filter(|h| h.project == s.project) {
+            if let Some(of) = replaced.get(&h.entry.id) {
+                h.disputed = Some(of.clone());
+            }
+        }
+    }
+    Ok(())
 }
 
 /// True when `text` is not blank but holds no word that is searched (only stop words,
@@ -617,6 +652,7 @@ fn add_related(sources: &[Source<'_>], req: &Request, hits: &mut Vec<Hit>) -> Re
                 rules,
                 matched_terms: Vec::new(),
                 related_to: Some(from.clone()),
+                disputed: None,
             });
         }
         i += 1;
@@ -671,6 +707,7 @@ pub fn archived_hits(sources: &[Source<'_>], req: &Request, limit: usize) -> Res
                     rules,
                     matched_terms: matched,
                     related_to: None,
+                    disputed: None,
                 },
             ));
         }

@@ -162,6 +162,20 @@ fn supersede_against_deprecate_is_listed() {
         "{sets:?}"
     );
     assert_eq!(list[0]["disputed"][0], "status", "{list}");
+
+    // The replacement the deprecation left behind is one outcome of the conflict, not a settled
+    // fact: annotated and warned about in query and context.
+    let r = env.run(&["--json", "query", "cache hour"]);
+    let hit = r.ok().json()[0].clone();
+    assert_eq!(hit["id"], replaced.as_str(), "{hit}");
+    assert_eq!(hit["annotations"], serde_json::json!(["disputed"]), "{hit}");
+    let r = env.run(&["query", "cache hour", "--explain"]).ok();
+    assert!(
+        r.stdout.contains(&format!("rule disputed: replaces {id}")),
+        "{}",
+        r.stdout
+    );
+    assert!(r.stderr.contains("competing outcomes"), "{}", r.stderr);
 }
 
 /// Two branches supersede the same entry: each side names its own replacement, the merge's
@@ -204,7 +218,26 @@ fn concurrent_supersedes_show_each_replacement() {
     assert_eq!(got, want, "{c}");
     assert_eq!(c[0]["disputed"], serde_json::json!(["superseded_by"]));
     assert_eq!(c[0]["current"]["superseded_by"], rb.as_str());
+    // Both replacements are active, each marked as a competing outcome.
+    let found = env.run(&["--json", "query", "queues stream"]).ok().json();
+    let disputed: Vec<&str> = found
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|h| h["annotations"] == serde_json::json!(["disputed"]))
+        .filter_map(|h| h["id"].as_str())
+        .collect();
+    assert_eq!(disputed.len(), 2, "{found}");
     env.run(&["resolve", &id, "--winner", &ra]).ok();
+    let after = env.run(&["--json", "query", "queues stream"]).ok().json();
+    assert!(
+        after
+            .as_array()
+            .into_iter()
+            .flatten()
+            .all(|h| h["annotations"] == serde_json::json!([])),
+        "{after}"
+    );
     assert_eq!(
         env.run(&["conflicts", "--json"]).ok().json(),
         serde_json::json!([])
