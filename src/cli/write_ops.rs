@@ -251,6 +251,40 @@ fn winner_change(
     })
 }
 
+/// Refuses to accept the merge of a conflict in which one side superseded the entry and another
+/// changed its status otherwise (a deprecation): accepting it would leave the replacement active
+/// beside an entry that no longer names it, a fact nobody chose. The user keeps the replacement
+/// with `--winner`, or deprecates it and resolves again.
+fn refuse_orphaned_replacement(
+    session: &crate::store::session::Session,
+    old: &projections::EntryState,
+    competing: &[String],
+) -> Result<()> {
+    let [replacement] = competing else {
+        return Ok(());
+    };
+    if old.status == projections::Status::Superseded {
+        // The merge keeps the replacement: nothing is left without its predecessor.
+        return Ok(());
+    }
+    let events = session.store().entry_events(&old.id)?;
+    let conflict = crate::git::conflicts::describe(old, &events);
+    let active = session
+        .store()
+        .entry(replacement)?
+        .is_some_and(|r| r.status == projections::Status::Active);
+    if !active || !conflict.disputed.iter().any(|f| f == "status") {
+        return Ok(());
+    }
+    Err(crate::Error::Usage(format!(
+        "{id} was superseded by {replacement} on one side and made {status} on the other: \
+         keep the replacement with `memlog resolve {id} --winner {replacement}`, or deprecate it \
+         (`memlog deprecate {replacement} --reason \"...\"`) and run `memlog resolve {id}` again",
+        id = old.id,
+        status = old.status.as_str(),
+    )))
+}
+
 pub fn resolve(ctx: &Ctx, args: ResolveArgs, out: &mut Out) -> Result<ExitCode> {
     let input = args.entry.to_input()?;
     check_reason(args.reason.as_deref())?;
@@ -265,6 +299,9 @@ pub fn resolve(ctx: &Ctx, args: ResolveArgs, out: &mut Out) -> Result<ExitCode> 
     let w = write(&project, &wctx, template, |session, state| {
         let old = state.ok_or_else(|| crate::Error::Usage("resolve needs a target".into()))?;
         let competing = crate::writer::competing_replacements(session.store(), old)?;
+        if args.winner.is_none() {
+            refuse_orphaned_replacement(session, old, &competing)?;
+        }
         if competing.len() > 1 || args.winner.is_some() {
             return winner_change(
                 session,

@@ -176,6 +176,36 @@ fn supersede_against_deprecate_is_listed() {
         r.stdout
     );
     assert!(r.stderr.contains("competing outcomes"), "{}", r.stderr);
+
+    // Accepting the merge would leave the replacement active beside a deprecated entry that no
+    // longer names it: resolve asks for a choice, and either choice settles it.
+    let refused = env.run(&["resolve", &id, "--reason", "deprecation stands"]);
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains(&format!("--winner {replaced}")),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(
+        env.run(&["conflicts", "--json"])
+            .ok()
+            .json()
+            .as_array()
+            .map(Vec::len),
+        Some(1)
+    );
+    env.run(&["deprecate", &replaced, "--reason", "the cache was removed"])
+        .ok();
+    env.run(&["resolve", &id, "--reason", "deprecation stands"])
+        .ok();
+    assert_eq!(
+        env.run(&["conflicts", "--json"]).ok().json(),
+        serde_json::json!([])
+    );
+    assert_eq!(
+        env.run(&["--json", "query", "cache hour"]).ok().json(),
+        serde_json::json!([])
+    );
 }
 
 /// Two branches supersede the same entry: each side names its own replacement, the merge's

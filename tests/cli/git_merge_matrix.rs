@@ -252,13 +252,29 @@ fn driver_merge_then_more_writes_rebase_and_cherry_pick() {
         after.lines().collect::<BTreeSet<_>>().len(),
         "no duplicated line"
     );
-    // More writes after the merge: resolve the conflict, then a new entry.
+    // More writes after the merge: resolve the conflict (keeping branch a's replacement over
+    // b's deprecation: the choice is named), then a new entry.
+    let conflicts = env.run(&["conflicts", "--json"]).ok().json();
+    let replacement = conflicts[0]["sides"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find_map(|side| side["set"]["superseded_by"].as_str())
+        .unwrap_or_default()
+        .to_owned();
     let mut acked = acked;
     acked.extend(
         write(
             &env,
             "2026-11-24T00:00:00Z",
-            &["resolve", &shared, "--reason", "keep a"],
+            &[
+                "resolve",
+                &shared,
+                "--winner",
+                &replacement,
+                "--reason",
+                "keep a",
+            ],
         )
         .1,
     );
