@@ -48,7 +48,9 @@ pub enum Error {
     },
 
     #[error(
-        "the projection store at {path} failed: {message}; the store is derived from the log, which is unharmed: free disk space if the disk is full, then run the command again (the store is rebuilt automatically)"
+        "the projection store at {path} failed: {message}; the store is derived from the log, which is unharmed: {}",
+        store_fix(message),
+        path = path.display()
     )]
     Store { path: PathBuf, message: String },
 
@@ -114,6 +116,30 @@ impl Error {
     }
 }
 
+/// True when a store error says its files are damaged (a checksum or a block that does not
+/// decode), rather than that it could not be written.
+pub fn store_damaged(message: &str) -> bool {
+    [
+        "ChecksumMismatch",
+        "Decompress",
+        "InvalidTrailer",
+        "InvalidHeader",
+        "Unrecoverable",
+    ]
+    .iter()
+    .any(|m| message.contains(m))
+}
+
+/// What to do about a store error: a damaged store is marked (see
+/// [`crate::store::session::mark_damaged`]) and rebuilt by the next command.
+fn store_fix(message: &str) -> &'static str {
+    if store_damaged(message) {
+        "the store's files are damaged: the next command rebuilds it from the log (or run `memlog rebuild`)"
+    } else {
+        "free disk space if the disk is full, then run the command again (the store is rebuilt automatically)"
+    }
+}
+
 /// How to repair a log with a bad line: from git, unless the line is a conflict marker (the
 /// problem then says what to do, and during a merge `git checkout -- <file>` fails).
 fn corrupt_log_fix(path: &std::path::Path, problem: &str) -> String {
@@ -121,9 +147,10 @@ fn corrupt_log_fix(path: &std::path::Path, problem: &str) -> String {
         return String::new();
     }
     format!(
-        "; the log is committed to git: see what changed with `git diff -- {path}` and restore \
+        "; if the log is committed to git, see what changed with `git diff -- {path}` and restore \
          the committed lines with `git checkout -- {path}` (appends since the last commit are \
-         then lost; keep a copy first), then run `memlog verify`",
+         then lost; keep a copy first); if it is not, fix or remove that line by hand (keep a \
+         copy first); then run `memlog verify`",
         path = path.display()
     )
 }

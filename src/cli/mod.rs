@@ -365,7 +365,10 @@ pub fn main_with_args(args: Vec<std::ffi::OsString>, bin_name: &str) -> i32 {
             out.finish();
             code as i32
         }
-        Err(e) => output::report_error_after(&e, json, out.take_partial()),
+        Err(e) => {
+            crate::store::session::mark_damaged(&e);
+            output::report_error_after(&e, json, out.take_partial())
+        }
     };
     compact::start_due();
     code

@@ -29,6 +29,27 @@ fn same_file(file: &fs_err::File, path: &Path) -> bool {
     }
 }
 
+/// A lock file that cannot be created: on a read-only file system or directory, say that memlog
+/// writes its local state even to read, and where.
+fn unwritable(path: &Path, e: std::io::Error) -> Error {
+    use std::io::ErrorKind;
+    match e.kind() {
+        ErrorKind::ReadOnlyFilesystem | ErrorKind::PermissionDenied => {
+            let dir = path.parent().unwrap_or(path);
+            Error::Io(std::io::Error::new(
+                e.kind(),
+                format!(
+                    "{e}; memlog keeps its store and locks in {} and writes there even to \
+                     read: make that directory writable (it is local state, not committed), or \
+                     work in a writable copy of the repository",
+                    dir.display()
+                ),
+            ))
+        }
+        _ => Error::Io(e),
+    }
+}
+
 impl FileLock {
     /// Takes the lock, waiting at most `timeout`. Waiting processes take it in the order they
     /// came (see [`Ticket`]), so no process waits through more holders than were ahead of it.
@@ -78,13 +99,14 @@ impl FileLock {
     pub fn try_acquire(path: &Path) -> Result<Option<Self>> {
         if let Some(dir) = path.parent() {
             // The state directory may have been deleted (it is derived data).
-            fs_err::create_dir_all(dir)?;
+            fs_err::create_dir_all(dir).map_err(|e| unwritable(path, e))?;
         }
         let file = fs_err::OpenOptions::new()
             .create(true)
             .truncate(false)
             .write(true)
-            .open(path)?;
+            .open(path)
+            .map_err(|e| unwritable(path, e))?;
         match file.file().try_lock() {
             // A lock on a file that was deleted or replaced meanwhile locks nothing that other
             // processes see: only a lock on the file the path names now counts.
@@ -260,6 +282,24 @@ impl Waiting {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A lock that cannot be created on a read-only file system says where memlog writes and
+    /// what to do; other errors are passed on as they are.
+    #[test]
+    fn an_unwritable_state_directory_is_named_with_the_fix() {
+        let path = Path::new("/repo/ai-memory/demo/.memlog/store.lock");
+        for kind in [
+            std::io::ErrorKind::ReadOnlyFilesystem,
+            std::io::ErrorKind::PermissionDenied,
+        ] {
+            let e = unwritable(path, std::io::Error::new(kind, "read-only"));
+            let text = e.to_string();
+            assert!(text.contains("/repo/ai-memory/demo/.memlog"), "{text}");
+            assert!(text.contains("make that directory writable"), "{text}");
+        }
+        let other = unwritable(path, std::io::Error::other("disk on fire")).to_string();
+        assert!(!other.contains("writable"), "{other}");
+    }
     use std::sync::{Arc, Mutex};
 
     /// A temporary folder with `store.lock` in it, held.

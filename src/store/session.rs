@@ -333,6 +333,27 @@ pub fn repair_tail_locked(project: &Project) -> Result<Option<QuarantineNote>> {
 }
 
 /// Removes what an interrupted rebuild left behind. The caller holds the store lock.
+/// Marks the store named by a [`Error::Store`] that found its files damaged, so that the next
+/// session rebuilds it: a damaged block is found by the read that needs it, after the session
+/// opened the store fine, and every read of it fails the same way until the store is rebuilt.
+pub fn mark_damaged(e: &Error) {
+    if let Error::Store { path, message } = e
+        && crate::error::store_damaged(message)
+    {
+        let _ = fs_err::write(damaged_marker(path), message);
+    }
+}
+
+fn damaged_marker(store: &std::path::Path) -> std::path::PathBuf {
+    store.with_extension("damaged")
+}
+
+/// True when `e` comes from a full disk (`ENOSPC`), whichever layer reported it.
+fn is_disk_full(e: &Error) -> bool {
+    let text = e.to_string();
+    text.contains("No space left on device") || text.contains("os error 28")
+}
+
 fn remove_leftovers(project: &Project) {
     let dir = project.store_dir();
     let mut leftovers = vec![dir.with_extension("building")];
@@ -384,12 +405,21 @@ impl Session {
         let lock = FileLock::acquire(&project.store_lock_path(), "store", timeout)?;
         remove_leftovers(project);
         let quarantined = recover_torn_tail(project)?;
+        let marker = damaged_marker(&project.store_dir());
+        let damaged = fs_err::read_to_string(&marker).ok();
         let (store, broken) = match Store::open(&project.store_dir()) {
+            Ok(_) if damaged.is_some() => (
+                None,
+                damaged.map(|why| format!("an earlier command found the store damaged: {why}")),
+            ),
             Ok((store, _)) => (Some(store), None),
             // The store's own words: the advice of `Error::Store` is for when the rebuild
             // below fails too.
-            Err(Error::Store { message, .. }) => (None, Some(message)),
-            Err(e) => (None, Some(e.to_string())),
+            Err(Error::Store { message, .. }) => (
+                None,
+                Some(format!("the store could not be opened: {message}")),
+            ),
+            Err(e) => (None, Some(format!("the store could not be opened: {e}"))),
         };
         let mut session = Self {
             project: project.clone(),
@@ -410,7 +440,8 @@ impl Session {
                 other => other?,
             },
             Some(why) => {
-                session.rebuild_because(format!("the store could not be opened: {why}"))?
+                session.rebuild_because(why)?;
+                let _ = fs_err::remove_file(&marker);
             }
         }
         Ok(session)
@@ -788,7 +819,18 @@ impl Session {
     ) -> Result<usize> {
         let dir = self.project.store_dir();
         let staging = dir.with_extension("building");
-        let (n, missing) = build_at(&staging)?;
+        let built = build_at(&staging);
+        if let Err(e) = &built {
+            // A half-built store must not keep the disk full for the next command; and when
+            // the disk is full, neither may the store being replaced (it is behind the log or
+            // broken, or it would not be rebuilt): the next command builds into that room.
+            let _ = fs_err::remove_dir_all(&staging);
+            if is_disk_full(e) {
+                drop(self.store.take());
+                let _ = fs_err::remove_dir_all(&dir);
+            }
+        }
+        let (n, missing) = built?;
         self.report.missing_parents = missing;
         self.replace_store(&staging)?;
         Ok(n)
@@ -1107,5 +1149,40 @@ mod tests {
             .unwrap_or_else(|e| panic!("{e}"));
         let err = session.rebuild_verifying(trusted.as_ref());
         assert!(matches!(err, Err(Error::CorruptLog { .. })), "{err:?}");
+    }
+
+    /// A build that fails leaves no half-built store behind, and one that failed for a full
+    /// disk removes the store it was to replace too, so that the next command has the room; the
+    /// next session rebuilds it from the log.
+    #[test]
+    fn a_failed_build_leaves_the_disk_as_it_found_it() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let workspace =
+            crate::workspace::Workspace::at(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        let name = crate::workspace::ProjectName::new("p").unwrap_or_else(|e| panic!("{e}"));
+        let project = Project::new(&workspace, name);
+        fs_err::create_dir_all(&project.dir).unwrap_or_else(|e| panic!("{e}"));
+        let lines: Vec<String> = (0..3).map(create).collect();
+        fs_err::write(project.log_path(), format!("{}\n", lines.join("\n")))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let store = project.store_dir();
+        let staging = store.with_extension("building");
+        let mut session = Session::open(&project, Duration::ZERO).unwrap_or_else(|e| panic!("{e}"));
+        for (why, store_kept) in [
+            ("a bad line", true),
+            ("No space left on device (os error 28)", false),
+        ] {
+            let failed = session.swap_in(|at| {
+                fs_err::create_dir_all(at.join("keyspaces"))?;
+                fs_err::write(at.join("keyspaces/table"), vec![0u8; 4096])?;
+                Err(Error::store(at, why))
+            });
+            assert!(failed.is_err());
+            assert!(!staging.exists(), "{why}");
+            assert_eq!(store.exists(), store_kept, "{why}");
+        }
+        drop(session);
+        let mut again = Session::open(&project, Duration::ZERO).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(again.rebuild().ok(), Some(3));
     }
 }

@@ -674,3 +674,56 @@ fn an_unwritable_apply_log_still_lists_what_was_applied() {
     assert!(r.stdout.contains("apply-log.jsonl"), "{}", r.stdout);
     assert_eq!(env.listed(), Some(1));
 }
+
+/// A damaged block of the store (a flipped bit in a table) is found by the read that needs it,
+/// after the store opened fine: that command fails naming the damage, and the next command
+/// rebuilds the store from the log, which was never at risk.
+#[test]
+fn a_damaged_store_block_is_rebuilt_by_the_next_command() {
+    let env = Env::with_project();
+    let lines: Vec<String> = (0..1000)
+        .map(|i| {
+            serde_json::json!({"operation": "create", "entry": {
+                "section": "decisions", "kind": "decision", "subject": format!("s.{i}"),
+                "scope": "repo", "summary": format!("Decision number {i} about the thing"),
+                "content": "Some content that is long enough to fill the blocks of a table. ".repeat(3),
+                "confidence": 0.9,
+                "evidence": [{"type": "code", "uri": "src/lib.rs", "note": "where"}]}})
+            .to_string()
+        })
+        .collect();
+    let file = env.root().join("bulk.jsonl");
+    std::fs::write(&file, lines.join("\n")).unwrap_or_else(|e| panic!("{e}"));
+    env.run(&["apply", "demo", file.to_str().unwrap_or_default()])
+        .ok();
+    env.run(&["rebuild", "demo"]).ok();
+    let before = env.run(&["dump", "demo"]).ok().stdout;
+
+    let tables = env
+        .root()
+        .join("ai-memory/demo/.memlog/store/keyspaces/1/tables");
+    for table in std::fs::read_dir(&tables)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .flatten()
+    {
+        let mut bytes = std::fs::read(table.path()).unwrap_or_else(|e| panic!("{e}"));
+        let at = bytes.len() / 3;
+        bytes[at] ^= 0x10;
+        std::fs::write(table.path(), bytes).unwrap_or_else(|e| panic!("{e}"));
+    }
+    let failed = env.run(&["dump", "demo"]);
+    assert_eq!(failed.code, 6, "{}", failed.stderr);
+    assert!(
+        failed.stderr.contains("the next command rebuilds it"),
+        "{}",
+        failed.stderr
+    );
+    let again = env.run(&["dump", "demo"]).ok();
+    assert!(
+        again.stderr.contains("found the store damaged"),
+        "{}",
+        again.stderr
+    );
+    assert_eq!(again.stdout, before);
+    env.run(&["verify", "demo"]).ok();
+}
