@@ -58,8 +58,9 @@ pub fn is_stop_word(word: &str) -> bool {
 /// - a word whose case or letters and digits change inside it also gives its parts of two
 ///   characters or more (`ConnectionResetError`: `connection`, `reset`, `error`; `OOMKilled`:
 ///   `oom`, `killed`; `E1042`: `1042`);
-/// - words joined by `-` or `_` also give the words joined (`kube-proxy`: `kubeproxy`), and
-///   numbers joined by `.` the number as written (`2.8.0`);
+/// - words joined by `-` or `_` also give the words joined (`kube-proxy`: `kubeproxy`),
+///   numbers joined by `.` the number as written (`2.8.0`), and thousands separated by commas
+///   the number without them (`48,210`: `48210`);
 /// - Chinese, Japanese and Korean text, written without spaces, gives each pair of adjacent
 ///   characters (`渡辺健二`: `渡辺`, `辺健`, `健二`), or the character alone.
 ///
@@ -73,6 +74,7 @@ pub fn for_each_word(text: &str, mut f: impl FnMut(&str)) {
     let mut words = Words::default();
     let mut compound = Joined::default();
     let mut number = Joined::default();
+    let mut thousands = Joined::default();
     let mut rest = text;
     // Whether the previous run could continue a compound, and was a number.
     let mut prev: Option<(bool, bool)> = None;
@@ -95,13 +97,22 @@ pub fn for_each_word(text: &str, mut f: impl FnMut(&str)) {
         if digits {
             let joins = prev.is_some_and(|(_, d)| d) && gap == ".";
             number.push(joins, run, ".", &mut emit);
+            // Thousands separated by commas: `48,210` is also `48210`.
+            let groups = thousands.runs > 0 && gap == "," && run.len() == 3;
+            if groups || run.len() <= 3 {
+                thousands.push(groups, run, "", &mut emit);
+            } else {
+                thousands.finish(&mut emit);
+            }
         } else {
             number.finish(&mut emit);
+            thousands.finish(&mut emit);
         }
         prev = Some((wordlike, digits));
     }
     compound.finish(&mut emit);
     number.finish(&mut emit);
+    thousands.finish(&mut emit);
 }
 
 /// Runs joined one to the next (`kube-proxy`, `2.8.0`), lower-cased.
@@ -462,6 +473,8 @@ mod tests {
             ("rate_limit", &["rate", "limit", "ratelimit"]),
             ("rate - limit", &["rate", "limit"]),
             ("version 2.8.0.", &["version", "2", "8", "0", "2.8.0"]),
+            ("48,210 images", &["48", "210", "images", "48210"]),
+            ("1,2,3 and 1,2345", &["1", "2", "3", "1", "2345"]),
             (
                 "Amélie Zürich İstanbul Straße",
                 &["amelie", "zurich", "istanbul", "strasse"],
@@ -488,6 +501,7 @@ mod tests {
             ("Amelie", "Amélie"),
             ("渡辺健二", "渡辺"),
             ("release 2.8.0", "2.8.0"),
+            ("2,950 images/s", "2950"),
         ] {
             let have = terms(entry);
             assert!(
