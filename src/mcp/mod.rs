@@ -213,6 +213,12 @@ fn respond(tool: &tools::ToolDef, args: &Value, inv: Invocation) -> (bool, Value
         }
         body["warnings"] = Value::Array(all);
     }
+    // Warnings, too, name the tool's arguments rather than the command line's options.
+    for w in body["warnings"].as_array_mut().into_iter().flatten() {
+        if let Some(message) = w["message"].as_str() {
+            w["message"] = in_tool_terms(tool, message).into();
+        }
+    }
     (true, body)
 }
 

@@ -637,3 +637,22 @@ fn argument_errors_name_the_argument_and_never_repeat_its_value() {
         "{v}"
     );
 }
+
+/// The list tool says in `warnings` when entries were left out, in the tool's terms.
+#[test]
+fn the_list_tool_says_when_entries_were_left_out() {
+    let env = Env::with_project();
+    for i in 0..3 {
+        env.add(&format!("auth.step{i}"), "A step");
+    }
+    let mut c = Client::start(&env, &["--project", "demo"]);
+    let v = c.call("list", "list", json!({"limit": 2}));
+    assert_eq!(v["results"].as_array().map(Vec::len), Some(2), "{v}");
+    let warnings = v["warnings"].to_string();
+    assert!(
+        warnings.contains("showing 2 of 3 entries; use `limit` N or `all`"),
+        "{v}"
+    );
+    let v = c.call("list", "list", json!({"limit": 3}));
+    assert_eq!(v["warnings"], json!([]), "{v}");
+}
