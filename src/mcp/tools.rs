@@ -156,7 +156,8 @@ pub struct QueryArgs {
     /// Add every component of each result's score
     pub explain: Option<bool>,
     /// Token budget: results are kept in rank order while their JSON fits in this many
-    /// (estimated) tokens; the others are left out with a warning
+    /// (estimated) tokens; the others are left out with a warning (when not even the first
+    /// fits, the warning names the budget it needs)
     pub budget: Option<u32>,
 }
 
@@ -390,7 +391,14 @@ fn query_budget(args: &Value, results: &mut Value, warnings: &mut Vec<String>) {
         keep += 1;
     }
     let left_out = items.len() - keep;
-    if left_out > 0 {
+    if let Some(first) = items.first().filter(|_| keep == 0) {
+        let needed = crate::retrieval::budget::estimate_tokens(&first.to_string());
+        items.clear();
+        warnings.push(format!(
+            "{}; raise `budget` or ask with summary_only",
+            crate::retrieval::budget::too_small_for_any(budget as usize, needed)
+        ));
+    } else if left_out > 0 {
         items.truncate(keep);
         warnings.push(format!(
             "{left_out} lower-ranked result{} left out to fit the budget of {budget} tokens; \

@@ -656,3 +656,43 @@ fn the_list_tool_says_when_entries_were_left_out() {
     let v = c.call("list", "list", json!({"limit": 3}));
     assert_eq!(v["warnings"], json!([]), "{v}");
 }
+
+/// A query budget too small for even the first result says so and names the budget the first
+/// result needs (which then holds it), rather than that lower-ranked results were left out.
+#[test]
+fn a_query_budget_too_small_for_any_result_names_the_budget_needed() {
+    let env = Env::with_project();
+    for i in 0..3 {
+        env.add(&format!("auth.step{i}"), "Rotate the signing keys");
+    }
+    let mut c = Client::start(&env, &["--project", "demo"]);
+    let all = c.call("query", "query", json!({"text": "signing keys"}));
+    let first = all["results"][0].clone();
+    let needed = memlog::retrieval::budget::estimate_tokens(&first.to_string());
+    let v = c.call(
+        "query",
+        "query",
+        json!({"text": "signing keys", "budget": 5}),
+    );
+    assert_eq!(v["results"], json!([]), "{v}");
+    let warnings = v["warnings"].to_string();
+    assert!(
+        warnings.contains(&format!(
+            "the token budget of 5 is too small for any entry: the first needs a budget of {needed}"
+        )),
+        "{v}"
+    );
+    assert!(!warnings.contains("lower-ranked"), "{v}");
+    let v = c.call(
+        "query",
+        "query",
+        json!({"text": "signing keys", "budget": needed}),
+    );
+    assert_eq!(v["results"].as_array().map(Vec::len), Some(1), "{v}");
+    assert!(
+        v["warnings"]
+            .to_string()
+            .contains("2 lower-ranked results were left out"),
+        "{v}"
+    );
+}
