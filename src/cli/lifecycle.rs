@@ -485,12 +485,18 @@ pub fn pinned(ctx: &Ctx, args: ProjectArgs, out: &mut Out) -> Result<ExitCode> {
         out.line("no pinned entries");
     }
     for s in &entries {
+        // The entry's status (a pinned entry can since have been superseded or deprecated),
+        // and its lifecycle state when it is not active (archived, expired, ...).
+        let state = match s.lifecycle {
+            projections::Lifecycle::Active => s.status.as_str().to_owned(),
+            other => format!("{} ({})", s.status.as_str(), other.as_str()),
+        };
         out.line(format!(
-            "{}  pinned by {} at {}  {:<9} {}",
+            "{}  pinned by {} at {}  {:<21} {}",
             s.id,
             safe(s.pinned_by.as_deref().unwrap_or("-")),
             s.pinned_at.as_deref().unwrap_or("-"),
-            s.lifecycle.as_str(),
+            state,
             clip(&s.fields.summary, 80)
         ));
     }

@@ -237,8 +237,21 @@ pub fn list(ctx: &Ctx, args: ListArgs, out: &mut Out) -> Result<ExitCode> {
         .resolve(&policy, super::query::Defaults::None)?;
     let now = crate::retrieval::features::unix_millis(&ctx.now()).unwrap_or(0);
     let keep = |s: &EntryState| filters.passes(s, now);
-    let entries = recent_passing(&session, limit, &filters, now, keep)?;
+    // One more than shown, to know whether entries were left out.
+    let mut entries = recent_passing(&session, limit.saturating_add(1), &filters, now, keep)?;
+    let left_out = if limit > 0 && entries.len() > limit {
+        entries.truncate(limit);
+        Some(format!(
+            "showing {limit} of {} entries; use --limit N or --all",
+            session.store().hot_count()?
+        ))
+    } else {
+        None
+    };
     if out.json {
+        if let Some(w) = &left_out {
+            super::output::warn(w);
+        }
         let items: Vec<Value> = entries
             .iter()
             .map(|s| Value::Object(to_flat_map(s)))
@@ -271,11 +284,8 @@ pub fn list(ctx: &Ctx, args: ListArgs, out: &mut Out) -> Result<ExitCode> {
             clip(&s.fields.summary, 80)
         ));
     }
-    let total = session.store().hot_count()?;
-    if entries.len() == limit && total > limit {
-        out.line(format!(
-            "(showing {limit} of {total} entries; use --limit N or --all)"
-        ));
+    if let Some(w) = left_out {
+        out.line(format!("({w})"));
     }
     Ok(ExitCode::Ok)
 }

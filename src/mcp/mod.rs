@@ -100,8 +100,8 @@ impl Server {
                 return (
                     false,
                     usage(
-                        format!("tool `{name}`: bad arguments: {e}; see the tool's input schema"),
-                        json!({"tool": name}),
+                        format!("tool `{name}`: {e}; see the tool's input schema"),
+                        json!({"tool": name, "field": e.field, "constraint": e.constraint}),
                     ),
                 );
             }
@@ -136,23 +136,47 @@ fn unknown_arguments(tool: &tools::ToolDef, arguments: &Map<String, Value>) -> O
     }
     let mut allowed: Vec<&String> = known.keys().collect();
     allowed.sort();
-    Some(usage(
-        format!(
-            "tool `{}`: unknown argument{} {}; the arguments are {}",
-            tool.name,
+    // A name that looks like a credential is not repeated.
+    let (named, secret): (Vec<&String>, Vec<&String>) = unknown
+        .iter()
+        .partition(|k| crate::policy::secret_scan::scan_text(k).is_empty());
+    let mut what = match named.len() {
+        0 => String::new(),
+        _ => format!(
+            "unknown argument{} {}",
             if unknown.len() == 1 { "" } else { "s" },
-            unknown
+            named
                 .iter()
                 .map(|k| format!("`{k}`"))
                 .collect::<Vec<_>>()
-                .join(", "),
+                .join(", ")
+        ),
+    };
+    if !secret.is_empty() {
+        let n = secret.len();
+        let count = match (named.is_empty(), n) {
+            (true, 1) => "an unknown argument".to_owned(),
+            (true, n) => format!("{n} unknown arguments"),
+            (false, n) => format!(", and {n} more"),
+        };
+        what.push_str(&count);
+        what.push_str(if n == 1 {
+            " (not repeated: its name looks like a credential)"
+        } else {
+            " (not repeated: their names look like credentials)"
+        });
+    }
+    Some(usage(
+        format!(
+            "tool `{}`: {what}; the arguments are {}",
+            tool.name,
             allowed
                 .iter()
                 .map(|k| k.as_str())
                 .collect::<Vec<_>>()
                 .join(", ")
         ),
-        json!({"tool": tool.name, "field": unknown.first(), "constraint": "unknown_argument"}),
+        json!({"tool": tool.name, "field": named.first(), "constraint": "unknown_argument"}),
     ))
 }
 
@@ -188,6 +212,12 @@ fn respond(tool: &tools::ToolDef, args: &Value, inv: Invocation) -> (bool, Value
             }
         }
         body["warnings"] = Value::Array(all);
+    }
+    // Warnings, too, name the tool's arguments rather than the command line's options.
+    for w in body["warnings"].as_array_mut().into_iter().flatten() {
+        if let Some(message) = w["message"].as_str() {
+            w["message"] = in_tool_terms(tool, message).into();
+        }
     }
     (true, body)
 }

@@ -5,7 +5,11 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
+mod arguments;
 mod more;
+
+pub use arguments::ArgError;
+use arguments::{parse, parse_flat};
 
 /// A command line being built: flags first, then `--` and the positional arguments, so that no
 /// value (an id, a query text) can ever be read as a flag.
@@ -152,7 +156,8 @@ pub struct QueryArgs {
     /// Add every component of each result's score
     pub explain: Option<bool>,
     /// Token budget: results are kept in rank order while their JSON fits in this many
-    /// (estimated) tokens; the others are left out with a warning
+    /// (estimated) tokens; the others are left out with a warning (when not even the first
+    /// fits, the warning names the budget it needs)
     pub budget: Option<u32>,
 }
 
@@ -337,7 +342,7 @@ pub struct ContextArgs {
 }
 
 /// A tool call as a command line: the project it names (if any) and the command.
-pub type Built = Result<(Option<String>, Argv), serde_json::Error>;
+pub type Built = Result<(Option<String>, Argv), ArgError>;
 
 /// A tool: its name, description, whether it only reads, its argument schema and its command.
 pub struct ToolDef {
@@ -350,16 +355,12 @@ pub struct ToolDef {
     pub post: Option<fn(&Value, &mut Value, &mut Vec<String>)>,
 }
 
-fn parse<T: for<'de> Deserialize<'de>>(v: Value) -> Result<T, serde_json::Error> {
-    serde_json::from_value(v)
-}
-
 fn with_project(project: Option<String>, a: Argv) -> (Option<String>, Argv) {
     (project, a)
 }
 
 fn query_argv(v: Value) -> Built {
-    let q: QueryArgs = parse(v)?;
+    let q: QueryArgs = parse_flat::<_, Filters>(v)?;
     let mut a = Argv::new("query");
     q.filters.push(&mut a);
     a.opt("limit", q.limit);
@@ -390,7 +391,14 @@ fn query_budget(args: &Value, results: &mut Value, warnings: &mut Vec<String>) {
         keep += 1;
     }
     let left_out = items.len() - keep;
-    if left_out > 0 {
+    if let Some(first) = items.first().filter(|_| keep == 0) {
+        let needed = crate::retrieval::budget::estimate_tokens(&first.to_string());
+        items.clear();
+        warnings.push(format!(
+            "{}; raise `budget` or ask with summary_only",
+            crate::retrieval::budget::too_small_for_any(budget as usize, needed)
+        ));
+    } else if left_out > 0 {
         items.truncate(keep);
         warnings.push(format!(
             "{left_out} lower-ranked result{} left out to fit the budget of {budget} tokens; \
@@ -401,7 +409,7 @@ fn query_budget(args: &Value, results: &mut Value, warnings: &mut Vec<String>) {
 }
 
 fn list_argv(v: Value) -> Built {
-    let q: ListArgs = parse(v)?;
+    let q: ListArgs = parse_flat::<_, Filters>(v)?;
     let mut a = Argv::new("list");
     q.filters.push(&mut a);
     a.opt("limit", q.limit);
@@ -429,14 +437,14 @@ fn reason_argv(command: &'static str) -> impl Fn(Value) -> Built {
 }
 
 fn create_argv(v: Value) -> Built {
-    let q: CreateArgs = parse(v)?;
+    let q: CreateArgs = parse_flat::<_, EntryFields>(v)?;
     let mut a = Argv::new("add");
     q.entry.push(&mut a);
     Ok(with_project(q.project, a))
 }
 
 fn supersede_argv(v: Value) -> Built {
-    let q: SupersedeArgs = parse(v)?;
+    let q: SupersedeArgs = parse_flat::<_, EntryFields>(v)?;
     let mut a = Argv::new("supersede");
     a.opt("reason", q.reason);
     q.entry.push(&mut a);
@@ -445,7 +453,7 @@ fn supersede_argv(v: Value) -> Built {
 }
 
 fn update_argv(v: Value) -> Built {
-    let q: UpdateArgs = parse(v)?;
+    let q: UpdateArgs = parse_flat::<_, EntryFields>(v)?;
     let mut a = Argv::new("update");
     a.opt("reason", q.reason);
     a.flag("clear-valid-to", q.clear_valid_to);

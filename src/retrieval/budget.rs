@@ -147,6 +147,15 @@ pub fn render_entry(n: usize, h: &Hit) -> String {
     text
 }
 
+/// What to say when a budget holds no entry at all, naming the budget that holds the first
+/// (`needed`): "lower-ranked entries were left out" would be wrong when every one was.
+pub fn too_small_for_any(budget: usize, needed: usize) -> String {
+    format!(
+        "the token budget of {budget} is too small for any entry: the first needs a budget of \
+         {needed}"
+    )
+}
+
 /// The prompt prefix for `hits` (in rank order) within `budget` estimated tokens, and how many
 /// entries it holds.
 pub fn render(project: &str, hits: &[Hit], budget: usize) -> (String, usize) {
@@ -187,9 +196,7 @@ pub fn render(project: &str, hits: &[Hit], budget: usize) -> (String, usize) {
         let needed = estimate_tokens(&out)
             + estimate_tokens(&render_entry(1, first))
             + estimate_tokens(&omitted(hits.len() - 1));
-        let too_small = format!(
-            "(the token budget of {budget} is too small for any entry: the first needs a budget of {needed})\n"
-        );
+        let too_small = format!("({})\n", too_small_for_any(budget, needed));
         if used + estimate_tokens(&too_small) <= budget {
             out.push_str(&too_small);
             return (out, kept);

@@ -283,3 +283,39 @@ fn pinned_and_archived_listings_follow_the_cold_index() {
     assert_eq!(listed_ids(&env, &day(500), &archived), now_archived);
     assert_eq!(listed_ids(&env, &day(500), &["pinned", "--json"]), [c]);
 }
+
+/// `pinned` shows each entry's real status: one superseded since it was pinned says so, in its
+/// text as in its JSON, and an archived one also names its lifecycle state.
+#[test]
+fn pinned_shows_the_status_of_a_superseded_entry() {
+    let env = Env::with_project();
+    let old = env.add("a.subject", "first decision");
+    let kept = env.add("b.subject", "second decision");
+    env.run(&["pin", &old]).ok();
+    env.run(&["pin", &kept]).ok();
+    env.run(&["supersede", &old, "--summary", "first decision, revised"])
+        .ok();
+    let json = env.run(&["pinned", "--json"]).ok().json();
+    assert_eq!(json[0]["status"], "superseded", "{json}");
+    let text = env.run(&["pinned"]).ok().stdout;
+    let line = |id: &str| {
+        text.lines()
+            .find(|l| l.starts_with(id))
+            .unwrap_or_else(|| panic!("{id} not in {text}"))
+            .to_owned()
+    };
+    assert!(line(&old).contains("  superseded "), "{text}");
+    assert!(!line(&old).contains("active"), "{text}");
+    assert!(line(&kept).contains("  active "), "{text}");
+    // Pinned while archived: still active, and archived.
+    let cold = env.add("c.subject", "third decision");
+    env.run_at(&day(120), &["lifecycle", "run", "--json"]).ok();
+    env.run_at(&day(121), &["pin", &cold]).ok();
+    let text = env.run_at(&day(121), &["pinned"]).ok().stdout;
+    assert!(text.contains("  superseded "), "{text}");
+    let cold_line = text
+        .lines()
+        .find(|l| l.starts_with(&cold))
+        .unwrap_or_default();
+    assert!(cold_line.contains("  active (archived) "), "{text}");
+}

@@ -494,3 +494,205 @@ fn the_query_schema_states_the_limit_bounds() {
     assert_eq!(limit["minimum"], 1, "{limit}");
     assert_eq!(limit["maximum"], 50, "{limit}");
 }
+
+/// A fake token, as an agent might paste into the wrong argument.
+const TOKEN: &str = "ghp_aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dE3fG5";
+
+/// An argument of the wrong type or value is named by its JSON path with what it must be, and
+/// its value is never repeated (a credential pasted into the wrong argument stays unsaid).
+#[test]
+fn argument_errors_name_the_argument_and_never_repeat_its_value() {
+    let env = Env::with_project();
+    let mut c = Client::start(&env, &["--project", "demo"]);
+    let evidence = |e: Value| json!({"summary": "s", "evidence": [e]});
+    // (tool, command, arguments, path named, words of the message, value never repeated)
+    let cases = [
+        (
+            "query",
+            json!({"text": "token", "limit": TOKEN}),
+            "limit",
+            "`limit` must be a whole number from 0 to 4294967295, not a string",
+            TOKEN,
+        ),
+        (
+            "query",
+            json!({"text": "token", "min_confidence": TOKEN}),
+            "min_confidence",
+            "`min_confidence` must be a number, not a string",
+            TOKEN,
+        ),
+        (
+            "list",
+            json!({"section": {"x": TOKEN}}),
+            "section",
+            "`section` must be an array, not an object",
+            TOKEN,
+        ),
+        (
+            "create",
+            json!({"summary": 31337}),
+            "summary",
+            "`summary` must be a string, not an integer",
+            "31337",
+        ),
+        (
+            "create",
+            json!({"evidence": {"uri": TOKEN}}),
+            "evidence",
+            "`evidence` must be an array, not an object",
+            TOKEN,
+        ),
+        (
+            "update",
+            json!({"id": "m-1", "evidence": [{"type": "code", "uri": 31337, "note": "n"}]}),
+            "evidence[0].uri",
+            "`evidence[0].uri` must be a string, not an integer",
+            "31337",
+        ),
+        (
+            "context",
+            json!({"task": {}, "format": TOKEN}),
+            "format",
+            "`format` must be one of `json`, `prompt`",
+            TOKEN,
+        ),
+        (
+            "context",
+            json!({"task": {}, "format": 31337}),
+            "format",
+            "`format` must be one of `json`, `prompt`",
+            "31337",
+        ),
+        (
+            "import",
+            json!({"path": "x.json", "conflict_strategy": TOKEN}),
+            "conflict_strategy",
+            "`conflict_strategy` must be one of `skip`, `merge`, `overwrite`",
+            TOKEN,
+        ),
+        (
+            "show",
+            json!({"id": ["m-1", TOKEN]}),
+            "id",
+            "`id` must be a string, not an array",
+            TOKEN,
+        ),
+        (
+            "audit",
+            json!({"limit": -31337}),
+            "limit",
+            "`limit` must be a whole number from 0 to 4294967295",
+            "31337",
+        ),
+        (
+            "create",
+            evidence(json!({"type": "code", "uri": "src/a.rs", "note": "n", TOKEN: 1})),
+            "evidence[0]",
+            "an unknown argument in `evidence[0]`; the arguments there are `type`, `uri`, `note`",
+            TOKEN,
+        ),
+    ];
+    for (tool, args, path, words, value) in cases {
+        let v = c.call(
+            tool,
+            match tool {
+                "create" => "add",
+                "context" => "context",
+                other => other,
+            },
+            args.clone(),
+        );
+        let message = v["error"]["message"].as_str().unwrap_or_default();
+        assert_eq!(v["error"]["code"], "USAGE_ERROR", "{tool} {args}: {v}");
+        assert!(message.contains(words), "{tool} {args}: {message}");
+        assert_eq!(v["error"]["details"]["field"], path, "{tool} {args}: {v}");
+        assert!(!v.to_string().contains(value), "{tool} {args}: {v}");
+    }
+    // An unknown field that is not a credential is named.
+    let v = c.call(
+        "create",
+        "add",
+        evidence(json!({"type": "code", "uri": "src/a.rs", "note": "n", "line": 1})),
+    );
+    let message = v["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("unknown argument `evidence[0].line`"),
+        "{v}"
+    );
+    // An unknown top-level argument named like a credential is not repeated either.
+    let v = c.call("query", "query", json!({"text": "x", TOKEN: 1, "limt": 2}));
+    let message = v["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("unknown arguments `limt`, and 1 more"),
+        "{v}"
+    );
+    assert!(!v.to_string().contains(TOKEN), "{v}");
+    let v = c.call("query", "query", json!({TOKEN: 1}));
+    assert!(!v.to_string().contains(TOKEN), "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("an unknown argument"),
+        "{v}"
+    );
+}
+
+/// The list tool says in `warnings` when entries were left out, in the tool's terms.
+#[test]
+fn the_list_tool_says_when_entries_were_left_out() {
+    let env = Env::with_project();
+    for i in 0..3 {
+        env.add(&format!("auth.step{i}"), "A step");
+    }
+    let mut c = Client::start(&env, &["--project", "demo"]);
+    let v = c.call("list", "list", json!({"limit": 2}));
+    assert_eq!(v["results"].as_array().map(Vec::len), Some(2), "{v}");
+    let warnings = v["warnings"].to_string();
+    assert!(
+        warnings.contains("showing 2 of 3 entries; use `limit` N or `all`"),
+        "{v}"
+    );
+    let v = c.call("list", "list", json!({"limit": 3}));
+    assert_eq!(v["warnings"], json!([]), "{v}");
+}
+
+/// A query budget too small for even the first result says so and names the budget the first
+/// result needs (which then holds it), rather than that lower-ranked results were left out.
+#[test]
+fn a_query_budget_too_small_for_any_result_names_the_budget_needed() {
+    let env = Env::with_project();
+    for i in 0..3 {
+        env.add(&format!("auth.step{i}"), "Rotate the signing keys");
+    }
+    let mut c = Client::start(&env, &["--project", "demo"]);
+    let all = c.call("query", "query", json!({"text": "signing keys"}));
+    let first = all["results"][0].clone();
+    let needed = memlog::retrieval::budget::estimate_tokens(&first.to_string());
+    let v = c.call(
+        "query",
+        "query",
+        json!({"text": "signing keys", "budget": 5}),
+    );
+    assert_eq!(v["results"], json!([]), "{v}");
+    let warnings = v["warnings"].to_string();
+    assert!(
+        warnings.contains(&format!(
+            "the token budget of 5 is too small for any entry: the first needs a budget of {needed}"
+        )),
+        "{v}"
+    );
+    assert!(!warnings.contains("lower-ranked"), "{v}");
+    let v = c.call(
+        "query",
+        "query",
+        json!({"text": "signing keys", "budget": needed}),
+    );
+    assert_eq!(v["results"].as_array().map(Vec::len), Some(1), "{v}");
+    assert!(
+        v["warnings"]
+            .to_string()
+            .contains("2 lower-ranked results were left out"),
+        "{v}"
+    );
+}

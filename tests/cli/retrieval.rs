@@ -638,3 +638,55 @@ fn only_slips_are_corrected() {
         assert_eq!(none, json!([]), "{text}");
     }
 }
+
+/// When `list` leaves entries out, its JSON says so in `warnings`, as its text says in a footer;
+/// when every matching entry is shown (however many entries the project has), neither does.
+#[test]
+fn list_says_when_entries_were_left_out() {
+    let env = Env::with_project();
+    let entries: Vec<Value> = (0..5)
+        .map(|i| {
+            entry(
+                &format!("Deploy step {i} runs after the checks"),
+                "repo",
+                0.9,
+                "doc",
+            )
+        })
+        .collect();
+    let created = apply(&env, "demo", &entries);
+    for id in &created[..2] {
+        env.run(&["deprecate", id, "--reason", "done"]).ok();
+    }
+    let cut = env
+        .run(&["--json", "list", "demo", "--status", "all", "--limit", "3"])
+        .ok();
+    assert_eq!(ids(&cut.json()).len(), 3);
+    assert_eq!(
+        cut.warnings(),
+        vec!["showing 3 of 5 entries; use --limit N or --all".to_owned()]
+    );
+    let text = env.run(&["list", "demo", "--limit", "3"]).ok();
+    assert!(
+        text.stdout
+            .contains("(showing 3 of 5 entries; use --limit N or --all)"),
+        "{}",
+        text.stdout
+    );
+    // Exactly the three active entries match: none was left out.
+    for args in [
+        &["list", "demo", "--status", "active", "--limit", "3"][..],
+        &["list", "demo", "--limit", "5"],
+        &["list", "demo", "--all"],
+        &["list", "demo", "--limit", "0"],
+    ] {
+        let json = env.run(&[&["--json"][..], args].concat()).ok();
+        assert!(json.warnings().is_empty(), "{args:?}: {}", json.stdout);
+        let text = env.run(args).ok();
+        assert!(
+            !text.stdout.contains("showing"),
+            "{args:?}: {}",
+            text.stdout
+        );
+    }
+}

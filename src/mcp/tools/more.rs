@@ -2,7 +2,7 @@
 //! freshness and evidence checks, conflicts and their resolution, the context file, export and
 //! import, and statistics for a date range.
 
-use super::{Argv, Built, EntryFields, ToolDef, parse, schema, with_project};
+use super::{ArgError, Argv, Built, EntryFields, ToolDef, parse, parse_flat, schema, with_project};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
@@ -166,7 +166,7 @@ fn evidence_argv(v: Value) -> Built {
 }
 
 fn resolve_argv(v: Value) -> Built {
-    let q: ResolveArgs = parse(v)?;
+    let q: ResolveArgs = parse_flat::<_, EntryFields>(v)?;
     let mut a = Argv::new("resolve");
     a.opt("reason", q.reason);
     a.opt("winner", q.winner);
@@ -205,8 +205,9 @@ fn export_argv(v: Value) -> Built {
 fn import_argv(v: Value) -> Built {
     let q: ImportArgs = parse(v)?;
     if q.path == "-" {
-        return Err(serde::de::Error::custom(
-            "path `-` (standard input) is not available to a tool; give a file in the workspace",
+        return Err(ArgError::invalid(
+            "path",
+            "`-` (standard input) is not available to a tool; give a file in the workspace",
         ));
     }
     // A tool reads only inside the workspace (the server's process can read more).
@@ -216,8 +217,9 @@ fn import_argv(v: Value) -> Built {
             .components()
             .any(|c| matches!(c, std::path::Component::ParentDir))
     {
-        return Err(serde::de::Error::custom(
-            "path must be relative to the workspace root and inside it (no `..`, not absolute)",
+        return Err(ArgError::invalid(
+            "path",
+            "must be relative to the workspace root and inside it (no `..`, not absolute)",
         ));
     }
     let mut a = Argv::new("import");
