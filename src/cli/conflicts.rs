@@ -27,6 +27,31 @@ fn short(id: &str) -> &str {
     &id[..12.min(id.len())]
 }
 
+/// Warns about each group of active entries with the same subject, scope and summary (two
+/// branches that recorded the same thing, merged), naming the one to keep (the most relevant,
+/// as `merge-project` chooses) and how to settle the others. Shown until they are settled, not
+/// only by the command that caught up with the merge.
+fn warn_duplicates(store: &crate::store::Store) -> Result<()> {
+    for mut group in store.duplicate_groups()? {
+        group.sort_by(|a, b| crate::git::namespace::relevance(b, a));
+        let Some((keep, others)) = group.split_first() else {
+            continue;
+        };
+        let others: Vec<&str> = others.iter().map(|s| s.id.as_str()).collect();
+        super::output::warn(&format!(
+            "{} and {} are active with the same subject, scope and summary: keep {} (the most \
+             relevant) and settle the other{}: `memlog deprecate {} --reason \"duplicate of {}\"`",
+            keep.id,
+            others.join(", "),
+            keep.id,
+            if others.len() == 1 { "" } else { "s" },
+            others.join(" / "),
+            keep.id,
+        ));
+    }
+    Ok(())
+}
+
 pub fn run(ctx: &Ctx, args: ConflictsArgs, out: &mut Out) -> Result<ExitCode> {
     let project = ctx.project(args.project.as_deref())?;
     let session = ctx.open_session(&project)?;
@@ -44,6 +69,7 @@ pub fn run(ctx: &Ctx, args: ConflictsArgs, out: &mut Out) -> Result<ExitCode> {
     } else {
         ExitCode::Ok
     };
+    warn_duplicates(session.store())?;
     if out.json {
         out.json(&conflicts);
         return Ok(code);

@@ -99,7 +99,7 @@ pub struct MergedProject {
 
 /// Relevance of an entry among duplicates: confidence, then the best evidence, then the most
 /// recent change, then the id (so the choice is deterministic).
-fn relevance(a: &EntryState, b: &EntryState) -> Ordering {
+pub fn relevance(a: &EntryState, b: &EntryState) -> Ordering {
     let best = |s: &EntryState| {
         s.fields
             .evidence

@@ -1729,6 +1729,49 @@ impl Store {
         Ok(ids)
     }
 
+    /// The groups of active entries with the same subject, scope and summary (what the write
+    /// policy refuses, and a merge of two branches can bring), each sorted by id, from the
+    /// duplicate index.
+    ///
+    /// # Errors
+    /// When the store cannot be read.
+    pub fn duplicate_groups(&self) -> Result<Vec<Vec<EntryState>>> {
+        let prefix = index_prefix("duplicate", "");
+        let prefix = &prefix[..prefix.len() - 1];
+        let mut keyed: Vec<(Vec<u8>, String)> = Vec::new();
+        for item in self.ks[K_PROJ].prefix(prefix) {
+            let key = item.key().map_err(|e| self.err(e))?;
+            let rest = &key[prefix.len()..];
+            if let Some(cut) = rest.iter().position(|b| *b == 0) {
+                let id = String::from_utf8_lossy(&rest[cut + 1..]).into_owned();
+                keyed.push((rest[..cut].to_vec(), id));
+            }
+        }
+        let mut groups = Vec::new();
+        for same in keyed.chunk_by(|a, b| a.0 == b.0).filter(|g| g.len() > 1) {
+            let mut states = Vec::new();
+            for (_, id) in same {
+                if let Some(s) = self.entry(id)?
+                    && s.status == projections::Status::Active
+                {
+                    states.push(s);
+                }
+            }
+            // The hash names the group; the fields confirm it.
+            let first = states.first().map(|s| s.fields.clone());
+            states.retain(|s| {
+                first.as_ref().is_some_and(|f| {
+                    (&f.subject, &f.scope, &f.summary)
+                        == (&s.fields.subject, &s.fields.scope, &s.fields.summary)
+                })
+            });
+            if states.len() > 1 {
+                groups.push(states);
+            }
+        }
+        Ok(groups)
+    }
+
     /// Statistics of the text index.
     ///
     /// # Errors

@@ -54,7 +54,8 @@ pub struct SyncReport {
     /// How many of the dropped events git still holds (in `HEAD` or a branch).
     pub dropped_held: usize,
     /// Active entries that a merge brought in beside an active entry with the same subject,
-    /// scope and summary (two branches recorded the same thing): (new entry, existing entry).
+    /// scope and summary (two branches recorded the same thing): (the less relevant, the more
+    /// relevant, which is the one to keep).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub duplicates: Vec<(String, String)>,
 }
@@ -141,14 +142,15 @@ impl SyncReport {
                 ),
             });
         }
-        if let Some((new, old)) = self.duplicates.first() {
+        if let Some((settle, keep)) = self.duplicates.first() {
             out.push(crate::policy::Warning {
                 field: "log".into(),
                 rule: "duplicate",
                 message: format!(
                     "the merged log holds {} pair(s) of active entries with the same subject, \
-                     scope and summary (e.g. {new} and {old}); keep one: `memlog supersede {new} \
-                     ...` or `memlog deprecate {new}`",
+                     scope and summary (e.g. {keep} and {settle}); keep the more relevant \
+                     ({keep}): `memlog deprecate {settle} --reason \"duplicate of {keep}\"`; \
+                     `memlog conflicts` lists every pair until they are settled",
                     self.duplicates.len()
                 ),
             });
@@ -758,7 +760,8 @@ impl Session {
         }
     }
 
-    /// Pairs (entry of `created`, other active entry) with the same subject, scope and summary.
+    /// Pairs (the less relevant, the more relevant) of active entries with the same subject,
+    /// scope and summary, one of them in `created`.
     fn duplicates_of(&self, created: &[String]) -> Result<Vec<(String, String)>> {
         let mut out = Vec::new();
         for id in created {
@@ -780,7 +783,12 @@ impl Session {
                     && o.fields.scope == s.fields.scope
                     && o.fields.summary == s.fields.summary
                 {
-                    out.push((id.clone(), other));
+                    // (the one to settle, the one to keep), as `merge-project` chooses.
+                    if crate::git::namespace::relevance(&s, &o).is_lt() {
+                        out.push((id.clone(), other));
+                    } else {
+                        out.push((other, id.clone()));
+                    }
                 }
             }
         }

@@ -339,3 +339,43 @@ fn an_archived_entry_in_conflict_is_listed() {
         .json();
     assert_eq!(before, serde_json::json!([]), "one head then");
 }
+
+/// Two branches record the same thing: the command that catches up with the merge warns once,
+/// and `conflicts` keeps naming the pair, and the one to keep (the more confident), until the
+/// other is settled.
+#[test]
+fn duplicates_from_a_merge_stay_listed_until_settled() {
+    let env = Env::new();
+    git(&env, &["init", "-q", "-b", "main"]);
+    env.run(&["init", "demo"]).ok();
+    env.add("base", "Base entry");
+    git(&env, &["add", "-A"]);
+    git(&env, &["commit", "-qm", "base"]);
+    git(&env, &["checkout", "-qb", "a"]);
+    let strong = env.add_at(crate::common::NOW, "same", "Same thing", "0.9");
+    git(&env, &["commit", "-qam", "a"]);
+    git(&env, &["checkout", "-q", "main"]);
+    let weak = env.add_at("2026-11-22T11:00:00Z", "same", "Same thing", "0.7");
+    git(&env, &["commit", "-qam", "b"]);
+    git(&env, &["merge", "-q", "--no-edit", "a"]);
+
+    let first = env.run(&["list"]).ok();
+    assert!(first.stderr.contains("1 pair(s)"), "{}", first.stderr);
+    assert!(
+        first
+            .stderr
+            .contains(&format!("keep the more relevant ({strong})")),
+        "{}",
+        first.stderr
+    );
+    assert!(!env.run(&["list"]).ok().stderr.contains("pair(s)"));
+    let warnings = env.run(&["--json", "conflicts"]).ok().warnings();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].contains(&format!("keep {strong}"))
+            && warnings[0].contains(&format!("`memlog deprecate {weak} ")),
+        "{warnings:?}"
+    );
+    env.run(&["deprecate", &weak, "--reason", "duplicate"]).ok();
+    assert!(env.run(&["--json", "conflicts"]).ok().warnings().is_empty());
+}
