@@ -1133,19 +1133,26 @@ mod tests {
             .unwrap_or_else(|e| panic!("{e}"))
     }
 
-    /// A rebuild trusts the lines without hashing them only while the log has the stamp it was
-    /// trusted at: a line edited since (whatever its stamp then) is verified and refused.
-    #[test]
-    fn a_trusted_rebuild_verifies_a_log_changed_since() {
+    /// A project in a temporary workspace whose log holds three creates (its lines).
+    fn project_of_three() -> (tempfile::TempDir, Project, Vec<String>) {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let workspace =
             crate::workspace::Workspace::at(dir.path()).unwrap_or_else(|e| panic!("{e}"));
         let name = crate::workspace::ProjectName::new("p").unwrap_or_else(|e| panic!("{e}"));
         let project = Project::new(&workspace, name);
         fs_err::create_dir_all(&project.dir).unwrap_or_else(|e| panic!("{e}"));
-        let log = project.log_path();
         let lines: Vec<String> = (0..3).map(create).collect();
-        fs_err::write(&log, format!("{}\n", lines.join("\n"))).unwrap_or_else(|e| panic!("{e}"));
+        fs_err::write(project.log_path(), format!("{}\n", lines.join("\n")))
+            .unwrap_or_else(|e| panic!("{e}"));
+        (dir, project, lines)
+    }
+
+    /// A rebuild trusts the lines without hashing them only while the log has the stamp it was
+    /// trusted at: a line edited since (whatever its stamp then) is verified and refused.
+    #[test]
+    fn a_trusted_rebuild_verifies_a_log_changed_since() {
+        let (_dir, project, lines) = project_of_three();
+        let log = project.log_path();
         let mut session = Session::open(&project, Duration::ZERO).unwrap_or_else(|e| panic!("{e}"));
         let trusted = FileStamp::at(&log).ok().flatten();
         assert!(trusted.is_some());
@@ -1164,15 +1171,7 @@ mod tests {
     /// next session rebuilds it from the log.
     #[test]
     fn a_failed_build_leaves_the_disk_as_it_found_it() {
-        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let workspace =
-            crate::workspace::Workspace::at(dir.path()).unwrap_or_else(|e| panic!("{e}"));
-        let name = crate::workspace::ProjectName::new("p").unwrap_or_else(|e| panic!("{e}"));
-        let project = Project::new(&workspace, name);
-        fs_err::create_dir_all(&project.dir).unwrap_or_else(|e| panic!("{e}"));
-        let lines: Vec<String> = (0..3).map(create).collect();
-        fs_err::write(project.log_path(), format!("{}\n", lines.join("\n")))
-            .unwrap_or_else(|e| panic!("{e}"));
+        let (_dir, project, _) = project_of_three();
         let store = project.store_dir();
         let staging = store.with_extension("building");
         let mut session = Session::open(&project, Duration::ZERO).unwrap_or_else(|e| panic!("{e}"));

@@ -171,6 +171,25 @@ impl Env {
         self.run_at(now, &args).ok().stdout.trim().to_owned()
     }
 
+    /// Applies `n` creates to project `demo` in one `apply` (decisions with code evidence,
+    /// subjects `bulk.<i>`, summaries `Bulk decision number <i>`, the given content).
+    pub fn apply_creates(&self, n: usize, content: &str) {
+        let lines: Vec<String> = (0..n)
+            .map(|i| {
+                serde_json::json!({"operation": "create", "entry": {
+                    "section": "decisions", "kind": "decision", "subject": format!("bulk.{i}"),
+                    "scope": "repo", "summary": format!("Bulk decision number {i}"),
+                    "content": content, "confidence": 0.9,
+                    "evidence": [{"type": "code", "uri": "src/lib.rs", "note": "where"}]}})
+                .to_string()
+            })
+            .collect();
+        let file = self.root().join("bulk.jsonl");
+        std::fs::write(&file, lines.join("\n")).unwrap_or_else(|e| panic!("{e}"));
+        self.run(&["apply", "demo", file.to_str().unwrap_or_default()])
+            .ok();
+    }
+
     /// Appends to the log a hash-valid update of entry `id` at `at` that sets the fields of
     /// `set`, following the entry's latest event: what a merge can bring from elsewhere,
     /// though memlog refuses to write it (control characters, a credential).

@@ -681,21 +681,10 @@ fn an_unwritable_apply_log_still_lists_what_was_applied() {
 #[test]
 fn a_damaged_store_block_is_rebuilt_by_the_next_command() {
     let env = Env::with_project();
-    let lines: Vec<String> = (0..1000)
-        .map(|i| {
-            serde_json::json!({"operation": "create", "entry": {
-                "section": "decisions", "kind": "decision", "subject": format!("s.{i}"),
-                "scope": "repo", "summary": format!("Decision number {i} about the thing"),
-                "content": "Some content that is long enough to fill the blocks of a table. ".repeat(3),
-                "confidence": 0.9,
-                "evidence": [{"type": "code", "uri": "src/lib.rs", "note": "where"}]}})
-            .to_string()
-        })
-        .collect();
-    let file = env.root().join("bulk.jsonl");
-    std::fs::write(&file, lines.join("\n")).unwrap_or_else(|e| panic!("{e}"));
-    env.run(&["apply", "demo", file.to_str().unwrap_or_default()])
-        .ok();
+    env.apply_creates(
+        1000,
+        &"Some content that is long enough to fill the blocks of a table. ".repeat(3),
+    );
     env.run(&["rebuild", "demo"]).ok();
     let before = env.run(&["dump", "demo"]).ok().stdout;
 

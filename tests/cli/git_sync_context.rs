@@ -321,20 +321,7 @@ fn a_new_section_does_not_change_the_entry_before_it() {
 fn check_names_ten_entries_and_counts_the_rest() {
     let env = Env::with_project();
     env.run(&["sync-context", "demo"]).ok();
-    let lines: Vec<String> = (0..13)
-        .map(|i| {
-            serde_json::json!({"operation": "create", "entry": {
-                "section": "decisions", "kind": "decision", "subject": format!("bulk.{i}"),
-                "scope": "repo", "summary": format!("Bulk decision number {i}"),
-                "content": "Imported.", "confidence": 0.9,
-                "evidence": [{"type": "code", "uri": "src/lib.rs", "note": "where"}]}})
-            .to_string()
-        })
-        .collect();
-    let file = env.root().join("bulk.jsonl");
-    std::fs::write(&file, lines.join("\n")).unwrap_or_else(|e| panic!("{e}"));
-    env.run(&["apply", "demo", file.to_str().unwrap_or_default()])
-        .ok();
+    env.apply_creates(13, "Imported.");
 
     let r = env.run(&["sync-context", "demo", "--check"]);
     assert_eq!(r.code, 1, "{}", r.stdout);
