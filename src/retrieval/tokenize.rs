@@ -86,7 +86,7 @@ pub fn for_each_word(text: &str, mut f: impl FnMut(&str)) {
         let (run, after) = from.split_at(len);
         rest = after;
         words.run(run, &mut emit);
-        let wordlike = !run.chars().any(is_cjk);
+        let wordlike = run.is_ascii() || !run.chars().any(is_cjk);
         let digits = run.bytes().all(|b| b.is_ascii_digit());
         if wordlike {
             let joins = prev.is_some_and(|(w, _)| w) && (gap == "-" || gap == "_");
@@ -115,25 +115,34 @@ pub fn for_each_word(text: &str, mut f: impl FnMut(&str)) {
     thousands.finish(&mut emit);
 }
 
-/// Runs joined one to the next (`kube-proxy`, `2.8.0`), lower-cased.
+/// Runs joined one to the next (`kube-proxy`, `2.8.0`), lower-cased. A run is folded into the
+/// joined word only once a second run joins it: most runs join nothing.
 #[derive(Default)]
-struct Joined {
+struct Joined<'a> {
+    /// The last run, while it is the only one.
+    first: &'a str,
     text: String,
     runs: usize,
 }
 
-impl Joined {
+impl<'a> Joined<'a> {
     /// Most runs joined into one word.
     const MAX_RUNS: usize = 6;
 
     /// Adds `run`, joined to the runs before it when `joins` (with `glue` between), else
     /// starting anew.
-    fn push(&mut self, joins: bool, run: &str, glue: &str, emit: &mut impl FnMut(&str)) {
+    fn push(&mut self, joins: bool, run: &'a str, glue: &str, emit: &mut impl FnMut(&str)) {
         if !joins || self.runs == Self::MAX_RUNS {
             self.finish(emit);
-        } else {
-            self.text.push_str(glue);
+            self.first = run;
+            self.runs = 1;
+            return;
         }
+        if self.runs == 1 {
+            self.text.clear();
+            fold_into(self.first, &mut self.text);
+        }
+        self.text.push_str(glue);
         fold_into(run, &mut self.text);
         self.runs += 1;
     }
@@ -143,7 +152,6 @@ impl Joined {
         if self.runs >= 2 && self.text.chars().count() <= MAX_WORD_CHARS {
             emit(&self.text);
         }
-        self.text.clear();
         self.runs = 0;
     }
 }
