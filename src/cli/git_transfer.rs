@@ -22,11 +22,10 @@ pub enum Format {
 
 #[derive(Debug, clap::Args)]
 pub struct ExportArgs {
-    /// Project to export (default: --project, or the workspace's only project)
-    #[arg(id = "project_name", value_name = "PROJECT")]
-    pub project: Option<String>,
-    /// Where to write, inside the workspace (`-`: standard output)
-    pub path: PathBuf,
+    /// [PROJECT] PATH: the project to export (default: --project, or the workspace's only
+    /// project) and where to write, inside the workspace (`-`: standard output)
+    #[arg(num_args = 1..=2, required = true, value_name = "PROJECT|PATH")]
+    pub args: Vec<String>,
     /// What to write
     #[arg(long, value_enum, default_value = "json")]
     pub format: Format,
@@ -46,12 +45,11 @@ pub struct ExportArgs {
 
 #[derive(Debug, clap::Args)]
 pub struct ImportArgs {
-    /// Project to import into (default: --project, or the workspace's only project)
-    #[arg(id = "project_name", value_name = "PROJECT")]
-    pub project: Option<String>,
-    /// An export: a JSON array, JSON Lines of records or of events, a directory of *.json
-    /// records, or `-` for standard input
-    pub path: PathBuf,
+    /// [PROJECT] PATH: the project to import into (default: --project, or the workspace's only
+    /// project) and an export: a JSON array, JSON Lines of records or of events, a directory of
+    /// *.json records, or `-` for standard input
+    #[arg(num_args = 1..=2, required = true, value_name = "PROJECT|PATH")]
+    pub args: Vec<String>,
     /// What to do when the project already holds a record's entry
     #[arg(long, value_enum, default_value = "skip")]
     pub conflict_strategy: Strategy,
@@ -59,6 +57,16 @@ pub struct ImportArgs {
     /// inside it)
     #[arg(long, hide = true)]
     pub inside_workspace: bool,
+}
+
+/// The project and the path of `[PROJECT] PATH` (the positionals are read as one list, so that
+/// options may stand between them, as everywhere else).
+fn project_and_path(args: &[String]) -> (Option<&str>, PathBuf) {
+    match args {
+        [project, path, ..] => (Some(project.as_str()), PathBuf::from(path)),
+        [path] => (None, PathBuf::from(path)),
+        [] => (None, PathBuf::new()),
+    }
 }
 
 fn filters(args: &ExportArgs) -> Result<Filters> {
@@ -215,22 +223,23 @@ fn replaceable(file: &Path) -> Result<()> {
 
 pub fn export(ctx: &Ctx, args: ExportArgs, out: &mut Out) -> Result<ExitCode> {
     let filters = filters(&args)?;
-    let project = ctx.project(args.project.as_deref())?;
+    let (project_name, path) = project_and_path(&args.args);
+    let project = ctx.project(project_name)?;
     let events = match &ctx.as_of {
         Some(as_of) => crate::git::as_of::events_as_of(&project, as_of)?.0,
         None => crate::git::as_of::all_events(&project)?,
     };
     let selection = export::select(events, &filters)?;
-    let stdout = args.path.as_os_str() == "-";
+    let stdout = path.as_os_str() == "-";
     let ws = ctx.workspace()?;
     let target = if stdout {
         None
     } else {
-        Some(export_target(ws.root(), &ws.memory_dir(), &args.path)?)
+        Some(export_target(ws.root(), &ws.memory_dir(), &path)?)
     };
     let as_dir = target
         .as_ref()
-        .is_some_and(|p| p.is_dir() || args.path.to_string_lossy().ends_with('/'));
+        .is_some_and(|p| p.is_dir() || path.to_string_lossy().ends_with('/'));
     let dir_export = args.format == Format::Json && as_dir;
     let entry_file = |dir: &Path, id: &str| dir.join(format!("{id}.json"));
     // Every file the export would replace must hold an export; nothing is written otherwise.
@@ -325,8 +334,9 @@ pub fn export(ctx: &Ctx, args: ExportArgs, out: &mut Out) -> Result<ExitCode> {
 
 pub fn import(ctx: &Ctx, args: ImportArgs, out: &mut Out) -> Result<ExitCode> {
     let wctx = ctx.write_context()?;
-    let project = ctx.project(args.project.as_deref())?;
-    let stdin = if args.path.as_os_str() == "-" {
+    let (project_name, arg_path) = project_and_path(&args.args);
+    let project = ctx.project(project_name)?;
+    let stdin = if arg_path.as_os_str() == "-" {
         let mut buf = Vec::new();
         std::io::Read::read_to_end(&mut std::io::stdin(), &mut buf)?;
         Some(buf)
@@ -340,15 +350,15 @@ pub fn import(ctx: &Ctx, args: ImportArgs, out: &mut Out) -> Result<ExitCode> {
             Error::Usage(format!(
                 "{} leads outside the workspace {}: only files inside it are read; give a \
                  file inside it",
-                args.path.display(),
+                arg_path.display(),
                 root.display()
             ))
         };
-        let confined = confined(&root, &args.path, outside)?;
+        let confined = confined(&root, &arg_path, outside)?;
         within = Some(confined.root);
         confined.path
     } else {
-        args.path
+        arg_path
     };
     let report = match import::read(&path, stdin, within.as_deref())? {
         Input::Records(r) => import::import_records(&project, &wctx, r, args.conflict_strategy)?,

@@ -155,10 +155,8 @@ pub enum Command {
     /// Write ai-context/<project>.md from high-confidence memory (--check for CI and hooks)
     SyncContext(git_ops::SyncContextArgs),
     /// Save memory to a file: Memory_Entry records (json, jsonl) or raw events, with filters
-    #[command(allow_missing_positional = true)]
     Export(git_transfer::ExportArgs),
     /// Load memory from an export through the write policy (--conflict-strategy skip|overwrite|merge)
-    #[command(allow_missing_positional = true)]
     Import(git_transfer::ImportArgs),
     /// Start a new project (namespace) from a copy of another's memory
     Fork(git_namespace::ForkArgs),

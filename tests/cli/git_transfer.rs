@@ -703,3 +703,33 @@ fn exported_records_import_with_their_relations_and_deprecated_drafts() {
     assert_eq!(guess["status"], "deprecated", "{records}");
     assert_eq!(guess["evidence"], json!([]), "{records}");
 }
+
+/// Options may stand between the project and the path, as with every other command.
+#[test]
+fn options_may_stand_between_the_project_and_the_path() {
+    let env = crate::common::Env::with_project();
+    let id = env.add("auth", "Sessions expire after 30 minutes");
+    let out = env.run(&["export", "demo", "--format", "events", "-"]).ok();
+    assert!(out.stdout.contains(&id), "{}", out.stdout);
+    env.run(&["export", "demo", "--format", "jsonl", "saved.jsonl"])
+        .ok();
+    env.run(&["init", "other"]).ok();
+    let r = env
+        .run(&[
+            "import",
+            "other",
+            "--conflict-strategy",
+            "skip",
+            "saved.jsonl",
+        ])
+        .ok();
+    assert!(r.stdout.contains("1"), "{}", r.stdout);
+    assert_eq!(
+        env.run(&["list", "other", "--json"])
+            .ok()
+            .json()
+            .as_array()
+            .map(Vec::len),
+        Some(1)
+    );
+}
