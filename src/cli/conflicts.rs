@@ -10,7 +10,8 @@ pub struct ConflictsArgs {
     /// Project (default: --project, or the workspace's only project)
     #[arg(id = "project_name", value_name = "PROJECT")]
     pub project: Option<String>,
-    /// Exit with status 1 when any entry is in conflict (for CI)
+    /// Exit with status 1 when any entry is in conflict, or active entries duplicate each other
+    /// (for CI)
     #[arg(long)]
     pub check: bool,
 }
@@ -31,8 +32,10 @@ fn short(id: &str) -> &str {
 /// branches that recorded the same thing, merged), naming the one to keep (the most relevant,
 /// as `merge-project` chooses) and how to settle the others. Shown until they are settled, not
 /// only by the command that caught up with the merge.
-fn warn_duplicates(store: &crate::store::Store) -> Result<()> {
-    for mut group in store.duplicate_groups()? {
+fn warn_duplicates(store: &crate::store::Store) -> Result<usize> {
+    let groups = store.duplicate_groups()?;
+    let n = groups.len();
+    for mut group in groups {
         group.sort_by(|a, b| crate::git::namespace::relevance(b, a));
         let Some((keep, others)) = group.split_first() else {
             continue;
@@ -49,7 +52,7 @@ fn warn_duplicates(store: &crate::store::Store) -> Result<()> {
             keep.id,
         ));
     }
-    Ok(())
+    Ok(n)
 }
 
 pub fn run(ctx: &Ctx, args: ConflictsArgs, out: &mut Out) -> Result<ExitCode> {
@@ -64,12 +67,12 @@ pub fn run(ctx: &Ctx, args: ConflictsArgs, out: &mut Out) -> Result<ExitCode> {
         let events: Vec<projections::Event> = events.into_iter().map(|(e, _)| e).collect();
         Ok(crate::git::conflicts::in_conflict(&events))
     })?;
-    let code = if args.check && !conflicts.is_empty() {
+    let duplicates = warn_duplicates(session.store())?;
+    let code = if args.check && (!conflicts.is_empty() || duplicates > 0) {
         ExitCode::Problems
     } else {
         ExitCode::Ok
     };
-    warn_duplicates(session.store())?;
     if out.json {
         out.json(&conflicts);
         return Ok(code);

@@ -19,6 +19,9 @@ pub fn whole<T: FromStr>(s: &str) -> Result<T, String> {
     let s = s.trim();
     s.parse::<T>().map_err(|_| match s.parse::<i128>() {
         Ok(n) if n < 0 => format!("{n} is below 0: give a whole number, 0 or more"),
+        Ok(_) if s.starts_with('-') => {
+            "a signed number: give a whole number, 0 or more, without a sign".to_owned()
+        }
         Ok(_) => "too large a number".to_owned(),
         Err(_) => "not a whole number: give one of 0 or more, in digits, e.g. 10".to_owned(),
     })

@@ -583,8 +583,8 @@ pub fn run(ctx: &Ctx, args: QueryArgs, out: &mut Out) -> Result<ExitCode> {
     if args.text.as_deref().is_some_and(search::has_no_words) {
         warn(
             "the query text holds no word to search for (only common words such as \"what\" \
-             or \"is\", or punctuation): nothing matches it; name what you are looking for, or \
-             leave the text out to list entries",
+             or \"is\", punctuation, or words longer than 40 characters): nothing matches it; \
+             name what you are looking for, or leave the text out to list entries",
         );
     }
     let mut answer: Answer = search::search(&sources.sources(), &req)?;

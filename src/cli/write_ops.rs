@@ -276,13 +276,15 @@ fn refuse_orphaned_replacement(
     if !active || !conflict.disputed.iter().any(|f| f == "status") {
         return Ok(());
     }
-    Err(crate::Error::Usage(format!(
-        "{id} was superseded by {replacement} on one side and made {status} on the other: \
+    Err(crate::Error::Rejected {
+        message: format!(
+            "{id} was superseded by {replacement} on one side and made {status} on the other: \
          keep the replacement with `memlog resolve {id} --winner {replacement}`, or deprecate it \
          (`memlog deprecate {replacement} --reason \"...\"`) and run `memlog resolve {id}` again",
-        id = old.id,
-        status = old.status.as_str(),
-    )))
+            id = old.id,
+            status = old.status.as_str(),
+        ),
+    })
 }
 
 pub fn resolve(ctx: &Ctx, args: ResolveArgs, out: &mut Out) -> Result<ExitCode> {

@@ -78,14 +78,20 @@ impl Server {
     pub fn call(&self, name: &str, arguments: Option<Map<String, Value>>) -> (bool, Value) {
         let Some(tool) = self.tools.iter().find(|t| t.name == name) else {
             let names: Vec<&str> = self.tools.iter().map(|t| t.name).collect();
+            // A name that looks like a credential is not repeated.
+            let shown = if crate::policy::secret_scan::scan_text(name).is_empty() {
+                name
+            } else {
+                "[redacted]"
+            };
             return (
                 false,
                 usage(
                     format!(
-                        "there is no tool `{name}`; the tools are {}",
+                        "there is no tool `{shown}`; the tools are {}",
                         names.join(", ")
                     ),
-                    json!({"tool": name}),
+                    json!({"tool": shown}),
                 ),
             );
         };

@@ -81,7 +81,7 @@ pub fn for_each_word(text: &str, mut f: impl FnMut(&str)) {
     while let Some(start) = rest.find(char::is_alphanumeric) {
         let (gap, from) = rest.split_at(start);
         let len = from
-            .find(|c: char| !c.is_alphanumeric())
+            .find(|c: char| !c.is_alphanumeric() && !is_invisible_in_word(c))
             .unwrap_or(from.len());
         let (run, after) = from.split_at(len);
         rest = after;
@@ -266,6 +266,13 @@ impl<'a> Iterator for Parts<'a> {
     }
 }
 
+/// Characters that belong to the word they stand in without showing in it: combining accents
+/// (text stored decomposed, `Zu\u{308}rich`), zero-width spaces and joiners, the soft hyphen.
+/// They continue a run of letters and are dropped from its words.
+fn is_invisible_in_word(c: char) -> bool {
+    matches!(u32::from(c), 0x0300..=0x036F | 0x00AD | 0x200B..=0x200D | 0x2060 | 0xFEFF)
+}
+
 /// True for the characters of scripts written without spaces between words: Chinese
 /// characters, Japanese kana, Korean syllables.
 fn is_cjk(c: char) -> bool {
@@ -283,8 +290,12 @@ fn fold_into(word: &str, out: &mut String) {
     }
     for c in word.chars() {
         let code = u32::from(c);
-        if (0x0300..=0x036F).contains(&code) {
-            // A combining accent (text stored decomposed).
+        if is_invisible_in_word(c) {
+            continue;
+        }
+        if (0xFB00..=0xFB4F).contains(&code) || (0xFF00..=0xFF65).contains(&code) {
+            // Ligatures (`ﬁ`) and full-width forms (`ＡＰＩ`): their plain letters.
+            unicode_normalization::char::decompose_compatible(c, |d| out.extend(d.to_lowercase()));
             continue;
         }
         if code < 0x0530 || (0x1E00..=0x1FFF).contains(&code) {
@@ -314,6 +325,8 @@ fn unaccented(c: char) -> Option<&'static str> {
         'đ' | 'Đ' | 'ð' | 'Ð' => "d",
         'þ' | 'Þ' => "th",
         'ı' => "i",
+        // Greek sigma is written `ς` at the end of a word, `σ` elsewhere, `Σ` in capitals.
+        'ς' => "σ",
         _ => return None,
     })
 }
@@ -490,6 +503,9 @@ mod tests {
             ("Cafe\u{301} CAFÉ naïve", &["cafe", "cafe", "naive"]),
             ("渡辺健二 語", &["渡辺", "辺健", "健二", "語"]),
             ("日本語API", &["日本", "本語", "api"]),
+            ("Zu\u{308}rich e\u{301}cole", &["zurich", "ecole"]),
+            ("ΟΔΟΣ οδός", &["οδοσ", "οδοσ"]),
+            ("ﬁle ＡＰＩ de\u{200b}ploy", &["file", "api", "deploy"]),
         ] {
             assert_eq!(words(text), want, "{text}");
         }

@@ -408,7 +408,9 @@ impl Session {
         remove_leftovers(project);
         let quarantined = recover_torn_tail(project)?;
         let marker = damaged_marker(&project.store_dir());
-        let damaged = fs_err::read_to_string(&marker).ok();
+        let damaged = marker.exists().then(|| {
+            String::from_utf8_lossy(&fs_err::read(&marker).unwrap_or_default()).into_owned()
+        });
         let (store, broken) = match Store::open(&project.store_dir()) {
             Ok(_) if damaged.is_some() => (
                 None,
@@ -841,6 +843,8 @@ impl Session {
         let (n, missing) = built?;
         self.report.missing_parents = missing;
         self.replace_store(&staging)?;
+        // A store found damaged earlier is replaced now.
+        let _ = fs_err::remove_file(damaged_marker(&dir));
         Ok(n)
     }
 

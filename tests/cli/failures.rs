@@ -392,6 +392,10 @@ fn number_options_take_negative_values_and_name_their_form() {
             "-1 is below 0: give a whole number, 0 or more",
         ),
         (
+            vec!["--json", "list", "--limit", "-0"],
+            "give a whole number, 0 or more, without a sign",
+        ),
+        (
             vec!["--json", "context", "--format", "prompt", "--budget", "-5"],
             "-5 is below 0",
         ),
@@ -714,5 +718,20 @@ fn a_damaged_store_block_is_rebuilt_by_the_next_command() {
         again.stderr
     );
     assert_eq!(again.stdout, before);
+    assert!(
+        !env.root()
+            .join("ai-memory/demo/.memlog/store.damaged")
+            .exists()
+    );
     env.run(&["verify", "demo"]).ok();
+
+    // Marked damaged, then rebuilt by hand: the mark goes with the old store.
+    std::fs::write(
+        env.root().join("ai-memory/demo/.memlog/store.damaged"),
+        b"\xff\xfe",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    env.run(&["rebuild", "demo"]).ok();
+    let after = env.run(&["dump", "demo"]).ok();
+    assert!(!after.stderr.contains("damaged"), "{}", after.stderr);
 }

@@ -180,7 +180,7 @@ fn supersede_against_deprecate_is_listed() {
     // Accepting the merge would leave the replacement active beside a deprecated entry that no
     // longer names it: resolve asks for a choice, and either choice settles it.
     let refused = env.run(&["resolve", &id, "--reason", "deprecation stands"]);
-    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert_eq!(refused.code, 3, "{}", refused.stderr);
     assert!(
         refused.stderr.contains(&format!("--winner {replaced}")),
         "{}",
@@ -376,6 +376,8 @@ fn duplicates_from_a_merge_stay_listed_until_settled() {
             && warnings[0].contains(&format!("`memlog deprecate {weak} ")),
         "{warnings:?}"
     );
+    assert_eq!(env.run(&["conflicts", "--check"]).code, 1);
     env.run(&["deprecate", &weak, "--reason", "duplicate"]).ok();
     assert!(env.run(&["--json", "conflicts"]).ok().warnings().is_empty());
+    env.run(&["conflicts", "--check"]).ok();
 }

@@ -454,6 +454,19 @@ fn a_tool_without_arguments_refuses_unknown_ones() {
     assert!(r.to_string().contains("x"), "{r}");
 }
 
+/// An unknown tool is named, unless its name looks like a credential.
+#[test]
+fn an_unknown_tool_named_like_a_credential_is_not_repeated() {
+    let env = Env::with_project();
+    let mut c = Client::start(&env, &["--project", "demo"]);
+    let fake = format!("ghp_{}", "aB3dE5fG7hJ9kL1mN2pQ4rS6tU8vW0xY2zA4");
+    let r = c.request("tools/call", json!({"name": fake, "arguments": {}}));
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    assert!(!r.to_string().contains(&fake), "{r}");
+    let r = c.request("tools/call", json!({"name": "qurey", "arguments": {}}));
+    assert!(r.to_string().contains("there is no tool `qurey`"), "{r}");
+}
+
 /// Errors name the tool's arguments, not the command line's options.
 #[test]
 fn errors_name_the_tools_arguments() {
