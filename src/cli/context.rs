@@ -60,9 +60,19 @@ fn choose(ctx: &Ctx, sources: &Sources, q: &context::TaskQuery) -> Result<(Vec<H
         subject: q.subject.clone(),
         ..FilterArgs::default()
     };
+    // The scope and subject come from the task, not from options: name them so.
+    let filters = flags
+        .resolve(&policy, Defaults::Smart)
+        .map_err(|e| match e {
+            crate::Error::Usage(m) => crate::Error::Usage(
+                m.replace("--scope:", "the task's `scope`:")
+                    .replace("--subject:", "the task's `subject`:"),
+            ),
+            other => other,
+        })?;
     let mut req = Request {
         text: q.goal.clone(),
-        filters: flags.resolve(&policy, Defaults::Smart)?,
+        filters,
         limit: MAX_CONTEXT,
         include_related: false,
         params,

@@ -190,7 +190,20 @@ fn unknown_arguments(tool: &tools::ToolDef, arguments: &Map<String, Value>) -> O
 fn respond(tool: &tools::ToolDef, args: &Value, inv: Invocation) -> (bool, Value) {
     if let Some(mut error) = inv.error {
         if let Some(message) = error["error"]["message"].as_str() {
-            error["error"]["message"] = in_tool_terms(tool, message).into();
+            let message = in_tool_terms(tool, message);
+            // The command line's errors name an option; the tool's name its argument, in the
+            // details too, as the errors of the arguments themselves do.
+            if let Some(field) = named_argument(tool, &message)
+                && error["error"]["details"]
+                    .get("field")
+                    .is_none_or(Value::is_null)
+            {
+                if !error["error"]["details"].is_object() {
+                    error["error"]["details"] = json!({});
+                }
+                error["error"]["details"]["field"] = field.into();
+            }
+            error["error"]["message"] = message.into();
         }
         return (false, error);
     }
@@ -226,6 +239,27 @@ fn respond(tool: &tools::ToolDef, args: &Value, inv: Invocation) -> (bool, Value
         }
     }
     (true, body)
+}
+
+/// The argument an error message in the tool's terms names first: `` `limit` `` or, for the
+/// task of `context`, `` the task's `scope` `` (as `task.scope`).
+fn named_argument(tool: &tools::ToolDef, message: &str) -> Option<String> {
+    let schema = serde_json::to_value((tool.schema)()).unwrap_or_default();
+    let names: Vec<String> = schema["properties"]
+        .as_object()
+        .map(|p| p.keys().cloned().collect())
+        .unwrap_or_default();
+    let mut found: Vec<(usize, String)> = names
+        .into_iter()
+        .filter_map(|n| message.find(&format!("`{n}`")).map(|at| (at, n)))
+        .collect();
+    for field in ["scope", "subject", "goal"] {
+        if let Some(at) = message.find(&format!("the task's `{field}`")) {
+            found.push((at, format!("task.{field}")));
+        }
+    }
+    found.sort();
+    found.into_iter().next().map(|(_, n)| n)
 }
 
 /// An error message of the command line in the tool's terms: its options become the tool's

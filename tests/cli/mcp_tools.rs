@@ -454,6 +454,33 @@ fn a_tool_without_arguments_refuses_unknown_ones() {
     assert!(r.to_string().contains("x"), "{r}");
 }
 
+/// Errors found by the command behind a tool name the tool's argument, in the message and in
+/// `details.field`, the task's fields included.
+#[test]
+fn command_errors_name_the_argument_in_the_details() {
+    let env = Env::with_project();
+    let mut c = Client::start(&env, &["--project", "demo"]);
+    let r = c.request(
+        "tools/call",
+        json!({"name": "query", "arguments": {"text": "x", "min_confidence": -0.5}}),
+    );
+    let error = &r["result"]["structuredContent"]["error"];
+    assert_eq!(error["details"]["field"], "min_confidence", "{r}");
+    let r = c.request(
+        "tools/call",
+        json!({"name": "context", "arguments": {"task": {"goal": "deploy", "memory_enabled": true, "scope": "bad"}}}),
+    );
+    let error = &r["result"]["structuredContent"]["error"];
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("the task's `scope`"),
+        "{r}"
+    );
+    assert_eq!(error["details"]["field"], "task.scope", "{r}");
+}
+
 /// An unknown tool is named, unless its name looks like a credential.
 #[test]
 fn an_unknown_tool_named_like_a_credential_is_not_repeated() {
