@@ -97,6 +97,7 @@ fn run(args: Vec<String>, json: bool) -> Invocation {
             warnings: Vec::new(),
         },
         Err(e) => {
+            crate::store::session::mark_damaged(&e);
             let (code, mut body) = output::error_body(&e);
             if let (Some(p), Some(details)) =
                 (out.take_partial(), body["error"]["details"].as_object_mut())

@@ -336,7 +336,8 @@ pub fn repair_tail_locked(project: &Project) -> Result<Option<QuarantineNote>> {
 
 /// Removes what an interrupted rebuild left behind. The caller holds the store lock.
 /// Marks the store named by a [`Error::Store`] that found its files damaged, so that the next
-/// session rebuilds it: a damaged block is found by the read that needs it, after the session
+/// session rebuilds it (called where a command's error is reported: the command line's and the
+/// MCP server's): a damaged block is found by the read that needs it, after the session
 /// opened the store fine, and every read of it fails the same way until the store is rebuilt.
 pub fn mark_damaged(e: &Error) {
     if let Error::Store { path, message } = e
