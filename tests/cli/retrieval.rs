@@ -41,6 +41,20 @@ fn apply(env: &Env, project: &str, entries: &[Value]) -> Vec<String> {
         .collect()
 }
 
+/// `n` confident repo entries "Deploy step <i> runs after the checks" with doc evidence.
+fn deploy_steps(n: usize) -> Vec<Value> {
+    (0..n)
+        .map(|i| {
+            entry(
+                &format!("Deploy step {i} runs after the checks"),
+                "repo",
+                0.9,
+                "doc",
+            )
+        })
+        .collect()
+}
+
 fn ids(v: &Value) -> Vec<String> {
     v.as_array()
         .unwrap_or_else(|| panic!("not an array: {v}"))
@@ -481,16 +495,7 @@ fn list_finds_the_few_entries_a_selective_filter_keeps() {
         .unwrap_or_default()
         .to_owned();
     // More newer entries than `list` reads before it turns to the feature records.
-    let newer: Vec<Value> = (0..600)
-        .map(|i| {
-            entry(
-                &format!("Deploy step {i} runs after the checks"),
-                "repo",
-                0.9,
-                "doc",
-            )
-        })
-        .collect();
+    let newer = deploy_steps(600);
     assert_eq!(apply(&env, "demo", &newer).len(), 600);
     let found = env.run(&["--json", "list", "demo", "--kind", "other"]).ok();
     assert_eq!(ids(&found.json()), vec![old_id.clone()]);
@@ -644,16 +649,7 @@ fn only_slips_are_corrected() {
 #[test]
 fn list_says_when_entries_were_left_out() {
     let env = Env::with_project();
-    let entries: Vec<Value> = (0..5)
-        .map(|i| {
-            entry(
-                &format!("Deploy step {i} runs after the checks"),
-                "repo",
-                0.9,
-                "doc",
-            )
-        })
-        .collect();
+    let entries = deploy_steps(5);
     let created = apply(&env, "demo", &entries);
     for id in &created[..2] {
         env.run(&["deprecate", id, "--reason", "done"]).ok();
