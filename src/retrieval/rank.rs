@@ -6,7 +6,8 @@
 //!
 //! `decay` is the project's decay function (`policies.lifecycle`: `decay_function`,
 //! `decay_half_life_days`, `decay`) at the days since the entry was last used, where last use is
-//! the later of `created_at` and `updated_at` ([`decay`]); a pinned entry has decay 1. It is
+//! the later of `created_at` and `updated_at` ([`decay`]), at least [`MIN_DECAY`]; a pinned entry
+//! has decay 1. It is
 //! computed from the entry's features alone: the access log is not read per query (a query stays
 //! a scan of the text index), so an entry that is read often but never written decays in ranking
 //! as if unread, and the faster decay of never-accessed entries (`grace_period_days`,
@@ -44,6 +45,13 @@ pub const DEMOTION: f64 = 0.4;
 pub const RELEVANCE_WEIGHT: f64 = 0.7;
 /// Confidence below which an entry is marked low-confidence (requirement 3.10).
 pub const LOW_CONFIDENCE: f64 = 0.5;
+
+/// The lowest decay a match is given, though the policy's function may reach 0 (a linear decay
+/// past its period, a step to 0, an exponential past a few thousand half-lives). At 0 every
+/// product `bm25 * decay` of an old corpus would be 0 and relevance would say nothing: the
+/// unrelated entry that shares one word would rank with the answer. At this floor fully decayed
+/// matches still rank by their BM25F among themselves, and below every match that is not.
+pub const MIN_DECAY: f64 = 0.001;
 
 /// Milliseconds in a day.
 pub const MS_PER_DAY: i64 = 86_400_000;
@@ -161,8 +169,8 @@ pub fn recency(updated: i64, p: &RankParams) -> f64 {
 }
 
 /// The decay score of an entry at `p.now`: the policy's decay function at the days since last
-/// use, the later of `created` and `updated` (1 for a pinned entry, and for a last use at or
-/// after `now`).
+/// use, the later of `created` and `updated`, at least [`MIN_DECAY`] (1 for a pinned entry, and
+/// for a last use at or after `now`).
 pub fn decay(f: &DocFeatures, p: &RankParams) -> f64 {
     if f.pinned {
         return 1.0;
@@ -172,7 +180,7 @@ pub fn decay(f: &DocFeatures, p: &RankParams) -> f64 {
         reason = "ages in milliseconds fit easily"
     )]
     let days = (p.now - f.created.max(f.updated)).max(0) as f64 / MS_PER_DAY as f64;
-    p.decay.score(days)
+    p.decay.score(days).max(MIN_DECAY)
 }
 
 /// The weighted sum of the four components, before demotions.
@@ -419,6 +427,30 @@ mod tests {
                 with_relevance(composite(f, 1.0, &rules(f, &p), &p), bm25, bm25).score
             };
             prop_assert!(score(&fo) <= score(&fy));
+        }
+
+        /// Past the end of a linear decay every match has the same decay, so relevance orders
+        /// the matches by BM25F alone, as when they were new: the best is 1, none is 0.
+        #[test]
+        fn a_fully_decayed_corpus_ranks_by_relevance(
+            period in 1.0f64..400.0,
+            matches in prop::collection::vec((0.1f64..20.0, 0i64..10_000), 1..12),
+        ) {
+            let p = RankParams { decay: DecayFunction::Linear { period }, ..params() };
+            let decayed: Vec<f64> = matches
+                .iter()
+                .map(|(bm25, age)| {
+                    let f = features(900_000, 8, (*age + 401) * MS_PER_DAY, None, false);
+                    decayed(*bm25, &f, &p)
+                })
+                .collect();
+            let best = decayed.iter().copied().fold(0.0, f64::max);
+            let best_bm25 = matches.iter().map(|(b, _)| *b).fold(0.0, f64::max);
+            for ((bm25, _), d) in matches.iter().zip(&decayed) {
+                let r = relevance(*d, best);
+                prop_assert!(r > 0.0);
+                prop_assert!((r - bm25 / best_bm25).abs() < 1e-9);
+            }
         }
     }
 

@@ -132,6 +132,37 @@ fn the_decay_function_of_the_policy_is_the_one_ranking_uses() {
     assert_eq!(hit(&hits, &id)["explain"]["decay"], 0.75, "{hits:?}");
 }
 
+#[test]
+fn a_corpus_past_the_end_of_a_linear_decay_still_ranks_by_relevance() {
+    let env = Env::with_project();
+    let config = env.root().join("ai-memory/demo/memlog.json");
+    let text = std::fs::read_to_string(&config).unwrap_or_else(|e| panic!("{e}"));
+    let mut doc: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}"));
+    doc["policies"]["lifecycle"]["decay"] =
+        serde_json::json!({"function": "linear", "period_days": 40});
+    std::fs::write(&config, doc.to_string()).unwrap_or_else(|e| panic!("{e}"));
+    let answer = env.add_at(
+        NOW,
+        "cache.redis",
+        "Redis cache eviction policy is allkeys-lru",
+        "0.7",
+    );
+    // More confident, and only names the word in passing.
+    let lunch = env.add_at(
+        NOW,
+        "team.lunch",
+        "Team lunch is on Friday, next to the redis rack and the cache of snacks",
+        "0.95",
+    );
+    // 90 days on, both have decayed to nothing: relevance still decides, as on the first day.
+    let hits = query(&env, &day(90), "redis cache eviction");
+    assert_eq!(ids(&hits), [answer.clone(), lunch], "{hits:?}");
+    assert!(
+        hit(&hits, &answer)["explain"]["relevance"].as_f64() == Some(1.0),
+        "{hits:?}"
+    );
+}
+
 fn lifecycle_stats(env: &Env, now: &str) -> Value {
     env.run_at(now, &["stats", "--json"]).ok().json()["statistics"]["lifecycle"].clone()
 }
