@@ -11,7 +11,7 @@ use crate::workspace::ProjectName;
 use crate::writer::{Batch, Change, WriteContext, Written, write};
 use serde::Serialize;
 use serde_json::{Value, json};
-use std::io::{BufRead, Read};
+use std::io::{BufRead, Read, Write};
 
 #[derive(Debug, clap::Args)]
 pub struct ApplyArgs {
@@ -809,6 +809,8 @@ fn print_report(ctx: &Ctx, report: &Report, out: &mut Out, _single: bool) {
     }
     let _ = ctx;
     let mut said = std::collections::BTreeSet::new();
+    // The ids in one write: a line at a time, standard output made a system call per update.
+    let mut ids = String::with_capacity(report.applied.len() * 30);
     for a in &report.applied {
         for w in &a.warnings {
             // A warning about the project (its size) is said once, not once per update.
@@ -817,10 +819,17 @@ fn print_report(ctx: &Ctx, report: &Report, out: &mut Out, _single: bool) {
             }
             super::output::warn(&format!("update {}: {}: {}", a.index, w.field, w.message));
         }
-        match &a.superseded {
-            Some(old) => out.line(format!("{} (supersedes {old})", a.id)),
-            None => out.line(&a.id),
+        ids.push_str(&a.id);
+        if let Some(old) = &a.superseded {
+            ids.push_str(" (supersedes ");
+            ids.push_str(old);
+            ids.push(')');
         }
+        ids.push('\n');
+    }
+    if !ids.is_empty() && out.raw().write_all(ids.as_bytes()).is_err() {
+        // Broken pipe (`memlog apply ... | head`): not an error, as for every other output.
+        std::process::exit(0);
     }
     for w in &report.warnings {
         super::output::warn(&w.message);

@@ -412,19 +412,24 @@ impl Session {
         let damaged = marker.exists().then(|| {
             String::from_utf8_lossy(&fs_err::read(&marker).unwrap_or_default()).into_owned()
         });
-        let (store, broken) = match Store::open(&project.store_dir()) {
-            Ok(_) if damaged.is_some() => (
+        // No store yet (first use, or deleted): it is built from the log below, in one step.
+        // Opening it first would create an empty database only to replace it.
+        let absent = !project.store_dir().exists();
+        let opened = (!absent).then(|| Store::open(&project.store_dir()));
+        let (store, broken) = match opened {
+            None => (None, None),
+            Some(Ok(_)) if damaged.is_some() => (
                 None,
                 damaged.map(|why| format!("an earlier command found the store damaged: {why}")),
             ),
-            Ok((store, _)) => (Some(store), None),
+            Some(Ok((store, _))) => (Some(store), None),
             // The store's own words: the advice of `Error::Store` is for when the rebuild
             // below fails too.
-            Err(Error::Store { message, .. }) => (
+            Some(Err(Error::Store { message, .. })) => (
                 None,
                 Some(format!("the store could not be opened: {message}")),
             ),
-            Err(e) => (None, Some(format!("the store could not be opened: {e}"))),
+            Some(Err(e)) => (None, Some(format!("the store could not be opened: {e}"))),
         };
         let mut session = Self {
             project: project.clone(),
@@ -438,6 +443,10 @@ impl Session {
             lock,
         };
         match broken {
+            None if absent => {
+                session.report.mode = "none";
+                session.rebuild()?;
+            }
             None => match session.catch_up(None) {
                 Err(Error::Store { message, .. }) => {
                     session.rebuild_because(format!("the store failed: {message}"))?;
