@@ -643,20 +643,13 @@ pub fn run(ctx: &Ctx, args: ApplyArgs, out: &mut Out) -> Result<ExitCode> {
     if let Some(q) = &batch.session().report.quarantined {
         super::output::warn(&super::quarantine_message(q));
     }
-    // A second thread reads, parses and prechecks the updates (see `precheck`) while this one
-    // stages them in order. It is not waited for: when staging stops early it may be blocked
-    // reading a pipe that stays open, and it stops at its next update once `receive` is gone.
+    // Other threads read, parse and precheck the updates (see `precheck`) while this one
+    // stages them in order. They are not waited for: when staging stops early the reader may
+    // be blocked reading a pipe that stays open, and it stops at its next update once
+    // `receive` is gone.
     let policy = batch.policy();
     let (send, receive) = std::sync::mpsc::sync_channel(READ_AHEAD);
-    let reader = std::thread::spawn(move || {
-        let mut updates = updates;
-        while let Some(item) = updates.next_update() {
-            let pre = item.as_ref().ok().and_then(|u| precheck(u, &policy));
-            if send.send((item, pre)).is_err() {
-                break;
-            }
-        }
-    });
+    let reader = std::thread::spawn(move || read_and_precheck(updates, &policy, &send));
     let (report, stopped, index) = stage_all(&mut batch, receive.iter());
     drop(receive);
     if stopped.is_none() {
@@ -676,6 +669,68 @@ pub fn run(ctx: &Ctx, args: ApplyArgs, out: &mut Out) -> Result<ExitCode> {
         single_object,
         out,
     )
+}
+
+/// An update as read, and its [`Prechecked`] part.
+type ReadUpdate = (Result<Value>, Option<Prechecked>);
+
+/// Reads `updates` and sends each on with its [`Prechecked`] part, in order. The prechecks (the
+/// secret scan above all) cost more than the staging that waits for them, so they run on as
+/// many threads as the machine has cores, and are put back in order before they are sent.
+fn read_and_precheck(
+    mut updates: Updates,
+    policy: &crate::policy::Policy,
+    send: &std::sync::mpsc::SyncSender<ReadUpdate>,
+) {
+    let workers = crate::parallel::threads();
+    if workers < 2 {
+        while let Some(item) = updates.next_update() {
+            let pre = item.as_ref().ok().and_then(|u| precheck(u, policy));
+            if send.send((item, pre)).is_err() {
+                break;
+            }
+        }
+        return;
+    }
+    let (to_check, unchecked) = crossbeam_channel::bounded::<(usize, Result<Value>)>(READ_AHEAD);
+    let (to_order, checked) = crossbeam_channel::bounded::<(usize, ReadUpdate)>(READ_AHEAD);
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            let (unchecked, to_order) = (unchecked.clone(), to_order.clone());
+            scope.spawn(move || {
+                for (n, item) in unchecked {
+                    let pre = item.as_ref().ok().and_then(|u| precheck(u, policy));
+                    if to_order.send((n, (item, pre))).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop((unchecked, to_order));
+        scope.spawn(move || {
+            // Updates that came back before one read earlier; as many as are in flight.
+            let mut early = std::collections::BTreeMap::new();
+            let mut next = 0;
+            for (n, read) in checked {
+                early.insert(n, read);
+                while let Some(read) = early.remove(&next) {
+                    if send.send(read).is_err() {
+                        return;
+                    }
+                    next += 1;
+                }
+            }
+        });
+        let mut n = 0;
+        while let Some(item) = updates.next_update() {
+            if to_check.send((n, item)).is_err() {
+                break;
+            }
+            n += 1;
+        }
+        // The end of the input: the checkers stop once they have checked what was sent.
+        drop(to_check);
+    });
 }
 
 /// Stages `updates` in order, appending every few thousand; returns what was done, the error
