@@ -46,7 +46,8 @@ pub struct FilterArgs {
     #[arg(long)]
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub status: Vec<String>,
-    /// At least this confidence [query default: the policy's min_confidence, 0.6]
+    /// At least this confidence [query default: the policy's min_confidence, 0.6, unless
+    /// --max-confidence is lower]
     #[arg(long, value_name = "X", allow_negative_numbers = true, value_parser = super::numbers::fraction)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub min_confidence: Option<f64>,
@@ -183,6 +184,17 @@ impl FilterArgs {
         }
         if let Some(x) = confidence_arg("max-confidence", self.max_confidence)? {
             f.max_confidence = x;
+            // A maximum below the default minimum would silently match nothing: the default
+            // yields to the bound the user gave, and says so.
+            if smart && self.min_confidence.is_none() && x < policy.min_confidence {
+                f.min_confidence = 0.0;
+                warn(&format!(
+                    "--max-confidence {x} is below the default minimum confidence {} \
+                     (retrieval.min_confidence in memlog.json): that default is not applied; \
+                     give --min-confidence X to set a minimum",
+                    policy.min_confidence
+                ));
+            }
         }
         f.created_after = time_arg("created-after", self.created_after.as_deref())?;
         f.created_before = time_arg("created-before", self.created_before.as_deref())?;

@@ -697,3 +697,70 @@ fn list_says_when_entries_were_left_out() {
         );
     }
 }
+
+/// A `--max-confidence` below the policy's default minimum (0.6), without `--min-confidence`,
+/// lifts that default, with a warning naming it, instead of matching nothing; an explicit
+/// minimum above the maximum stays an error.
+#[test]
+fn max_confidence_below_the_default_minimum_lifts_it() {
+    let env = Env::with_project();
+    let mut guess = entry("Deploys may be slow", "repo", 0.4, "assumption");
+    guess["section"] = "observations".into();
+    guess["kind"] = "hypothesis".into();
+    let created = apply(
+        &env,
+        "demo",
+        &[guess, entry("Deploys go blue-green", "repo", 0.9, "doc")],
+    );
+    let r = env
+        .run(&["--json", "query", "deploy", "--max-confidence", "0.5"])
+        .ok();
+    assert_eq!(ids(&r.json()), vec![created[0].clone()], "{}", r.stdout);
+    let warnings = r.warnings();
+    assert!(
+        warnings.iter().any(|w| w.contains("--max-confidence 0.5")
+            && w.contains("min_confidence")
+            && w.contains("0.6")
+            && w.contains("--min-confidence")),
+        "{warnings:?}"
+    );
+    // The same on the text output's standard error.
+    let text = env
+        .run(&["query", "deploy", "--max-confidence", "0.5"])
+        .ok();
+    assert!(text.stdout.contains(&created[0][..12]), "{}", text.stdout);
+    assert!(
+        text.stderr.contains("warning: --max-confidence 0.5"),
+        "{}",
+        text.stderr
+    );
+    // A maximum at or above the default minimum keeps it, silently.
+    let r = env
+        .run(&["--json", "query", "deploy", "--max-confidence", "0.95"])
+        .ok();
+    assert_eq!(ids(&r.json()), vec![created[1].clone()], "{}", r.stdout);
+    assert!(r.warnings().is_empty(), "{}", r.stdout);
+    // An explicit minimum is the user's: below the maximum it applies, above it is refused.
+    let r = env
+        .run(&[
+            "--json",
+            "query",
+            "deploy",
+            "--min-confidence",
+            "0.45",
+            "--max-confidence",
+            "0.5",
+        ])
+        .ok();
+    assert_eq!(r.json(), json!([]), "{}", r.stdout);
+    assert!(r.warnings().is_empty(), "{}", r.stdout);
+    let refused = env.run(&[
+        "query",
+        "deploy",
+        "--min-confidence",
+        "0.6",
+        "--max-confidence",
+        "0.5",
+    ]);
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+}
