@@ -1139,7 +1139,8 @@ impl Store {
             }
         }
         batch.insert(proj, meta_key("stats"), to_json(&stats.totals));
-        self.hot_count.store(0, std::sync::atomic::Ordering::Relaxed);
+        self.hot_count
+            .store(0, std::sync::atomic::Ordering::Relaxed);
         for day in &days {
             match stats.by_created_day.get(day) {
                 Some(counters) => batch.insert(proj, stats_day_key(day), to_json(counters)),
@@ -1519,7 +1520,8 @@ impl Store {
             (meta_key("stats"), to_json(&stats.totals)),
             (meta_key("text_stats"), to_json(&text_stats)),
         ];
-        self.hot_count.store(0, std::sync::atomic::Ordering::Relaxed);
+        self.hot_count
+            .store(0, std::sync::atomic::Ordering::Relaxed);
         meta.extend(recent.0.iter().map(|op| (recent_key(op), to_json(op))));
         meta.extend(
             fingerprint
@@ -1989,8 +1991,7 @@ impl Store {
             None => {
                 // From the statistics: counting the keyspace would read every entry.
                 let n = u64::try_from(self.stats_totals()?.hot_entries).unwrap_or(0);
-                self.hot_count
-                    .store(n.saturating_add(1), Ordering::Relaxed);
+                self.hot_count.store(n.saturating_add(1), Ordering::Relaxed);
                 n
             }
         };
