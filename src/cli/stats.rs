@@ -239,11 +239,10 @@ fn print_summary(out: &mut Out, project: &str, dates: &DateRange, s: &MemoryStat
         .map(|a| format!("{} {}", safe(&a.agent), a.count))
         .collect();
     out.line(format!("most active agents {}", joined_or(agents, "-")));
-    let created: i64 = s.entries_created_over_time.iter().map(|d| d.count).sum();
-    let superseded: i64 = s.entries_superseded_over_time.iter().map(|d| d.count).sum();
+    // The totals, not the sums of the series, which never run over more than MAX_DAYS days.
     out.line(format!(
-        "growth             {created} created, {superseded} superseded over {} days",
-        s.entries_created_over_time.len()
+        "growth             {} created, {} superseded over {} days",
+        s.growth.created, s.growth.superseded, s.growth.days
     ));
     out.line(format!(
         "lifecycle          {}  pinned {}",
