@@ -185,21 +185,18 @@ pub(super) fn joined_or(parts: Vec<String>, none: &str) -> String {
 }
 
 fn print_summary(out: &mut Out, project: &str, dates: &DateRange, s: &MemoryStatistics) {
-    let range = match (&dates.from, &dates.to) {
-        (None, None) => "all time".to_owned(),
-        (f, t) => {
-            let days = format!(
-                "{} to {}",
-                f.as_deref().unwrap_or("start"),
-                t.as_deref().unwrap_or("now")
-            );
-            // `--from`/`--to` are labelled by their dates: say them once.
-            if dates.label.contains("..") {
-                days
-            } else {
-                format!("{} ({days})", dates.label)
-            }
-        }
+    // An open side is open: `--from` alone also takes entries dated after today.
+    let days = match (&dates.from, &dates.to) {
+        (None, None) => None,
+        (Some(f), Some(t)) => Some(format!("{f} to {t}")),
+        (Some(f), None) => Some(format!("from {f} on")),
+        (None, Some(t)) => Some(format!("up to {t}")),
+    };
+    let range = match days {
+        None => "all time".to_owned(),
+        // `--from`/`--to` are labelled by their dates: say them once.
+        Some(days) if dates.label.contains("..") => days,
+        Some(days) => format!("{} ({days})", dates.label),
     };
     let health = |h: Option<crate::analytics::health::Health>| h.map_or("-", |h| h.label());
     out.line(format!("project            {project}"));

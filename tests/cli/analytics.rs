@@ -717,6 +717,44 @@ fn the_store_holds_the_projection_of_the_log() {
     }
 }
 
+/// A range open at one side is labelled as open: `--from` alone also takes the entries dated
+/// after today, so it does not read "to now".
+#[test]
+fn stats_labels_a_range_open_at_one_side_as_open() {
+    let env = Env::with_project();
+    for now in ["2026-06-01T00:00:00Z", "2040-01-01T00:00:00Z"] {
+        add_at(
+            &env,
+            now,
+            "agent-1",
+            "decisions",
+            "auth",
+            &format!("Entry of {now}"),
+            "0.9",
+            "code:src/auth.rs#L1:token code",
+            &[],
+        );
+    }
+    for (args, range, entries) in [
+        (["--from", "2026-01-01"], "from 2026-01-01 on", 2),
+        (["--to", "2030-01-01"], "up to 2030-01-01", 1),
+    ] {
+        let mut all = vec!["stats"];
+        all.extend(args);
+        let text = env.run_at("2026-06-02T00:00:00Z", &all).ok().stdout;
+        assert!(
+            text.lines()
+                .any(|l| l == format!("range              {range}")),
+            "{args:?}: {text}"
+        );
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with(&format!("entries            {entries} "))),
+            "{args:?}: {text}"
+        );
+    }
+}
+
 /// `stats --from --to` names the range once; `--help` names every `git` subcommand.
 #[test]
 fn stats_names_a_date_range_once_and_help_names_every_git_subcommand() {
