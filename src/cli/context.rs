@@ -149,7 +149,18 @@ pub fn run(ctx: &Ctx, args: ContextArgs, out: &mut Out) -> Result<ExitCode> {
     };
     match args.format {
         Format::Prompt => {
-            let (text, entries) = budget::render(&project_name, &hits, args.budget);
+            let budget::Rendered {
+                text,
+                entries,
+                unsaid_need,
+            } = budget::render(&project_name, &hits, args.budget);
+            if let Some(needed) = unsaid_need {
+                super::output::warn(&format!(
+                    "context: {}, and not even the line saying so fits: the prompt is empty; \
+                     give --budget {needed} or more",
+                    budget::too_small_for_any(args.budget, needed)
+                ));
+            }
             if out.json {
                 out.json(&serde_json::json!({
                     "prompt": text.trim_end(),

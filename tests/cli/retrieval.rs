@@ -448,6 +448,90 @@ fn a_budget_too_small_for_any_entry_names_the_budget_that_shows_one() {
     assert!(enough.contains("1. ["), "budget {needed}: {enough}");
 }
 
+/// Every budget below the first entry's need says so, within the budget, as soon as the header
+/// and that line fit; below that the prompt is empty and a warning names the budget needed (on
+/// standard error, or in `warnings` with `--json`). No budget leaves entries out silently.
+#[test]
+fn every_budget_too_small_for_any_entry_names_the_budget_needed() {
+    let (env, _, _) = fixture();
+    let task = r#"{"goal":"how do deploys work","memory_enabled":true,"scope":"service:auth"}"#;
+    let prompt = |budget: usize, json: bool| {
+        let budget = budget.to_string();
+        let mut args = vec![
+            "context", "demo", "-", "--format", "prompt", "--budget", &budget,
+        ];
+        if json {
+            args.insert(0, "--json");
+        }
+        context(&env, &args, task).ok()
+    };
+    let named = |text: &str| -> Option<usize> {
+        text.split("the first needs a budget of ")
+            .nth(1)?
+            .split(|c: char| !c.is_ascii_digit())
+            .next()?
+            .parse()
+            .ok()
+    };
+    let needed = named(&prompt(120, false).stdout).unwrap_or_else(|| panic!("no budget named"));
+    assert!(
+        prompt(needed, false).stdout.contains("1. ["),
+        "budget {needed}"
+    );
+    let mut said = false;
+    for budget in 0..needed {
+        let r = prompt(budget, false);
+        assert!(
+            estimate_tokens(&r.stdout) <= budget,
+            "budget {budget}: {}",
+            r.stdout
+        );
+        assert!(
+            !r.stdout.contains("lower-ranked"),
+            "budget {budget}: {}",
+            r.stdout
+        );
+        if r.stdout.is_empty() {
+            assert!(
+                !said,
+                "budget {budget}: empty after a smaller budget said it"
+            );
+            assert_eq!(
+                named(&r.stderr),
+                Some(needed),
+                "budget {budget}: {}",
+                r.stderr
+            );
+        } else {
+            said = true;
+            assert!(
+                r.stdout.starts_with("## Memory for project demo")
+                    && r.stdout.contains(&format!(
+                        "the token budget of {budget} is too small for any entry"
+                    )),
+                "budget {budget}: {}",
+                r.stdout
+            );
+            assert_eq!(
+                named(&r.stdout),
+                Some(needed),
+                "budget {budget}: {}",
+                r.stdout
+            );
+            assert!(r.stderr.is_empty(), "budget {budget}: {}", r.stderr);
+        }
+    }
+    assert!(said, "no budget below {needed} said it");
+    // With --json, the empty prompt's warning is in `warnings`.
+    let r = prompt(10, true);
+    assert_eq!(r.json()["prompt"], "", "{}", r.stdout);
+    let warnings = r.warnings();
+    assert!(
+        warnings.iter().any(|w| named(w) == Some(needed)),
+        "{warnings:?}"
+    );
+}
+
 #[test]
 fn queries_are_logged() {
     let (env, _, _) = fixture();
