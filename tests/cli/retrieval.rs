@@ -848,3 +848,85 @@ fn max_confidence_below_the_default_minimum_lifts_it() {
     ]);
     assert_eq!(refused.code, 2, "{}", refused.stderr);
 }
+
+/// A subject, scope or tag filter no entry can have is refused (exit 2) naming the option, the
+/// limit and the fix, by `list`, `query` and `context`, and nothing goes into the query log:
+/// an empty tag list matched everything, an empty subject nothing, and an over-long subject went
+/// whole into the log.
+#[test]
+fn filter_values_no_entry_can_have_are_refused() {
+    let env = Env::with_project();
+    apply(&env, "demo", &deploy_steps(2));
+    let log = env.root().join("ai-memory/demo/.memlog/queries.jsonl");
+    let long_subject = "s".repeat(100_000);
+    let long_scope = format!("service:{}", "a".repeat(200));
+    let long_tag = "t".repeat(65);
+    let many_tags = vec!["t"; 33].join(",");
+    let cases: Vec<(Vec<&str>, Vec<&str>)> = vec![
+        (
+            vec!["--tags", ""],
+            vec!["--tags", "no tag given", "--tags deploy,ci"],
+        ),
+        (vec!["--tags", ","], vec!["--tags", "no tag given"]),
+        (vec!["--tags", " , "], vec!["--tags", "no tag given"]),
+        (
+            vec!["--tags", &long_tag],
+            vec!["--tags", "65 characters", "64"],
+        ),
+        (vec!["--tags", &many_tags], vec!["--tags", "33 tags", "32"]),
+        (
+            vec!["--subject", ""],
+            vec!["--subject", "empty", "leave it out"],
+        ),
+        (vec!["--subject", " "], vec!["--subject", "empty"]),
+        (
+            vec!["--subject", &long_subject],
+            vec!["--subject", "100000 characters", "200", "shorter"],
+        ),
+        (
+            vec!["--scope", &long_scope],
+            vec!["--scope", "208 characters", "108"],
+        ),
+    ];
+    for (filter, needles) in &cases {
+        for command in [&["list", "demo"][..], &["query", "deploy", "demo"]] {
+            let args = [command, &filter[..]].concat();
+            let r = env.run(&args);
+            assert_eq!(r.code, 2, "{command:?} {needles:?}: {}", r.stderr);
+            for n in needles {
+                assert!(r.stderr.contains(n), "{command:?}: {n}: {}", r.stderr);
+            }
+            assert!(
+                r.stderr.len() < 2000,
+                "{command:?}: {} bytes",
+                r.stderr.len()
+            );
+        }
+    }
+    assert!(
+        std::fs::read_to_string(&log).unwrap_or_default().is_empty(),
+        "a refused query was logged"
+    );
+    // The task's subject of `context` is named as the task's.
+    let task = json!({"goal": "deploy", "memory_enabled": true, "subject": long_subject});
+    let r = context(&env, &["context", "demo", "-"], &task.to_string());
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("the task's `subject`: 100000 characters"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        std::fs::read_to_string(&log).unwrap_or_default().is_empty(),
+        "a refused context was logged"
+    );
+    // Tags as written with spaces still filter.
+    let r = env
+        .run(&["--json", "list", "demo", "--tags", "deploy, other"])
+        .ok();
+    assert_eq!(r.json(), json!([]), "{}", r.stdout);
+    let r = env
+        .run(&["--json", "list", "demo", "--tags", " deploy "])
+        .ok();
+    assert_eq!(ids(&r.json()).len(), 2, "{}", r.stdout);
+}
