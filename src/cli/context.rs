@@ -29,7 +29,7 @@ pub struct ContextArgs {
     #[arg(long, value_enum, default_value_t = Format::Json)]
     pub format: Format,
     /// Token budget of the prompt prefix (estimated; see docs/RETRIEVAL.md)
-    #[arg(long, default_value_t = DEFAULT_BUDGET, allow_negative_numbers = true, value_parser = super::numbers::whole::<usize>)]
+    #[arg(long, default_value_t = DEFAULT_BUDGET, allow_negative_numbers = true, value_parser = super::numbers::tokens)]
     pub budget: usize,
     /// Leave out the entries of ai-memory/global/
     #[arg(long)]

@@ -87,7 +87,7 @@ pub struct QueryArgs {
     #[command(flatten)]
     pub filters: FilterArgs,
     /// At most this many entries (at most 50) [default: the policy's max_results]
-    #[arg(long, allow_negative_numbers = true, value_parser = super::numbers::whole::<usize>)]
+    #[arg(long, allow_negative_numbers = true, value_parser = super::numbers::query_limit)]
     pub limit: Option<usize>,
     /// Only id, summary, subject, scope, kind and confidence of each entry
     #[arg(long)]
