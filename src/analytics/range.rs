@@ -58,6 +58,18 @@ impl DateRange {
             _ => (first <= last).then_some((first, last)),
         }
     }
+
+    /// The days from the range's first day (or `data_first`, where it is open) to its last (or
+    /// `data_last`), both included, however many: what [`DateRange::series_days`] clips.
+    pub fn span_days(&self, data_first: Option<&str>, data_last: Option<&str>) -> i64 {
+        let parse = |d: &str| NaiveDate::parse_from_str(d, "%Y-%m-%d").ok();
+        let first = self.from.as_deref().or(data_first).and_then(parse);
+        let last = self.to.as_deref().or(data_last).and_then(parse);
+        match (first, last) {
+            (Some(f), Some(l)) if f <= l => (l - f).num_days() + 1,
+            _ => 0,
+        }
+    }
 }
 
 /// The longest range accepted, in days (ten years): of `--range Nd`, of `--from`..`--to`, and

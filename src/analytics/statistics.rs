@@ -168,6 +168,12 @@ pub struct MemoryStatistics {
     pub stale_evidence_count: i64,
     pub entries_created_over_time: Vec<DayCount>,
     pub entries_superseded_over_time: Vec<DayCount>,
+    /// The totals of the growth series over the whole range, also where the series are clipped
+    /// to [`MAX_DAYS`] days. Not in the JSON, which has the series and `total_entries`.
+    ///
+    /// [`MAX_DAYS`]: super::range::MAX_DAYS
+    #[serde(skip)]
+    pub growth: Growth,
     pub entries_by_agent: BTreeMap<String, i64>,
     pub most_active_agents: Vec<AgentCount>,
     pub recent_operations: Vec<RecentOperation>,
@@ -184,6 +190,18 @@ pub struct MemoryStatistics {
     pub purged_count: i64,
     /// Health of the summary metrics (property 51): `null` without entries.
     pub health: HealthReport,
+}
+
+/// Entries created and superseded over a range, and the days it spans.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Growth {
+    /// The entries of the range (each was created on one of its days).
+    pub created: i64,
+    /// The entries of the range superseded on a day of the range.
+    pub superseded: i64,
+    /// The days from the range's first day (or the first with data, where it is open) to its
+    /// last (or the last with data).
+    pub days: i64,
 }
 
 /// The colour of each summary metric, as data.
@@ -417,6 +435,12 @@ impl MemoryStatistics {
             (&a.valid_to, &a.project, &a.entry_id).cmp(&(&b.valid_to, &b.project, &b.entry_id))
         });
         let superseded = c.entries_by_status.get("superseded").copied().unwrap_or(0);
+        let superseded_per_day: BTreeMap<String, i64> = c
+            .entries_superseded_per_day
+            .iter()
+            .filter(|(d, _)| range.contains_day(d))
+            .map(|(d, n)| (d.clone(), *n))
+            .collect();
         let mut archival_rate_by_kind = BTreeMap::new();
         for (kind, total) in &c.entries_by_kind {
             let gone: i64 = ["archived", "expired"]
@@ -499,14 +523,18 @@ impl MemoryStatistics {
             low_confidence_count: c.low_confidence_count,
             stale_evidence_count: c.stale_evidence_count,
             entries_created_over_time: series(&c.entries_created_per_day, range),
-            entries_superseded_over_time: series(
-                &c.entries_superseded_per_day
-                    .iter()
-                    .filter(|(d, _)| range.contains_day(d))
-                    .map(|(d, n)| (d.clone(), *n))
-                    .collect(),
-                range,
-            ),
+            entries_superseded_over_time: series(&superseded_per_day, range),
+            growth: Growth {
+                created: c.total_entries,
+                superseded: superseded_per_day.values().sum(),
+                days: range.span_days(
+                    c.entries_created_per_day.keys().next().map(String::as_str),
+                    c.entries_created_per_day
+                        .keys()
+                        .next_back()
+                        .map(String::as_str),
+                ),
+            },
             entries_by_agent: c.entries_by_agent.clone(),
             most_active_agents: ranked(&c.entries_by_agent)
                 .into_iter()

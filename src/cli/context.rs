@@ -29,7 +29,7 @@ pub struct ContextArgs {
     #[arg(long, value_enum, default_value_t = Format::Json)]
     pub format: Format,
     /// Token budget of the prompt prefix (estimated; see docs/RETRIEVAL.md)
-    #[arg(long, default_value_t = DEFAULT_BUDGET, allow_negative_numbers = true, value_parser = super::numbers::whole::<usize>)]
+    #[arg(long, default_value_t = DEFAULT_BUDGET, allow_negative_numbers = true, value_parser = super::numbers::tokens)]
     pub budget: usize,
     /// Leave out the entries of ai-memory/global/
     #[arg(long)]
@@ -149,7 +149,18 @@ pub fn run(ctx: &Ctx, args: ContextArgs, out: &mut Out) -> Result<ExitCode> {
     };
     match args.format {
         Format::Prompt => {
-            let (text, entries) = budget::render(&project_name, &hits, args.budget);
+            let budget::Rendered {
+                text,
+                entries,
+                unsaid_need,
+            } = budget::render(&project_name, &hits, args.budget);
+            if let Some(needed) = unsaid_need {
+                super::output::warn(&format!(
+                    "context: {}, and not even the line saying so fits: the prompt is empty; \
+                     give --budget {needed} or more",
+                    budget::too_small_for_any(args.budget, needed)
+                ));
+            }
             if out.json {
                 out.json(&serde_json::json!({
                     "prompt": text.trim_end(),

@@ -46,7 +46,8 @@ pub struct FilterArgs {
     #[arg(long)]
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub status: Vec<String>,
-    /// At least this confidence [query default: the policy's min_confidence, 0.6]
+    /// At least this confidence [query default: the policy's min_confidence, 0.6, unless
+    /// --max-confidence is lower]
     #[arg(long, value_name = "X", allow_negative_numbers = true, value_parser = super::numbers::fraction)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub min_confidence: Option<f64>,
@@ -86,7 +87,7 @@ pub struct QueryArgs {
     #[command(flatten)]
     pub filters: FilterArgs,
     /// At most this many entries (at most 50) [default: the policy's max_results]
-    #[arg(long, allow_negative_numbers = true, value_parser = super::numbers::whole::<usize>)]
+    #[arg(long, allow_negative_numbers = true, value_parser = super::numbers::query_limit)]
     pub limit: Option<usize>,
     /// Only id, summary, subject, scope, kind and confidence of each entry
     #[arg(long)]
@@ -159,6 +160,7 @@ impl FilterArgs {
         if let Some(statuses) = parse_statuses(&self.status).map_err(Error::Usage)? {
             f.statuses = statuses;
         }
+        self.check_text_values()?;
         if let Some(scope) = &self.scope {
             if !crate::policy::validate::is_valid_scope(scope) {
                 return Err(Error::Usage(format!(
@@ -183,6 +185,17 @@ impl FilterArgs {
         }
         if let Some(x) = confidence_arg("max-confidence", self.max_confidence)? {
             f.max_confidence = x;
+            // A maximum below the default minimum would silently match nothing: the default
+            // yields to the bound the user gave, and says so.
+            if smart && self.min_confidence.is_none() && x < policy.min_confidence {
+                f.min_confidence = 0.0;
+                warn(&format!(
+                    "--max-confidence {x} is below the default minimum confidence {} \
+                     (retrieval.min_confidence in memlog.json): that default is not applied; \
+                     give --min-confidence X to set a minimum",
+                    policy.min_confidence
+                ));
+            }
         }
         f.created_after = time_arg("created-after", self.created_after.as_deref())?;
         f.created_before = time_arg("created-before", self.created_before.as_deref())?;
@@ -213,6 +226,62 @@ impl FilterArgs {
             }
         }
         Ok(f)
+    }
+}
+
+impl FilterArgs {
+    /// Refuses a subject, scope or tags no entry can have: empty (an empty subject would match
+    /// nothing, a list of no tags be dropped and match everything) or longer than an entry's
+    /// field may be (which would also go whole into the query log). Before any work, so nothing
+    /// is logged.
+    fn check_text_values(&self) -> Result<()> {
+        use crate::policy::validate::{
+            MAX_SCOPE_CHARS, MAX_SUBJECT_CHARS, MAX_TAG_CHARS, MAX_TAGS,
+        };
+        let too_long = |flag: &str, what: &str, n: usize, max: usize| {
+            Error::Usage(format!(
+                "--{flag}: {n} characters, more than the {max} {what} can have; give a shorter \
+                 one, as recorded in the entries"
+            ))
+        };
+        if let Some(subject) = &self.subject {
+            let n = subject.chars().count();
+            if subject.trim().is_empty() {
+                return Err(Error::Usage(
+                    "--subject: empty; give the subject to look for, or leave it out".into(),
+                ));
+            }
+            if n > MAX_SUBJECT_CHARS {
+                return Err(too_long("subject", "a subject", n, MAX_SUBJECT_CHARS));
+            }
+        }
+        if let Some(scope) = &self.scope {
+            let n = scope.chars().count();
+            if n > MAX_SCOPE_CHARS {
+                return Err(too_long("scope", "a scope", n, MAX_SCOPE_CHARS));
+            }
+        }
+        if self.tags.len() > MAX_TAGS {
+            return Err(Error::Usage(format!(
+                "--tags: {} tags, more than the {MAX_TAGS} an entry can have; give fewer",
+                self.tags.len()
+            )));
+        }
+        // A stray comma (`deploy,`) is forgiven; a list with no tag at all is not.
+        if !self.tags.is_empty() && self.tags.iter().all(|t| t.trim().is_empty()) {
+            return Err(Error::Usage(
+                "--tags: no tag given; give comma-separated tags, e.g. --tags deploy,ci, or \
+                 leave it out"
+                    .into(),
+            ));
+        }
+        for tag in &self.tags {
+            let n = tag.trim().chars().count();
+            if n > MAX_TAG_CHARS {
+                return Err(too_long("tags", "a tag", n, MAX_TAG_CHARS));
+            }
+        }
+        Ok(())
     }
 }
 

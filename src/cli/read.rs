@@ -237,9 +237,13 @@ pub fn list(ctx: &Ctx, args: ListArgs, out: &mut Out) -> Result<ExitCode> {
         .resolve(&policy, super::query::Defaults::None)?;
     let now = crate::retrieval::features::unix_millis(&ctx.now()).unwrap_or(0);
     let keep = |s: &EntryState| filters.passes(s, now);
-    // One more than shown, to know whether entries were left out.
-    let mut entries = recent_passing(&session, limit.saturating_add(1), &filters, now, keep)?;
-    let left_out = if limit > 0 && entries.len() > limit {
+    // One more than shown, to know whether entries were left out. `--limit 0` asks for none.
+    let mut entries = if limit == 0 {
+        Vec::new()
+    } else {
+        recent_passing(&session, limit.saturating_add(1), &filters, now, keep)?
+    };
+    let left_out = if entries.len() > limit {
         entries.truncate(limit);
         Some(format!(
             "showing {limit} of {} entries; use --limit N or --all",

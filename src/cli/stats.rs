@@ -185,21 +185,18 @@ pub(super) fn joined_or(parts: Vec<String>, none: &str) -> String {
 }
 
 fn print_summary(out: &mut Out, project: &str, dates: &DateRange, s: &MemoryStatistics) {
-    let range = match (&dates.from, &dates.to) {
-        (None, None) => "all time".to_owned(),
-        (f, t) => {
-            let days = format!(
-                "{} to {}",
-                f.as_deref().unwrap_or("start"),
-                t.as_deref().unwrap_or("now")
-            );
-            // `--from`/`--to` are labelled by their dates: say them once.
-            if dates.label.contains("..") {
-                days
-            } else {
-                format!("{} ({days})", dates.label)
-            }
-        }
+    // An open side is open: `--from` alone also takes entries dated after today.
+    let days = match (&dates.from, &dates.to) {
+        (None, None) => None,
+        (Some(f), Some(t)) => Some(format!("{f} to {t}")),
+        (Some(f), None) => Some(format!("from {f} on")),
+        (None, Some(t)) => Some(format!("up to {t}")),
+    };
+    let range = match days {
+        None => "all time".to_owned(),
+        // `--from`/`--to` are labelled by their dates: say them once.
+        Some(days) if dates.label.contains("..") => days,
+        Some(days) => format!("{} ({days})", dates.label),
     };
     let health = |h: Option<crate::analytics::health::Health>| h.map_or("-", |h| h.label());
     out.line(format!("project            {project}"));
@@ -239,11 +236,10 @@ fn print_summary(out: &mut Out, project: &str, dates: &DateRange, s: &MemoryStat
         .map(|a| format!("{} {}", safe(&a.agent), a.count))
         .collect();
     out.line(format!("most active agents {}", joined_or(agents, "-")));
-    let created: i64 = s.entries_created_over_time.iter().map(|d| d.count).sum();
-    let superseded: i64 = s.entries_superseded_over_time.iter().map(|d| d.count).sum();
+    // The totals, not the sums of the series, which never run over more than MAX_DAYS days.
     out.line(format!(
-        "growth             {created} created, {superseded} superseded over {} days",
-        s.entries_created_over_time.len()
+        "growth             {} created, {} superseded over {} days",
+        s.growth.created, s.growth.superseded, s.growth.days
     ));
     out.line(format!(
         "lifecycle          {}  pinned {}",

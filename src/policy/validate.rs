@@ -9,6 +9,9 @@ use serde_json::{Map, Value};
 pub const MAX_SUMMARY_CHARS: usize = 300;
 pub const MAX_CONTENT_CHARS: usize = 2000;
 pub const MAX_SUBJECT_CHARS: usize = 200;
+/// The longest scope: `service:` and a name of [`MAX_SERVICE_NAME_CHARS`] characters.
+pub const MAX_SCOPE_CHARS: usize = "service:".len() + MAX_SERVICE_NAME_CHARS;
+pub const MAX_SERVICE_NAME_CHARS: usize = 100;
 pub const MAX_TAGS: usize = 32;
 pub const MAX_TAG_CHARS: usize = 64;
 pub const MAX_EVIDENCE: usize = 20;
@@ -188,7 +191,7 @@ pub fn is_valid_scope(scope: &str) -> bool {
         None => matches!(scope, "repo" | "org" | "customer"),
         Some(("service", name)) => {
             !name.is_empty()
-                && name.len() <= 100
+                && name.len() <= MAX_SERVICE_NAME_CHARS
                 && name
                     .chars()
                     .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))

@@ -10,8 +10,8 @@
 //! Entries are added in rank order while the whole output (header, entries and the line saying
 //! how many were left out) fits; the first entry that does not fit ends the list, so truncation
 //! always drops the lower-ranked entries. When not even the first entry fits, the line names the
-//! budget it needs instead. The output never exceeds the budget: when not even the header fits,
-//! it is empty.
+//! budget it needs instead. The output never exceeds the budget: when not even the header and
+//! that line fit, it is empty, and the caller is told the budget needed.
 
 use super::rank::Rule;
 use super::search::Hit;
@@ -156,9 +156,21 @@ pub fn too_small_for_any(budget: usize, needed: usize) -> String {
     )
 }
 
-/// The prompt prefix for `hits` (in rank order) within `budget` estimated tokens, and how many
-/// entries it holds.
-pub fn render(project: &str, hits: &[Hit], budget: usize) -> (String, usize) {
+/// A prompt prefix rendered within a budget.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rendered {
+    /// The prompt prefix (empty when not even the header fits).
+    pub text: String,
+    /// How many entries it holds.
+    pub entries: usize,
+    /// When there were entries but the budget is too small for any and the text could not say
+    /// so (not even the header and that line fit): the budget the first entry needs, for the
+    /// caller to say elsewhere.
+    pub unsaid_need: Option<usize>,
+}
+
+/// The prompt prefix for `hits` (in rank order) within `budget` estimated tokens.
+pub fn render(project: &str, hits: &[Hit], budget: usize) -> Rendered {
     let header = format!(
         "## Memory for project {}\nPrior knowledge recorded by agents, most confident first. Run `memlog show <id>` for an entry's full content.\n\n",
         clip(project, 64)
@@ -173,11 +185,21 @@ pub fn render(project: &str, hits: &[Hit], budget: usize) -> (String, usize) {
             )
         }
     };
-    if estimate_tokens(&header) + estimate_tokens(&omitted(hits.len())) > budget {
-        return (String::new(), 0);
-    }
+    let header_cost = estimate_tokens(&header);
+    let Some(first) = hits.first() else {
+        let text = if header_cost <= budget {
+            header
+        } else {
+            String::new()
+        };
+        return Rendered {
+            text,
+            entries: 0,
+            unsaid_need: None,
+        };
+    };
     let mut out = header;
-    let mut used = estimate_tokens(&out);
+    let mut used = header_cost;
     let mut kept = 0;
     for (i, h) in hits.iter().enumerate() {
         let block = render_entry(i + 1, h);
@@ -190,20 +212,33 @@ pub fn render(project: &str, hits: &[Hit], budget: usize) -> (String, usize) {
         used += cost;
         kept += 1;
     }
-    if let Some(first) = hits.first().filter(|_| kept == 0) {
-        // No entry was shown: "lower-ranked entries left out" would be wrong, and the budget
-        // that shows the first entry is easy to name.
-        let needed = estimate_tokens(&out)
-            + estimate_tokens(&render_entry(1, first))
-            + estimate_tokens(&omitted(hits.len() - 1));
-        let too_small = format!("({})\n", too_small_for_any(budget, needed));
-        if used + estimate_tokens(&too_small) <= budget {
-            out.push_str(&too_small);
-            return (out, kept);
-        }
+    if kept > 0 {
+        out.push_str(&omitted(hits.len() - kept));
+        return Rendered {
+            text: out,
+            entries: kept,
+            unsaid_need: None,
+        };
     }
-    out.push_str(&omitted(hits.len() - kept));
-    (out, kept)
+    // No entry fits: "lower-ranked entries left out" would be wrong, and the budget that shows
+    // the first entry is easy to name, in the prompt when it fits there, else to the caller.
+    let needed = header_cost
+        + estimate_tokens(&render_entry(1, first))
+        + estimate_tokens(&omitted(hits.len() - 1));
+    let too_small = format!("({})\n", too_small_for_any(budget, needed));
+    if header_cost + estimate_tokens(&too_small) <= budget {
+        out.push_str(&too_small);
+        return Rendered {
+            text: out,
+            entries: 0,
+            unsaid_need: None,
+        };
+    }
+    Rendered {
+        text: String::new(),
+        entries: 0,
+        unsaid_need: Some(needed),
+    }
 }
 
 #[cfg(test)]

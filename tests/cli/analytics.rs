@@ -493,6 +493,58 @@ fn entries_dated_far_away_keep_the_series_bounded() {
     assert_eq!(days(&widest).len(), 3660);
 }
 
+/// Where the entries span more than 3660 days, the text summary's growth still counts every
+/// entry of the range (and every supersession), over every day the range spans: only the daily
+/// series are clipped.
+#[test]
+fn growth_counts_every_entry_when_the_series_is_clipped() {
+    let env = Env::with_project();
+    add_at(
+        &env,
+        "2026-06-01T00:00:00Z",
+        "agent-1",
+        "decisions",
+        "auth",
+        "Use JWTs",
+        "0.9",
+        "code:src/auth.rs#L1:token code",
+        &[],
+    );
+    let late = add_at(
+        &env,
+        "2040-01-01T00:00:00Z",
+        "agent-1",
+        "learnings",
+        "cache",
+        "Note of 2040",
+        "0.8",
+        "doc:docs/cache.md:note",
+        &[],
+    );
+    // Outside the 3660 days of the series, like the entry it supersedes and the one it creates.
+    env.run_at(
+        "2040-01-01T01:00:00Z",
+        &[
+            "supersede",
+            &late,
+            "--summary",
+            "Note of 2040, revised",
+            "--reason",
+            "review",
+        ],
+    )
+    .ok();
+    let json = stats(&env, "2026-06-02T00:00:00Z", &[]);
+    assert_eq!(json["statistics"]["total_entries"], 3);
+    let text = env.run_at("2026-06-02T00:00:00Z", &["stats"]).ok().stdout;
+    // 2026-06-01 to 2040-01-01, both included.
+    assert!(
+        text.lines()
+            .any(|l| l == "growth             3 created, 1 superseded over 4963 days"),
+        "{text}"
+    );
+}
+
 #[test]
 fn an_empty_project_has_zero_statistics() {
     let env = Env::with_project();
@@ -662,6 +714,44 @@ fn the_store_holds_the_projection_of_the_log() {
                 "{when}: {from:?}..{to:?}"
             );
         }
+    }
+}
+
+/// A range open at one side is labelled as open: `--from` alone also takes the entries dated
+/// after today, so it does not read "to now".
+#[test]
+fn stats_labels_a_range_open_at_one_side_as_open() {
+    let env = Env::with_project();
+    for now in ["2026-06-01T00:00:00Z", "2040-01-01T00:00:00Z"] {
+        add_at(
+            &env,
+            now,
+            "agent-1",
+            "decisions",
+            "auth",
+            &format!("Entry of {now}"),
+            "0.9",
+            "code:src/auth.rs#L1:token code",
+            &[],
+        );
+    }
+    for (args, range, entries) in [
+        (["--from", "2026-01-01"], "from 2026-01-01 on", 2),
+        (["--to", "2030-01-01"], "up to 2030-01-01", 1),
+    ] {
+        let mut all = vec!["stats"];
+        all.extend(args);
+        let text = env.run_at("2026-06-02T00:00:00Z", &all).ok().stdout;
+        assert!(
+            text.lines()
+                .any(|l| l == format!("range              {range}")),
+            "{args:?}: {text}"
+        );
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with(&format!("entries            {entries} "))),
+            "{args:?}: {text}"
+        );
     }
 }
 

@@ -397,7 +397,20 @@ fn number_options_take_negative_values_and_name_their_form() {
         ),
         (
             vec!["--json", "context", "--format", "prompt", "--budget", "-5"],
-            "-5 is below 0",
+            "-5 is below 0: give a whole number of tokens, 0 or more",
+        ),
+        // Each option names its own range: `query --limit` takes 1 to 50, not 0.
+        (
+            vec!["--json", "query", "x", "--limit", "-1"],
+            "-1 is below 1: give a whole number from 1 to 50",
+        ),
+        (
+            vec!["--json", "query", "x", "--limit", "abc"],
+            "give a whole number from 1 to 50, e.g. 10",
+        ),
+        (
+            vec!["--json", "context", "--format", "prompt", "--budget", "abc"],
+            "give a whole number of tokens, 0 or more, e.g. 1200",
         ),
     ] {
         let error = message(&args);

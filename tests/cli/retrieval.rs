@@ -448,6 +448,90 @@ fn a_budget_too_small_for_any_entry_names_the_budget_that_shows_one() {
     assert!(enough.contains("1. ["), "budget {needed}: {enough}");
 }
 
+/// Every budget below the first entry's need says so, within the budget, as soon as the header
+/// and that line fit; below that the prompt is empty and a warning names the budget needed (on
+/// standard error, or in `warnings` with `--json`). No budget leaves entries out silently.
+#[test]
+fn every_budget_too_small_for_any_entry_names_the_budget_needed() {
+    let (env, _, _) = fixture();
+    let task = r#"{"goal":"how do deploys work","memory_enabled":true,"scope":"service:auth"}"#;
+    let prompt = |budget: usize, json: bool| {
+        let budget = budget.to_string();
+        let mut args = vec![
+            "context", "demo", "-", "--format", "prompt", "--budget", &budget,
+        ];
+        if json {
+            args.insert(0, "--json");
+        }
+        context(&env, &args, task).ok()
+    };
+    let named = |text: &str| -> Option<usize> {
+        text.split("the first needs a budget of ")
+            .nth(1)?
+            .split(|c: char| !c.is_ascii_digit())
+            .next()?
+            .parse()
+            .ok()
+    };
+    let needed = named(&prompt(120, false).stdout).unwrap_or_else(|| panic!("no budget named"));
+    assert!(
+        prompt(needed, false).stdout.contains("1. ["),
+        "budget {needed}"
+    );
+    let mut said = false;
+    for budget in 0..needed {
+        let r = prompt(budget, false);
+        assert!(
+            estimate_tokens(&r.stdout) <= budget,
+            "budget {budget}: {}",
+            r.stdout
+        );
+        assert!(
+            !r.stdout.contains("lower-ranked"),
+            "budget {budget}: {}",
+            r.stdout
+        );
+        if r.stdout.is_empty() {
+            assert!(
+                !said,
+                "budget {budget}: empty after a smaller budget said it"
+            );
+            assert_eq!(
+                named(&r.stderr),
+                Some(needed),
+                "budget {budget}: {}",
+                r.stderr
+            );
+        } else {
+            said = true;
+            assert!(
+                r.stdout.starts_with("## Memory for project demo")
+                    && r.stdout.contains(&format!(
+                        "the token budget of {budget} is too small for any entry"
+                    )),
+                "budget {budget}: {}",
+                r.stdout
+            );
+            assert_eq!(
+                named(&r.stdout),
+                Some(needed),
+                "budget {budget}: {}",
+                r.stdout
+            );
+            assert!(r.stderr.is_empty(), "budget {budget}: {}", r.stderr);
+        }
+    }
+    assert!(said, "no budget below {needed} said it");
+    // With --json, the empty prompt's warning is in `warnings`.
+    let r = prompt(10, true);
+    assert_eq!(r.json()["prompt"], "", "{}", r.stdout);
+    let warnings = r.warnings();
+    assert!(
+        warnings.iter().any(|w| named(w) == Some(needed)),
+        "{warnings:?}"
+    );
+}
+
 #[test]
 fn queries_are_logged() {
     let (env, _, _) = fixture();
@@ -644,6 +728,18 @@ fn only_slips_are_corrected() {
     }
 }
 
+/// `list --limit 0` lists nothing, however many entries match (as `list --archived --limit 0`).
+#[test]
+fn list_limit_zero_lists_nothing() {
+    let env = Env::with_project();
+    apply(&env, "demo", &deploy_steps(2));
+    let json = env.run(&["--json", "list", "demo", "--limit", "0"]).ok();
+    assert_eq!(json.json(), json!([]), "{}", json.stdout);
+    assert!(json.warnings().is_empty(), "{}", json.stdout);
+    let text = env.run(&["list", "demo", "--limit", "0"]).ok();
+    assert_eq!(text.stdout.trim(), "no entries", "{}", text.stdout);
+}
+
 /// When `list` leaves entries out, its JSON says so in `warnings`, as its text says in a footer;
 /// when every matching entry is shown (however many entries the project has), neither does.
 #[test]
@@ -674,7 +770,6 @@ fn list_says_when_entries_were_left_out() {
         &["list", "demo", "--status", "active", "--limit", "3"][..],
         &["list", "demo", "--limit", "5"],
         &["list", "demo", "--all"],
-        &["list", "demo", "--limit", "0"],
     ] {
         let json = env.run(&[&["--json"][..], args].concat()).ok();
         assert!(json.warnings().is_empty(), "{args:?}: {}", json.stdout);
@@ -685,4 +780,153 @@ fn list_says_when_entries_were_left_out() {
             text.stdout
         );
     }
+}
+
+/// A `--max-confidence` below the policy's default minimum (0.6), without `--min-confidence`,
+/// lifts that default, with a warning naming it, instead of matching nothing; an explicit
+/// minimum above the maximum stays an error.
+#[test]
+fn max_confidence_below_the_default_minimum_lifts_it() {
+    let env = Env::with_project();
+    let mut guess = entry("Deploys may be slow", "repo", 0.4, "assumption");
+    guess["section"] = "observations".into();
+    guess["kind"] = "hypothesis".into();
+    let created = apply(
+        &env,
+        "demo",
+        &[guess, entry("Deploys go blue-green", "repo", 0.9, "doc")],
+    );
+    let r = env
+        .run(&["--json", "query", "deploy", "--max-confidence", "0.5"])
+        .ok();
+    assert_eq!(ids(&r.json()), vec![created[0].clone()], "{}", r.stdout);
+    let warnings = r.warnings();
+    assert!(
+        warnings.iter().any(|w| w.contains("--max-confidence 0.5")
+            && w.contains("min_confidence")
+            && w.contains("0.6")
+            && w.contains("--min-confidence")),
+        "{warnings:?}"
+    );
+    // The same on the text output's standard error.
+    let text = env
+        .run(&["query", "deploy", "--max-confidence", "0.5"])
+        .ok();
+    assert!(text.stdout.contains(&created[0][..12]), "{}", text.stdout);
+    assert!(
+        text.stderr.contains("warning: --max-confidence 0.5"),
+        "{}",
+        text.stderr
+    );
+    // A maximum at or above the default minimum keeps it, silently.
+    let r = env
+        .run(&["--json", "query", "deploy", "--max-confidence", "0.95"])
+        .ok();
+    assert_eq!(ids(&r.json()), vec![created[1].clone()], "{}", r.stdout);
+    assert!(r.warnings().is_empty(), "{}", r.stdout);
+    // An explicit minimum is the user's: below the maximum it applies, above it is refused.
+    let r = env
+        .run(&[
+            "--json",
+            "query",
+            "deploy",
+            "--min-confidence",
+            "0.45",
+            "--max-confidence",
+            "0.5",
+        ])
+        .ok();
+    assert_eq!(r.json(), json!([]), "{}", r.stdout);
+    assert!(r.warnings().is_empty(), "{}", r.stdout);
+    let refused = env.run(&[
+        "query",
+        "deploy",
+        "--min-confidence",
+        "0.6",
+        "--max-confidence",
+        "0.5",
+    ]);
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+}
+
+/// A subject, scope or tag filter no entry can have is refused (exit 2) naming the option, the
+/// limit and the fix, by `list`, `query` and `context`, and nothing goes into the query log:
+/// an empty tag list matched everything, an empty subject nothing, and an over-long subject went
+/// whole into the log.
+#[test]
+fn filter_values_no_entry_can_have_are_refused() {
+    let env = Env::with_project();
+    apply(&env, "demo", &deploy_steps(2));
+    let log = env.root().join("ai-memory/demo/.memlog/queries.jsonl");
+    let long_subject = "s".repeat(100_000);
+    let long_scope = format!("service:{}", "a".repeat(200));
+    let long_tag = "t".repeat(65);
+    let many_tags = vec!["t"; 33].join(",");
+    let cases: Vec<(Vec<&str>, Vec<&str>)> = vec![
+        (
+            vec!["--tags", ""],
+            vec!["--tags", "no tag given", "--tags deploy,ci"],
+        ),
+        (vec!["--tags", ","], vec!["--tags", "no tag given"]),
+        (vec!["--tags", " , "], vec!["--tags", "no tag given"]),
+        (
+            vec!["--tags", &long_tag],
+            vec!["--tags", "65 characters", "64"],
+        ),
+        (vec!["--tags", &many_tags], vec!["--tags", "33 tags", "32"]),
+        (
+            vec!["--subject", ""],
+            vec!["--subject", "empty", "leave it out"],
+        ),
+        (vec!["--subject", " "], vec!["--subject", "empty"]),
+        (
+            vec!["--subject", &long_subject],
+            vec!["--subject", "100000 characters", "200", "shorter"],
+        ),
+        (
+            vec!["--scope", &long_scope],
+            vec!["--scope", "208 characters", "108"],
+        ),
+    ];
+    for (filter, needles) in &cases {
+        for command in [&["list", "demo"][..], &["query", "deploy", "demo"]] {
+            let args = [command, &filter[..]].concat();
+            let r = env.run(&args);
+            assert_eq!(r.code, 2, "{command:?} {needles:?}: {}", r.stderr);
+            for n in needles {
+                assert!(r.stderr.contains(n), "{command:?}: {n}: {}", r.stderr);
+            }
+            assert!(
+                r.stderr.len() < 2000,
+                "{command:?}: {} bytes",
+                r.stderr.len()
+            );
+        }
+    }
+    assert!(
+        std::fs::read_to_string(&log).unwrap_or_default().is_empty(),
+        "a refused query was logged"
+    );
+    // The task's subject of `context` is named as the task's.
+    let task = json!({"goal": "deploy", "memory_enabled": true, "subject": long_subject});
+    let r = context(&env, &["context", "demo", "-"], &task.to_string());
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("the task's `subject`: 100000 characters"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        std::fs::read_to_string(&log).unwrap_or_default().is_empty(),
+        "a refused context was logged"
+    );
+    // Tags as written with spaces still filter.
+    let r = env
+        .run(&["--json", "list", "demo", "--tags", "deploy, other"])
+        .ok();
+    assert_eq!(r.json(), json!([]), "{}", r.stdout);
+    let r = env
+        .run(&["--json", "list", "demo", "--tags", " deploy "])
+        .ok();
+    assert_eq!(ids(&r.json()).len(), 2, "{}", r.stdout);
 }

@@ -291,7 +291,8 @@ fn draw_summary(frame: &mut Frame<'_>, area: Rect, s: &Screen<'_>, st: &MemorySt
 
 fn draw_growth(frame: &mut Frame<'_>, area: Rect, s: &Screen<'_>, st: &MemoryStatistics) {
     let series = &st.entries_created_over_time;
-    let total: i64 = series.iter().map(|d| d.count).sum();
+    // Every entry of the range, also when the series is clipped to its last MAX_DAYS days.
+    let total = st.growth.created;
     let title = if area.width < 50 {
         format!("Growth: {total} created")
     } else {
