@@ -58,9 +58,15 @@ pub fn enabled(task: &Map<String, Value>) -> bool {
     task.get("memory_enabled") == Some(&Value::Bool(true))
 }
 
-/// The query fields of a task: `project`, `goal` (or `description`), `scope`, `subject`.
+/// The query fields of a task: `project`, `goal` (or `description`), `scope`, `subject`. A
+/// field that is empty or blank is absent: agents send `""` for a field they do not use.
 pub fn task_query(task: &Map<String, Value>) -> TaskQuery {
-    let text = |k: &str| task.get(k).and_then(Value::as_str).map(str::to_owned);
+    let text = |k: &str| {
+        task.get(k)
+            .and_then(Value::as_str)
+            .filter(|s| !s.trim().is_empty())
+            .map(str::to_owned)
+    };
     TaskQuery {
         project: text("project"),
         goal: text("goal").or_else(|| text("description")),

@@ -388,6 +388,11 @@ fn context_fills_memory_context_or_leaves_the_task_alone() {
             .all(|e| e.get("content").is_none() && e["status"] == "active")
     );
     assert!(!ids_of(&ctx).contains(&ids[2]), "out of scope");
+    // Fields an agent leaves empty are absent, not filters no entry passes.
+    let blank = r#"{"goal":"how do deploys work","memory_enabled":true,"scope":"","subject":" "}"#;
+    let r = context(&env, &["--json", "context", "demo", "-"], blank).ok();
+    let unfiltered = r.json()["memory_context"].clone();
+    assert!(ids_of(&unfiltered).contains(&ids[2]), "{unfiltered}");
     // Global entries are marked as in a query's answer.
     let global_entry = list
         .iter()
