@@ -249,6 +249,8 @@ struct Purges {
     /// Event id -> the purge that covers it.
     covered: std::collections::HashMap<String, String>,
     entries: std::collections::HashSet<String>,
+    /// The purge events, by id: they vouch for the tombstones of the events they cover.
+    events: std::collections::HashMap<String, projections::Event>,
 }
 
 impl Purges {
@@ -280,6 +282,7 @@ impl Purges {
                 for id in redacted.keys() {
                     purges.covered.insert(id.clone(), e.id.clone());
                 }
+                purges.events.insert(e.id.clone(), e);
             }
         }
         purges
@@ -289,7 +292,22 @@ impl Purges {
     /// merge that brings back a line `gc` rewrote, or an update written beside the purge. It
     /// would put purged text into the commit.
     fn check(&self, path: &str, line_no: usize, line: &str) -> Option<DamagedLine> {
-        if self.entries.is_empty() || projections::tombstone::split(line).is_some() {
+        if projections::tombstone::split(line).is_some() {
+            // Only `gc` writes a tombstone, and the purge it names vouches for it: a line that
+            // merely claims to be one could say anything under the id of a real event.
+            let id = projections::decode_line(line).ok()?.id;
+            let purge_of = |p: &str| Ok(self.events.get(p).cloned());
+            let problem = crate::log::tombstones::problem(&id, line, purge_of).ok()??;
+            return Some(DamagedLine {
+                path: path.to_owned(),
+                line: line_no,
+                problem: format!(
+                    "{problem}: only `memlog gc` writes tombstones; restore the committed line \
+                     with `git checkout HEAD -- {path}`"
+                ),
+            });
+        }
+        if self.entries.is_empty() {
             return None;
         }
         let e = projections::decode_line(line).ok()?;

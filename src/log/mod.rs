@@ -5,4 +5,5 @@ pub mod line_id;
 pub mod lock;
 pub mod read;
 pub mod stamp;
+pub mod tombstones;
 pub mod verify;

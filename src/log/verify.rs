@@ -57,8 +57,8 @@ pub fn verify_log(path: &Path) -> Result<Report> {
     // The first line of each event id, and a hash of that line to tell duplicates from clashes.
     let mut by_id: HashMap<String, (usize, blake3::Hash)> = HashMap::new();
     let mut duplicate_lines = 0;
-    // Tombstones: line, offset, event id, the purge named, the line without `purged_by`.
-    let mut tombstones: Vec<(usize, u64, String, String, String)> = Vec::new();
+    // Tombstones: line, offset, event id, the line.
+    let mut tombstones: Vec<(usize, u64, String, &str)> = Vec::new();
     let mut original_of_tombstone: std::collections::HashSet<String> =
         std::collections::HashSet::new();
     for (line, result) in all.iter().zip(decoded.into_iter().flatten()) {
@@ -75,10 +75,10 @@ pub fn verify_log(path: &Path) -> Result<Report> {
                 let hash = blake3::hash(line.bytes);
                 let tomb = std::str::from_utf8(line.bytes)
                     .ok()
-                    .and_then(projections::tombstone::split);
+                    .filter(|l| projections::tombstone::split(l).is_some());
                 let is_tomb = tomb.is_some();
-                if let Some((purge, rest)) = tomb {
-                    tombstones.push((line.number, line.offset, event.id.clone(), purge, rest));
+                if let Some(text) = tomb {
+                    tombstones.push((line.number, line.offset, event.id.clone(), text));
                 }
                 if is_tomb || original_of_tombstone.contains(&event.id) {
                     // Both an event and its tombstone: a merge brought back a copy from
@@ -228,25 +228,9 @@ pub fn verify_log(path: &Path) -> Result<Report> {
     }
     // A tombstone stands for an event whose content `gc` removed: the purge it names must be
     // in the log and list the tombstone's digest for that event id.
-    for (n, o, id, purge, rest) in &tombstones {
-        let problem = match where_is.get(purge.as_str()).map(|(_, _, e)| &e.data) {
-            None => Some(format!(
-                "tombstone of event {id} names purge {purge}, which is not in the log"
-            )),
-            Some(projections::EventData::Purge { redacted, .. }) => match redacted.get(id) {
-                Some(d) if *d == projections::tombstone::digest_of_line(rest) => None,
-                Some(_) => Some(format!(
-                    "tombstone of event {id} does not match the digest purge {purge} recorded: the line was altered"
-                )),
-                None => Some(format!(
-                    "tombstone of event {id}: purge {purge} does not list this event"
-                )),
-            },
-            Some(_) => Some(format!(
-                "tombstone of event {id} names event {purge}, which is not a purge"
-            )),
-        };
-        if let Some(problem) = problem {
+    for (n, o, id, line) in &tombstones {
+        let purge_of = |p: &str| Ok(where_is.get(p).map(|(_, _, e)| (*e).clone()));
+        if let Some(problem) = super::tombstones::problem(id, line, purge_of)? {
             problems.push(Finding {
                 line: *n,
                 offset: *o,

@@ -806,6 +806,44 @@ fn first_pass<'a>(log: &Path, buf: &'a [u8], verify: Verify) -> Result<Vec<Seen<
     Ok(seen)
 }
 
+/// Fails on the first tombstone among `seen` (the lines of `buf`) that no purge among them
+/// vouches for (see [`crate::log::tombstones`]).
+fn vouch_seen(log: &Path, buf: &[u8], seen: &[Seen<'_>]) -> Result<()> {
+    use crate::log::tombstones;
+    let mut marked = seen
+        .iter()
+        .filter(|s| tombstones::marked(s.line))
+        .peekable();
+    if marked.peek().is_none() {
+        return Ok(());
+    }
+    let by_id: std::collections::HashMap<&str, &str> =
+        seen.iter().map(|s| (s.id.as_str(), s.line)).collect();
+    for s in marked {
+        let purge_of = |p: &str| {
+            Ok(by_id
+                .get(p)
+                .and_then(|line| projections::decode_line(line).ok()))
+        };
+        if let Some(problem) = tombstones::problem(&s.id, s.line, purge_of)? {
+            // The line is a slice of `buf`.
+            let offset = s.line.as_ptr().addr().saturating_sub(buf.as_ptr().addr());
+            let number = buf[..offset.min(buf.len())]
+                .iter()
+                .filter(|b| **b == b'\n')
+                .count()
+                + 1;
+            return Err(Error::CorruptLog {
+                path: log.to_path_buf(),
+                line: number,
+                offset: offset as u64,
+                problem,
+            });
+        }
+    }
+    Ok(())
+}
+
 fn dangling_parents(seen: &[Seen<'_>]) -> Vec<Dangling> {
     let ids: std::collections::HashSet<&str> = seen.iter().map(|s| s.id.as_str()).collect();
     let mut out: Vec<Dangling> = seen
@@ -1021,6 +1059,30 @@ impl Store {
     /// When the store cannot be read.
     pub fn has_event(&self, id: &str) -> Result<bool> {
         self.ks[K_EVENTS].contains_key(id).map_err(|e| self.err(e))
+    }
+
+    /// Whether the store holds event `id` as exactly `line` (not, say, the tombstone `gc` made
+    /// of it, or a line altered under its id).
+    ///
+    /// # Errors
+    /// When the store cannot be read.
+    pub fn has_line(&self, id: &str, line: &[u8]) -> Result<bool> {
+        let stored = self.ks[K_EVENTS].get(id).map_err(|e| self.err(e))?;
+        Ok(stored.is_some_and(|s| *s == *line))
+    }
+
+    /// The stored event `id`, decoded.
+    ///
+    /// # Errors
+    /// When the store cannot be read or the stored line no longer decodes.
+    pub fn stored_event(&self, id: &str) -> Result<Option<Event>> {
+        let Some(line) = self.ks[K_EVENTS].get(id).map_err(|e| self.err(e))? else {
+            return Ok(None);
+        };
+        let text = std::str::from_utf8(&line).map_err(|e| self.err(e))?;
+        Ok(Some(
+            projections::decode_line(text).map_err(|e| self.err(e))?,
+        ))
     }
 
     /// Applies events incrementally: each touched entry is refolded from all its events and its
@@ -1340,6 +1402,7 @@ impl Store {
         verify: Verify,
     ) -> Result<LogBuild> {
         let seen = first_pass(log, buf, verify)?;
+        vouch_seen(log, buf, &seen)?;
         let dangling = dangling_parents(&seen);
         if path.exists() {
             fs_err::remove_dir_all(path)?;

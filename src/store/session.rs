@@ -23,7 +23,7 @@ use crate::project::Project;
 use crate::store::{Fingerprint, Store};
 use projections::Event;
 use serde::Serialize;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 /// What opening the session had to do to bring the store up to date.
@@ -225,17 +225,59 @@ pub struct Session {
     lock: FileLock,
 }
 
+/// Finds an event the store holds (see [`Store::stored_event`]).
+type StoredEvent<'a> = &'a dyn Fn(&str) -> Result<Option<Event>>;
+
+/// Decodes the lines of `buf`, the first numbered `first` at byte `base` of the log. A
+/// tombstone among them must be vouched for by a purge among them or, when `stored` is given,
+/// by one it finds (the store's events, every one of them in the log).
 fn decode_with_lines(
     project: &Project,
     buf: &[u8],
     first: usize,
     base: u64,
+    stored: Option<StoredEvent<'_>>,
 ) -> Result<Vec<(Event, String)>> {
     let path = project.log_path();
     let lines: Vec<event_log::Line<'_>> = event_log::lines(buf, first, base)
         .filter(|l| !event_log::is_blank(l))
         .collect();
-    decode_lines(&path, &lines)
+    decode_lines(&path, &lines, stored)
+}
+
+/// Fails on the first tombstone among `events` (decoded from `lines`, one for one) that no purge
+/// vouches for: among `events`, or found by `stored`.
+fn vouch_tombstones(
+    path: &std::path::Path,
+    lines: &[event_log::Line<'_>],
+    events: &[(Event, String)],
+    stored: Option<StoredEvent<'_>>,
+) -> Result<()> {
+    use crate::log::tombstones;
+    let mut marked = events
+        .iter()
+        .zip(lines)
+        .filter(|((_, text), _)| tombstones::marked(text))
+        .peekable();
+    if marked.peek().is_none() {
+        return Ok(());
+    }
+    let in_batch: HashMap<&str, &Event> = events.iter().map(|(e, _)| (e.id.as_str(), e)).collect();
+    for ((event, text), line) in marked {
+        let purge_of = |p: &str| match in_batch.get(p) {
+            Some(e) => Ok(Some((*e).clone())),
+            None => stored.map_or(Ok(None), |find| find(p)),
+        };
+        if let Some(problem) = tombstones::problem(&event.id, text, purge_of)? {
+            return Err(Error::CorruptLog {
+                path: path.to_path_buf(),
+                line: line.number,
+                offset: line.offset,
+                problem,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Lines decoded per parallel step: the decoded events of one step are moved into the result
@@ -253,6 +295,7 @@ fn is_bulk(new: u64, applied: u64) -> bool {
 fn decode_lines(
     path: &std::path::Path,
     lines: &[event_log::Line<'_>],
+    stored: Option<StoredEvent<'_>>,
 ) -> Result<Vec<(Event, String)>> {
     let mut events = Vec::with_capacity(lines.len());
     for step in lines.chunks(DECODE_STEP) {
@@ -274,6 +317,7 @@ fn decode_lines(
             events.extend(chunk?);
         }
     }
+    vouch_tombstones(path, lines, &events, stored)?;
     Ok(events)
 }
 
@@ -569,16 +613,19 @@ impl Session {
         known: Option<Vec<(Event, String)>>,
     ) -> Result<()> {
         let first = usize::try_from(fp.lines).unwrap_or(0) + 1;
+        let stored = |id: &str| self.store().stored_event(id);
         if is_bulk(new.len() as u64, fp.len) {
             let created: Vec<String> = match (&known, external) {
                 (Some(events), true) => events
                     .iter()
                     .filter_map(|(e, _)| e.created_entry().map(str::to_owned))
                     .collect(),
-                _ if external => decode_with_lines(&self.project, new, first, fp.len)?
-                    .iter()
-                    .filter_map(|(e, _)| e.created_entry().map(str::to_owned))
-                    .collect(),
+                _ if external => {
+                    { decode_with_lines(&self.project, new, first, fp.len, Some(&stored))? }
+                        .iter()
+                        .filter_map(|(e, _)| e.created_entry().map(str::to_owned))
+                        .collect()
+                }
                 _ => Vec::new(),
             };
             self.rebuild()?;
@@ -587,7 +634,7 @@ impl Session {
         }
         let events = match known {
             Some(events) => events,
-            None => decode_with_lines(&self.project, new, first, fp.len)?,
+            None => decode_with_lines(&self.project, new, first, fp.len, Some(&stored))?,
         };
         let next = Fingerprint {
             len: fp.len + new.len() as u64,
@@ -628,13 +675,16 @@ impl Session {
         for line in event_log::lines(buf, 1, 0).filter(|l| !event_log::is_blank(l)) {
             let in_prefix = usize::try_from(line.offset).unwrap_or(usize::MAX) < split;
             match crate::log::line_id::stated_id(line.bytes) {
-                Some((id, true)) if in_prefix || self.store().has_event(id)? => {
+                // Known only as the store holds it: a line restored from git in place of its
+                // tombstone (or of a line altered under its id) has the same id but is news.
+                Some((id, true)) if in_prefix || self.store().has_line(id, line.bytes)? => {
                     known.insert(id);
                 }
                 _ => unknown.push(line),
             }
         }
-        let decoded = decode_lines(&path, &unknown)?;
+        let stored = |id: &str| self.store().stored_event(id);
+        let decoded = decode_lines(&path, &unknown, Some(&stored))?;
         let next = Fingerprint {
             len: buf.len() as u64,
             lines: count_lines(buf),
@@ -705,7 +755,7 @@ impl Session {
             }
         }
         drop(known);
-        let events = decode_with_lines(&self.project, buf, 1, 0)?;
+        let events = decode_with_lines(&self.project, buf, 1, 0, None)?;
         self.report.applied += self.build(events, &next)?;
         self.report.duplicates = self.duplicates_of(&created)?;
         self.report.mode = "rebuild";

@@ -535,6 +535,49 @@ fn purged_content_is_kept_out_of_commits() {
     commits(&env, "after gc");
 }
 
+/// A line that claims to be a tombstone (it names a purge) while no purge vouches for it is
+/// served by no command and refused by the commit hook; restoring the line from git mends all.
+#[test]
+fn a_forged_tombstone_is_neither_read_nor_committed() {
+    let env = installed();
+    let id = env.add("a.c", "Genuine summary");
+    git(&env, &["add", "-A"]);
+    commits(&env, "base");
+    let log = std::fs::read_to_string(env.log()).unwrap_or_default();
+    let purge = "f".repeat(64);
+    let forged = log
+        .replacen("\"subject\":\"a.c\"", "\"subject\":\"hijacked\"", 1)
+        .replacen(
+            "\"parents\":[],",
+            &format!("\"parents\":[],\"purged_by\":\"{purge}\","),
+            1,
+        );
+    let blanked = serde_json::from_str::<serde_json::Value>(forged.trim())
+        .map(|mut v| {
+            v["data"]["summary"] = "".into();
+            v["data"]["content"] = "".into();
+            v["data"]["evidence"] = serde_json::json!([]);
+            let mut line = projections::canonical::to_canonical_string(&v).unwrap_or_default();
+            line.push('\n');
+            line
+        })
+        .unwrap_or_else(|e| panic!("{e}: {forged}"));
+    std::fs::write(env.log(), &blanked).unwrap_or_else(|e| panic!("{e}"));
+    for args in [vec!["list"], vec!["show", id.as_str()]] {
+        let r = env.run(&args);
+        assert_eq!(r.code, 6, "{args:?}: {}", r.stdout);
+        assert!(r.stderr.contains("which is not in the log"), "{}", r.stderr);
+        assert!(!r.stdout.contains("hijacked"), "{}", r.stdout);
+    }
+    git(&env, &["add", "-A"]);
+    let (code, out) = git_try(&env, &["commit", "-qm", "forged"]);
+    assert_ne!(code, 0, "{out}");
+    assert!(out.contains("only `memlog gc` writes tombstones"), "{out}");
+    git(&env, &["checkout", "HEAD", "--", "ai-memory"]);
+    let r = env.run(&["list"]).ok();
+    assert!(r.stdout.contains("Genuine summary"), "{}", r.stdout);
+}
+
 /// A commit that drops events from a log (emptied or cut by hand) is refused; one that `gc`
 /// rewrote, which keeps every id, goes through.
 #[test]

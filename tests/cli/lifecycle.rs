@@ -406,6 +406,16 @@ fn purge_then_gc_removes_the_content_and_the_log_still_verifies() {
         verify.to_string().contains("does not match the digest"),
         "{verify}"
     );
+    // No command answers from it: the purge does not vouch for the altered line.
+    for args in [vec!["show", id.as_str()], vec!["list"]] {
+        let r = env.run(&args);
+        assert_eq!(r.code, 6, "{args:?}: {}", r.stderr);
+        assert!(
+            r.stderr.contains("does not match the digest"),
+            "{}",
+            r.stderr
+        );
+    }
     // Purging twice is refused.
     std::fs::write(env.log(), &log).unwrap_or_else(|e| panic!("{e}"));
     let again = env.run(&["purge", &id, "--reason", "again"]);

@@ -1,0 +1,48 @@
+//! Tombstone lines (see [`projections::tombstone`]): what `gc` leaves of an event whose content
+//! a purge removed. A tombstone's id cannot be recomputed from its content, so the purge it names
+//! vouches for it, and every reader checks that: a line that merely claims to be a tombstone
+//! could otherwise say anything under the id of a real event.
+
+use projections::{Event, EventData};
+
+/// The key only a tombstone line holds, as it is written.
+const MARK: &[u8] = b"\"purged_by\":";
+
+/// Whether `line` may be a tombstone (it holds the `purged_by` key). Cheap enough for every
+/// line of a rebuild; [`problem`] says whether it really is one, vouched for.
+pub fn marked(line: &str) -> bool {
+    memchr::memmem::find(line.as_bytes(), MARK).is_some()
+}
+
+/// Why the tombstone `line` of event `id` is not vouched for, or `None` when it is (or is no
+/// tombstone). `purge_of` finds the event the line names, if the log holds it.
+///
+/// # Errors
+/// Those of `purge_of`.
+pub fn problem(
+    id: &str,
+    line: &str,
+    purge_of: impl FnOnce(&str) -> crate::error::Result<Option<Event>>,
+) -> crate::error::Result<Option<String>> {
+    let Some((purge, rest)) = projections::tombstone::split(line) else {
+        return Ok(None);
+    };
+    Ok(match purge_of(&purge)?.map(|e| e.data) {
+        None => Some(format!(
+            "tombstone of event {id} names purge {purge}, which is not in the log"
+        )),
+        Some(EventData::Purge { redacted, .. }) => match redacted.get(id) {
+            Some(d) if *d == projections::tombstone::digest_of_line(&rest) => None,
+            Some(_) => Some(format!(
+                "tombstone of event {id} does not match the digest purge {purge} recorded: the \
+                 line was altered"
+            )),
+            None => Some(format!(
+                "tombstone of event {id}: purge {purge} does not list this event"
+            )),
+        },
+        Some(_) => Some(format!(
+            "tombstone of event {id} names event {purge}, which is not a purge"
+        )),
+    })
+}
