@@ -169,6 +169,11 @@ fn print_text(out: &mut Out, r: &Value) {
         yes_no(&r["log"]["readable"]),
         r["log"]["bytes"]
     ));
+    // Unknown (null) when the log or the store could not be read: say so, not `null`.
+    let count = |v: &serde_json::Value| match v.as_u64() {
+        Some(n) => n.to_string(),
+        None => "unknown".to_owned(),
+    };
     let p = &r["projections"];
     out.line(format!(
         "  projections current   {}{}",
@@ -179,7 +184,7 @@ fn print_text(out: &mut Out, r: &Value) {
             format!(
                 " (caught up now: {}, {} events applied)",
                 p["caught_up"]["mode"].as_str().unwrap_or_default(),
-                p["caught_up"]["events_applied"]
+                count(&p["caught_up"]["events_applied"])
             )
         }
     ));
@@ -203,11 +208,16 @@ fn print_text(out: &mut Out, r: &Value) {
             }
         ));
     }
-    out.line(format!(
-        "  entries               {} ({} in the active index)",
-        r["entries"]["total"], r["entries"]["in_active_index"]
-    ));
-    out.line(format!("  events                {}", r["events"]));
+    if r["entries"]["total"].is_null() {
+        out.line("  entries               unknown (the log could not be read)");
+    } else {
+        out.line(format!(
+            "  entries               {} ({} in the active index)",
+            count(&r["entries"]["total"]),
+            count(&r["entries"]["in_active_index"])
+        ));
+    }
+    out.line(format!("  events                {}", count(&r["events"])));
     out.line(format!(
         "  last lifecycle run    {}",
         r["last_lifecycle_run_note"].as_str().unwrap_or_default()

@@ -97,6 +97,14 @@ fn health_reports_a_healthy_project_and_names_why_one_is_not() {
             .contains("line 1"),
         "{h}"
     );
+    // The text says what it does not know, not `null`.
+    let r = env.run(&["health"]);
+    assert!(
+        r.stdout.contains("entries               unknown"),
+        "{}",
+        r.stdout
+    );
+    assert!(!r.stdout.contains("null"), "{}", r.stdout);
 }
 
 #[test]
