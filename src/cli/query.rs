@@ -503,6 +503,9 @@ pub fn explain_lines(h: &Hit) -> Vec<String> {
             Rule::ApproachingExpiry { valid_to_in_days } => format!(
                 "rule approaching_expiry: valid_to in {valid_to_in_days:.2} days: demoted by {DEMOTION}, annotated"
             ),
+            Rule::Expired { expired_days_ago } => format!(
+                "rule expired: valid_to {expired_days_ago:.2} days ago (shown by --include-expired): demoted by {DEMOTION}, annotated"
+            ),
             Rule::StaleEvidence => format!(
                 "rule stale_evidence: an evidence URI was found unreachable: demoted by {DEMOTION}, annotated"
             ),

@@ -89,6 +89,9 @@ pub fn render_entry(n: usize, h: &Hit) -> String {
             Rule::ApproachingExpiry { valid_to_in_days } => {
                 format!("expires in {valid_to_in_days:.1} days")
             }
+            Rule::Expired { expired_days_ago } => {
+                format!("expired {expired_days_ago:.1} days ago")
+            }
             Rule::StaleEvidence => "evidence may be stale".into(),
             Rule::LowConfidence => "low confidence".into(),
             Rule::NotCurrent { status } => (*status).into(),

@@ -2,7 +2,7 @@
 //! decay of the lifecycle policy, and how text relevance combines with them.
 //!
 //! `composite = confidence*0.5 + evidence_quality*0.3 + recency*0.1 + scope_match*0.1`, minus
-//! [`DEMOTION`] for each demoting rule (approaching expiry, stale evidence).
+//! [`DEMOTION`] for each demoting rule (approaching expiry, expired, stale evidence, not current).
 //!
 //! `decay` is the project's decay function (`policies.lifecycle`: `decay_function`,
 //! `decay_half_life_days`, `decay`) at the days since the entry was last used, where last use is
@@ -75,6 +75,9 @@ pub struct RankParams {
 pub enum Rule {
     /// `valid_to` within the warning window: demoted and annotated.
     ApproachingExpiry { valid_to_in_days: f64 },
+    /// Past `valid_to` (shown because the query asked for expired entries): demoted and
+    /// annotated.
+    Expired { expired_days_ago: f64 },
     /// An evidence URI was found unreachable: demoted and annotated.
     StaleEvidence,
     /// Confidence below 0.5: annotated.
@@ -89,6 +92,7 @@ impl Rule {
     pub fn annotation(&self) -> &'static str {
         match self {
             Self::ApproachingExpiry { .. } => "approaching_expiry",
+            Self::Expired { .. } => "expired",
             Self::StaleEvidence => "stale_evidence",
             Self::LowConfidence => "low_confidence",
             Self::NotCurrent { status } => status,
@@ -98,7 +102,10 @@ impl Rule {
     pub fn demotes(&self) -> bool {
         matches!(
             self,
-            Self::ApproachingExpiry { .. } | Self::StaleEvidence | Self::NotCurrent { .. }
+            Self::ApproachingExpiry { .. }
+                | Self::Expired { .. }
+                | Self::StaleEvidence
+                | Self::NotCurrent { .. }
         )
     }
 }
@@ -144,6 +151,16 @@ pub fn rules(f: &DocFeatures, p: &RankParams) -> Vec<Rule> {
     if let Some(days) = expiry_within_warning(f, p) {
         out.push(Rule::ApproachingExpiry {
             valid_to_in_days: (days * 100.0).round() / 100.0,
+        });
+    }
+    if let Some(t) = f.valid_to.filter(|_| Filters::expired(f, p.now)) {
+        #[expect(
+            clippy::cast_precision_loss,
+            reason = "milliseconds of an age fit easily"
+        )]
+        let days = (p.now - t) as f64 / MS_PER_DAY as f64;
+        out.push(Rule::Expired {
+            expired_days_ago: (days * 100.0).round() / 100.0,
         });
     }
     if f.evidence_stale {
@@ -208,6 +225,7 @@ pub fn composite_score(f: &DocFeatures, scope_match: f64, p: &RankParams) -> f64
         scope_match,
     );
     let demoting = usize::from(expiry_within_warning(f, p).is_some())
+        + usize::from(Filters::expired(f, p.now))
         + usize::from(f.evidence_stale)
         + usize::from(f.status != projections::Status::Active);
     raw - demotion(demoting)

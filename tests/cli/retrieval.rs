@@ -178,6 +178,17 @@ fn defaults_filter_rank_and_annotate() {
         .ok();
     let got = ids_of(&r.json());
     assert!(got.contains(&ids[4]) && got.contains(&ids[5]), "{got:?}");
+    // The expired one says so.
+    let expired: Vec<Value> = r
+        .json()
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|e| e["annotations"].to_string().contains("\"expired\""))
+        .cloned()
+        .collect();
+    assert_eq!(expired.len(), 1, "{}", r.stdout);
+    assert!(expired[0]["valid_to"].is_string(), "{}", r.stdout);
     // --no-global leaves global memory out.
     let r = env
         .run(&["--json", "query", "deploy", "demo", "--no-global"])

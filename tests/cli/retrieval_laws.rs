@@ -454,10 +454,13 @@ fn documented_composite(e: &EntryState, scope: Option<&str>) -> f64 {
         let t = secs(t);
         t >= now() && t - now() <= 7 * DAY
     });
-    // 0.4 per demoting rule: near expiry, stale evidence, not the current entry (a status
-    // other than active, shown because the query asked for it).
+    let expired = x.valid_to.as_deref().is_some_and(|t| secs(t) < now());
+    // 0.4 per demoting rule: near expiry, expired (shown because the query asked for it),
+    // stale evidence, not the current entry (a status other than active, shown because the
+    // query asked for it).
     let demotion = [
         near_expiry,
+        expired,
         e.evidence_stale,
         e.status != projections::Status::Active,
     ]
