@@ -105,3 +105,40 @@ fn the_examples_of_the_guide_print_what_the_page_shows() {
     );
     assert!(compared >= 20, "only {compared} examples compared");
 }
+
+/// Each warning of docs/WRITE_POLICY.md's table is one the code gives (`rule: "<name>"` in a
+/// source file): the page lists no warning that does not exist.
+#[test]
+fn the_write_policy_lists_only_warnings_the_code_gives() {
+    let page = std::fs::read_to_string(manifest().join("docs/WRITE_POLICY.md"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let table = page
+        .split("| warning | when |")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no warning table in docs/WRITE_POLICY.md"));
+    let rules: Vec<&str> = table
+        .lines()
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .filter_map(|l| l.split('`').nth(1))
+        .collect();
+    assert!(rules.len() >= 3, "{rules:?}");
+    let mut sources = String::new();
+    let mut dirs = vec![manifest().join("src")];
+    while let Some(dir) = dirs.pop() {
+        for item in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{e}")) {
+            let path = item.unwrap_or_else(|e| panic!("{e}")).path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|x| x == "rs") {
+                sources.push_str(&std::fs::read_to_string(&path).unwrap_or_default());
+            }
+        }
+    }
+    for rule in rules {
+        assert!(
+            sources.contains(&format!("rule: \"{rule}\"")),
+            "docs/WRITE_POLICY.md lists the warning `{rule}`, which no code gives"
+        );
+    }
+}
