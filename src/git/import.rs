@@ -171,7 +171,10 @@ fn provenance(v: &Value, base: &WriteContext) -> WriteContext {
     let mut ctx = base.clone();
     if let Some(a) = v.get("created_by").and_then(Value::as_str) {
         let n = a.chars().count();
-        if n > 0 && n <= projections::event::MAX_ACTOR_CHARS && !a.chars().any(char::is_control) {
+        let visible = !a
+            .chars()
+            .any(|c| c.is_control() || crate::safe_text::is_invisible(c));
+        if n > 0 && n <= projections::event::MAX_ACTOR_CHARS && visible {
             ctx.actor = a.to_owned();
         }
     }
