@@ -213,6 +213,12 @@ fn a_held_lock_times_out_with_a_clear_error() {
     let err = r.json();
     assert_eq!(err["error"]["code"], "LOCK_TIMEOUT");
     assert_eq!(err["error"]["details"]["lock"], "store");
+    let message = err["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.starts_with("timed out after 2"), "{message}");
+    assert!(
+        message.contains(" ms waiting for the store lock"),
+        "{message}"
+    );
     assert!(
         err["error"]["message"]
             .as_str()
