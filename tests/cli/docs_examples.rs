@@ -142,3 +142,18 @@ fn the_write_policy_lists_only_warnings_the_code_gives() {
         );
     }
 }
+
+/// README.md says how a bulk `apply` appends as the code does: every `append_every` updates,
+/// not in one append.
+#[test]
+fn the_readme_says_how_often_a_bulk_apply_appends() {
+    let readme =
+        std::fs::read_to_string(manifest().join("README.md")).unwrap_or_else(|e| panic!("{e}"));
+    let every = memlog::store::tuning::append_every();
+    let shown = format!("{},{:03}", every / 1000, every % 1000);
+    assert!(
+        readme.contains(&format!("one fsync every {shown} updates")),
+        "README.md should say that a bulk apply appends every {shown} updates"
+    );
+    assert!(!readme.contains("one batch with one append"));
+}
