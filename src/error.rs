@@ -39,7 +39,8 @@ pub enum Error {
     CorruptFile { path: PathBuf, problem: String },
 
     #[error(
-        "timed out after {waited:?} waiting for the {what} lock {path}: another memlog process is using it; wait for it to finish, or raise --lock-timeout (MEMLOG_LOCK_TIMEOUT_MS)"
+        "timed out after {} waiting for the {what} lock {path}: another memlog process is using it; wait for it to finish, or raise --lock-timeout (MEMLOG_LOCK_TIMEOUT_MS)",
+        whole_millis(*waited)
     )]
     LockTimeout {
         what: &'static str,
@@ -130,6 +131,16 @@ pub fn store_damaged(message: &str) -> bool {
     .any(|m| message.contains(m))
 }
 
+/// A wait as people read it: whole milliseconds (`500 ms`), whole seconds from 10 s on.
+fn whole_millis(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms >= 10_000 {
+        format!("{} s", ms / 1000)
+    } else {
+        format!("{ms} ms")
+    }
+}
+
 /// What to do about a store error: a damaged store is marked (see
 /// [`crate::store::session::mark_damaged`]) and rebuilt by the next command.
 fn store_fix(message: &str) -> &'static str {
@@ -153,4 +164,28 @@ fn corrupt_log_fix(path: &std::path::Path, problem: &str) -> String {
          copy first); then run `memlog verify`",
         path = path.display()
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Error;
+    use std::time::Duration;
+
+    #[test]
+    fn a_lock_timeout_says_whole_milliseconds_or_seconds() {
+        let timeout = |waited| {
+            Error::LockTimeout {
+                what: "store",
+                path: "/w/store.lock".into(),
+                waited,
+            }
+            .to_string()
+        };
+        assert!(
+            timeout(Duration::from_micros(500_124)).starts_with("timed out after 500 ms waiting"),
+            "{}",
+            timeout(Duration::from_micros(500_124))
+        );
+        assert!(timeout(Duration::from_millis(10_003)).starts_with("timed out after 10 s waiting"));
+    }
 }

@@ -9,6 +9,46 @@ pub fn is_unsafe(c: char) -> bool {
         || matches!(c, '\u{200B}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2069}' | '\u{FEFF}')
 }
 
+/// True for a character that shows nothing and tells two names apart that read the same: every
+/// [`is_unsafe`] character that is no control character, the zero-width non-joiner and joiner
+/// (U+200C, U+200D), the Arabic letter mark, the soft hyphen, the deprecated format characters
+/// (U+206A–U+206F) and the fillers and invisible vowels that render as nothing. Prose keeps the
+/// joiners (emoji sequences and several scripts need them); a subject, a tag, an evidence URI or
+/// an actor has no use for any of these.
+pub fn is_invisible(c: char) -> bool {
+    (is_unsafe(c) && !c.is_control())
+        || matches!(
+            c,
+            '\u{00AD}'
+                | '\u{034F}'
+                | '\u{061C}'
+                | '\u{115F}'
+                | '\u{1160}'
+                | '\u{17B4}'
+                | '\u{17B5}'
+                | '\u{180B}'..='\u{180F}'
+                | '\u{200C}'
+                | '\u{200D}'
+                | '\u{206A}'..='\u{206F}'
+                | '\u{3164}'
+                | '\u{FFA0}'
+        )
+}
+
+/// What an [`is_invisible`] character is and does, for a message that names it.
+pub fn describe_invisible(c: char) -> &'static str {
+    match c {
+        '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' => {
+            "a bidirectional override or isolate, which shows text in another order than it is stored"
+        }
+        '\u{200E}' | '\u{200F}' | '\u{061C}' => "a direction mark, which cannot be seen",
+        '\u{200B}'..='\u{200D}' | '\u{2060}' | '\u{FEFF}' => {
+            "a zero-width character, which cannot be seen"
+        }
+        _ => "an invisible format character, which cannot be seen",
+    }
+}
+
 /// `text` on one line: every [`is_unsafe`] character, line breaks and tabs included, becomes a
 /// space.
 pub fn safe(text: &str) -> String {
@@ -60,5 +100,20 @@ mod tests {
             "lines and tabs are kept"
         );
         assert_eq!(clip("é👍 ok", 3), "é👍…");
+    }
+
+    #[test]
+    fn what_is_blanked_when_shown_is_invisible_and_joiners_are_invisible_too() {
+        for c in [
+            '\u{202E}', '\u{2066}', '\u{200B}', '\u{200E}', '\u{2060}', '\u{FEFF}',
+        ] {
+            assert!(is_unsafe(c) && is_invisible(c), "U+{:04X}", c as u32);
+        }
+        for c in ['\u{200C}', '\u{200D}', '\u{00AD}'] {
+            assert!(!is_unsafe(c) && is_invisible(c), "U+{:04X}", c as u32);
+        }
+        assert!(!is_invisible('\n') && !is_invisible('é') && !is_invisible('👍'));
+        assert!(describe_invisible('\u{202E}').starts_with("a bidirectional"));
+        assert!(describe_invisible('\u{200D}').starts_with("a zero-width"));
     }
 }

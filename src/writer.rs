@@ -376,6 +376,11 @@ pub struct Batch<'a> {
     /// The policy's verdict on the content of the create being staged, checked ahead of time
     /// (see [`Batch::stage_checked`]).
     prechecked: Option<crate::policy::Verdict>,
+    /// Event ids and created entries of the foreign events this batch accepted (see
+    /// [`Batch::stage_foreign`]), staged or already appended: what a later foreign event may
+    /// name as a parent or an entry.
+    foreign_events: std::collections::HashSet<String>,
+    foreign_entries: std::collections::HashSet<String>,
 }
 
 /// Lines appended by a batch and not yet applied to the store.
@@ -440,6 +445,8 @@ impl<'a> Batch<'a> {
             sync_on_finish: false,
             deferred: None,
             prechecked: None,
+            foreign_events: std::collections::HashSet::new(),
+            foreign_entries: std::collections::HashSet::new(),
         })
     }
 
@@ -974,6 +981,7 @@ impl Batch<'_> {
         if staged_already || self.session.store().has_event(&event.id)? {
             return Ok(None);
         }
+        self.check_foreign_links(&event)?;
         let store = self.session.store();
         let mut verdict = crate::policy::Verdict::default();
         let mut creates = false;
@@ -1014,6 +1022,9 @@ impl Batch<'_> {
             .map_or_else(|| event.entry.clone(), str::to_owned);
         let events = vec![(event.clone(), event.to_line()?)];
         let written = unstored(&events, id, None, warnings);
+        self.foreign_events.insert(event.id.clone());
+        self.foreign_entries
+            .extend(event.created_entry().map(str::to_owned));
         if !self.ctx.dry_run {
             self.staged.push(Staged {
                 events,
@@ -1021,6 +1032,42 @@ impl Batch<'_> {
             });
         }
         Ok(Some(written))
+    }
+}
+
+impl Batch<'_> {
+    /// Refuses a foreign event that would be an orphan in this log: one about an entry that
+    /// neither the log nor this batch created, or one whose parents are neither in the log nor
+    /// accepted by this batch (`verify` calls either a broken log).
+    fn check_foreign_links(&self, event: &Event) -> Result<()> {
+        let store = self.session.store();
+        let created = event.created_entry();
+        for entry in event.entries() {
+            if Some(entry) == created || self.foreign_entries.contains(entry) {
+                continue;
+            }
+            if store.entry(entry)?.is_none() {
+                return Err(Error::Rejected {
+                    message: format!(
+                        "event {} is about entry {entry}, which has no create event in this \
+                         log or in this import: import the entry's create with it",
+                        event.id
+                    ),
+                });
+            }
+        }
+        for parent in &event.parents {
+            if !self.foreign_events.contains(parent) && !store.has_event(parent)? {
+                return Err(Error::Rejected {
+                    message: format!(
+                        "event {} names parent {parent}, which is neither in this log nor \
+                         accepted in this import: import the events it descends from with it",
+                        event.id
+                    ),
+                });
+            }
+        }
+        Ok(())
     }
 }
 

@@ -842,6 +842,10 @@ fn finish_run(
         // One update, refused: its error is the command's error.
         return Err(e);
     }
+    if index == 1 && !out.json {
+        // An empty input is no error, but silence would leave the user wondering.
+        super::output::note("no updates in the input; nothing was written");
+    }
     print_report(ctx, &report, out, single);
     Ok(if report.skipped_count > 0 && report.applied.is_empty() {
         ExitCode::Rejected

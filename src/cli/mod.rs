@@ -248,6 +248,14 @@ impl Ctx {
                 projections::event::MAX_ACTOR_CHARS
             )));
         }
+        if let Some(c) = actor.chars().find(|&c| crate::safe_text::is_invisible(c)) {
+            return Err(Error::Usage(format!(
+                "--actor contains U+{:04X}, {}: remove it (an actor holds only visible \
+                 characters)",
+                u32::from(c),
+                crate::safe_text::describe_invisible(c)
+            )));
+        }
         Ok(actor)
     }
 

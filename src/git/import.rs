@@ -171,7 +171,10 @@ fn provenance(v: &Value, base: &WriteContext) -> WriteContext {
     let mut ctx = base.clone();
     if let Some(a) = v.get("created_by").and_then(Value::as_str) {
         let n = a.chars().count();
-        if n > 0 && n <= projections::event::MAX_ACTOR_CHARS && !a.chars().any(char::is_control) {
+        let visible = !a
+            .chars()
+            .any(|c| c.is_control() || crate::safe_text::is_invisible(c));
+        if n > 0 && n <= projections::event::MAX_ACTOR_CHARS && visible {
             ctx.actor = a.to_owned();
         }
     }
@@ -568,7 +571,9 @@ fn strategy_name(s: Strategy) -> &'static str {
 }
 
 /// Imports raw events, unchanged (lossless), through the write policy. Events the log holds are
-/// skipped; an event of an entry whose creation was rejected is rejected with it.
+/// skipped; an event of an entry whose creation was rejected, or that descends from a rejected
+/// event, is rejected with it; so is one whose entry's create or whose parents are neither in
+/// the log nor accepted from the input (it would be an orphan that `verify` refuses).
 ///
 /// # Errors
 /// Only when the project cannot be written at all.
@@ -595,15 +600,23 @@ pub fn import_events(
                 .push(outcome(&source, None, None, Some(why))),
         }
     }
-    // Creations first, so that a refused creation takes its entry's other events with it.
-    ordered.sort_by_key(|(_, e)| e.created_entry().is_none());
+    // An event after its parents and its entry's create, so that a refused one takes the
+    // events that descend from it with it: nothing orphaned reaches the log.
+    let ordered = crate::git::parents_first::parents_first(ordered, |(_, e)| e);
+    let mut refused_events: std::collections::HashSet<String> = std::collections::HashSet::new();
     for (source, event) in ordered {
         let id = event.id.clone();
-        if let Some(entry) = event.entries().find(|x| refused.contains(*x)) {
-            let why = format!("the creation of entry {entry} was rejected");
+        let refused_entry = event.entries().find(|x| refused.contains(*x));
+        let refused_parent = event.parents.iter().find(|p| refused_events.contains(*p));
+        if let Some(why) = refused_entry
+            .map(|entry| format!("the creation of entry {entry} was rejected"))
+            .or_else(|| refused_parent.map(|p| format!("its parent {p} was rejected")))
+        {
+            let entry = refused_entry.unwrap_or(&event.entry);
             report
                 .rejected
                 .push(outcome(&source, Some(&id), Some(entry), Some(why)));
+            refused_events.insert(id);
             continue;
         }
         let creates = event.created_entry().map(str::to_owned);
@@ -625,6 +638,7 @@ pub fn import_events(
                 if let Some(c) = creates {
                     refused.insert(c);
                 }
+                refused_events.insert(id.clone());
                 report.rejected.push(outcome(
                     &source,
                     Some(&id),

@@ -8,6 +8,7 @@ pub mod import;
 pub mod install;
 pub mod merge_driver;
 pub mod namespace;
+pub mod parents_first;
 pub mod repo;
 pub mod staged;
 pub mod sync_context;

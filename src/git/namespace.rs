@@ -127,9 +127,10 @@ pub fn merge(from: &Project, into: &Project, ctx: &WriteContext) -> Result<Merge
             from.name
         )));
     }
-    let mut events = crate::git::as_of::all_events(from)?;
-    // Creations first, so that a refused creation takes its entry's other events with it.
-    events.sort_by_key(|(e, _)| e.created_entry().is_none());
+    let events = crate::git::as_of::all_events(from)?;
+    // An event after its parents and its entry's create, so that a refused creation takes its
+    // entry's other events with it.
+    let events = crate::git::parents_first::parents_first(events, |(e, _)| e);
     let mut out = MergedProject::default();
     let mut created = Vec::new();
     let mut refused = std::collections::BTreeSet::new();

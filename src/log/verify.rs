@@ -30,6 +30,13 @@ pub struct Report {
     pub conflicts: Vec<String>,
 }
 
+/// True when `tail` (the bytes after the log's last newline) is a whole, valid event, as the
+/// tail repair judges it.
+fn whole_event(tail: &[u8]) -> bool {
+    let line = tail.strip_suffix(b"\r").unwrap_or(tail);
+    std::str::from_utf8(line).is_ok_and(|l| projections::decode_line(l).is_ok())
+}
+
 /// Verifies the log at `path`.
 ///
 /// # Errors
@@ -42,7 +49,16 @@ pub fn verify_log(path: &Path) -> Result<Report> {
     };
     let mut problems = Vec::new();
     let mut warnings = Vec::new();
-    let complete = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+    let mut complete = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+    // A whole event that lacks only its final newline is no torn write: the next command adds
+    // the newline and keeps it (see `repair_tail_locked`), so it is verified as a line.
+    let mut bytes = bytes;
+    let unterminated = (complete < bytes.len() && whole_event(&bytes[complete..])).then(|| {
+        let offset = complete as u64;
+        bytes.push(b'\n');
+        complete = bytes.len();
+        offset
+    });
     let all: Vec<event_log::Line<'_>> = event_log::lines(&bytes[..complete], 1, 0).collect();
     let lines = all.len();
     // Decoding (parse, canonical check, hashes) is the expensive part: spread it over the cores,
@@ -123,6 +139,16 @@ pub fn verify_log(path: &Path) -> Result<Report> {
             }
             Err(e) => return Err(e),
         }
+    }
+    if let Some(offset) = unterminated {
+        warnings.push(Finding {
+            line: lines,
+            offset,
+            problem: "the last line is a complete event without its final newline (an editor or \
+                      a tool dropped it): nothing is lost, the next memlog command adds the \
+                      newline"
+                .into(),
+        });
     }
     if complete < bytes.len() {
         problems.push(Finding {

@@ -183,6 +183,34 @@ impl Checker {
         };
         self.push(field, "format", message);
     }
+
+    /// Refuses text that hides or reorders itself. In every field, the characters shown as
+    /// spaces ([`crate::safe_text::is_unsafe`]): bidirectional overrides, isolates and marks,
+    /// zero-width spaces, the byte order mark. In a `name` (a subject, a tag, an evidence URI),
+    /// every invisible character ([`crate::safe_text::is_invisible`]), the zero-width joiners
+    /// that prose keeps for emoji and scripts included. Control characters are
+    /// [`Checker::no_control`]'s.
+    fn no_hidden(&mut self, field: &str, value: &str, name: bool) {
+        use crate::safe_text::{describe_invisible, is_invisible, is_unsafe};
+        let hidden = |c: char| !c.is_control() && if name { is_invisible(c) } else { is_unsafe(c) };
+        let Some(c) = value.chars().find(|&c| hidden(c)) else {
+            return;
+        };
+        self.push(
+            field,
+            "format",
+            format!(
+                "`{field}` contains U+{:04X}, {}: remove it{}",
+                u32::from(c),
+                describe_invisible(c),
+                if name {
+                    " (a subject, tag or evidence URI holds only visible characters)"
+                } else {
+                    ""
+                }
+            ),
+        );
+    }
 }
 
 /// True when `scope` is `repo`, `org`, `customer`, `service:<name>` or `environment:<prod|staging>`.
@@ -483,6 +511,7 @@ fn check_evidence(c: &mut Checker, items: &[EvidenceInput]) -> Vec<Evidence> {
                 Some(v) => {
                     c.text(&field, v, max, required);
                     c.no_control(&field, v, false);
+                    c.no_hidden(&field, v, name == "uri");
                 }
             }
         }
@@ -517,14 +546,17 @@ fn check_common(c: &mut Checker, input: &EntryInput) {
     if let Some(s) = &input.subject {
         c.text("subject", s, MAX_SUBJECT_CHARS, true);
         c.no_control("subject", s, false);
+        c.no_hidden("subject", s, true);
     }
     if let Some(s) = &input.summary {
         c.text("summary", s, MAX_SUMMARY_CHARS, true);
         c.no_control("summary", s, false);
+        c.no_hidden("summary", s, false);
     }
     if let Some(s) = &input.content {
         c.text("content", s, MAX_CONTENT_CHARS, true);
         c.no_control("content", s, true);
+        c.no_hidden("content", s, false);
     }
     if let Some(s) = &input.scope
         && !is_valid_scope(s)
@@ -542,6 +574,7 @@ fn check_common(c: &mut Checker, input: &EntryInput) {
             let f = format!("tags[{i}]");
             c.text(&f, t, MAX_TAG_CHARS, true);
             c.no_control(&f, t, false);
+            c.no_hidden(&f, t, true);
         }
     }
     if let Some(conf) = input.confidence
@@ -913,6 +946,7 @@ pub fn check_reason(reason: Option<&str>) -> Result<(), Invalid> {
     if let Some(r) = reason {
         c.text("reason", r, MAX_REASON_CHARS, true);
         c.no_control("reason", r, false);
+        c.no_hidden("reason", r, false);
     }
     if c.problems.is_empty() {
         Ok(())

@@ -105,3 +105,55 @@ fn the_examples_of_the_guide_print_what_the_page_shows() {
     );
     assert!(compared >= 20, "only {compared} examples compared");
 }
+
+/// Each warning of docs/WRITE_POLICY.md's table is one the code gives (`rule: "<name>"` in a
+/// source file): the page lists no warning that does not exist.
+#[test]
+fn the_write_policy_lists_only_warnings_the_code_gives() {
+    let page = std::fs::read_to_string(manifest().join("docs/WRITE_POLICY.md"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let table = page
+        .split("| warning | when |")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no warning table in docs/WRITE_POLICY.md"));
+    let rules: Vec<&str> = table
+        .lines()
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .filter_map(|l| l.split('`').nth(1))
+        .collect();
+    assert!(rules.len() >= 3, "{rules:?}");
+    let mut sources = String::new();
+    let mut dirs = vec![manifest().join("src")];
+    while let Some(dir) = dirs.pop() {
+        for item in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{e}")) {
+            let path = item.unwrap_or_else(|e| panic!("{e}")).path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|x| x == "rs") {
+                sources.push_str(&std::fs::read_to_string(&path).unwrap_or_default());
+            }
+        }
+    }
+    for rule in rules {
+        assert!(
+            sources.contains(&format!("rule: \"{rule}\"")),
+            "docs/WRITE_POLICY.md lists the warning `{rule}`, which no code gives"
+        );
+    }
+}
+
+/// README.md says how a bulk `apply` appends as the code does: every `append_every` updates,
+/// not in one append.
+#[test]
+fn the_readme_says_how_often_a_bulk_apply_appends() {
+    let readme =
+        std::fs::read_to_string(manifest().join("README.md")).unwrap_or_else(|e| panic!("{e}"));
+    let every = memlog::store::tuning::append_every();
+    let shown = format!("{},{:03}", every / 1000, every % 1000);
+    assert!(
+        readme.contains(&format!("one fsync every {shown} updates")),
+        "README.md should say that a bulk apply appends every {shown} updates"
+    );
+    assert!(!readme.contains("one batch with one append"));
+}

@@ -167,6 +167,36 @@ fn a_torn_last_line_is_quarantined_and_writing_goes_on() {
     );
 }
 
+/// A last line that is a whole event and lacks only its newline is no torn write: `verify`
+/// says what it is and that the next command completes it (a warning, exit 0), and the next
+/// command keeps the event.
+#[test]
+fn verify_tells_a_missing_final_newline_from_a_torn_line() {
+    let env = Env::with_project();
+    env.add("a", "first");
+    env.add("b", "second");
+    let log = std::fs::read(env.log()).unwrap_or_default();
+    std::fs::write(env.log(), &log[..log.len() - 1]).unwrap_or_else(|e| panic!("{e}"));
+    let r = env.run(&["verify"]).ok();
+    assert!(
+        r.stdout
+            .contains(":2: warning: the last line is a complete event without its final newline")
+            && r.stdout
+                .contains("the next memlog command adds the newline")
+            && r.stdout.contains("2 lines, 2 events, 2 entries")
+            && !r.stdout.contains("torn"),
+        "{}",
+        r.stdout
+    );
+    let report = env.run(&["verify", "--json"]).ok().envelope();
+    assert_eq!(report["results"]["ok"], true, "{report}");
+    assert_eq!(report["warnings"][0]["line"], 2, "{report}");
+    assert_eq!(env.listed(), Some(2));
+    assert_eq!(std::fs::read(env.log()).unwrap_or_default(), log);
+    let r = env.run(&["verify"]).ok();
+    assert!(!r.stdout.contains("warning"), "{}", r.stdout);
+}
+
 #[test]
 fn a_held_lock_times_out_with_a_clear_error() {
     let env = Env::with_project();
@@ -183,6 +213,12 @@ fn a_held_lock_times_out_with_a_clear_error() {
     let err = r.json();
     assert_eq!(err["error"]["code"], "LOCK_TIMEOUT");
     assert_eq!(err["error"]["details"]["lock"], "store");
+    let message = err["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.starts_with("timed out after 2"), "{message}");
+    assert!(
+        message.contains(" ms waiting for the store lock"),
+        "{message}"
+    );
     assert!(
         err["error"]["message"]
             .as_str()

@@ -872,3 +872,21 @@ fn writes_after_a_store_checkpoint_are_not_hidden_by_older_ones() {
     env.run(&["rebuild"]).ok();
     assert_eq!(env.run(&["dump"]).ok().stdout, incremental);
 }
+
+/// `apply` of an empty input writes nothing and exits 0, and says so on standard error.
+#[test]
+fn apply_of_an_empty_input_says_there_was_nothing_to_apply() {
+    let env = Env::with_project();
+    for input in [&b""[..], b"\n  \n"] {
+        let r = stdin_run(&env, &["apply", "demo", "-"], input).ok();
+        assert_eq!(r.stdout, "");
+        assert_eq!(
+            r.stderr, "note: no updates in the input; nothing was written\n",
+            "{input:?}"
+        );
+        let r = stdin_run(&env, &["apply", "demo", "-", "--json"], input).ok();
+        assert_eq!(r.stderr, "");
+        assert_eq!(r.json()["applied"], serde_json::json!([]), "{}", r.stdout);
+    }
+    assert!(std::fs::read(env.log()).unwrap_or_default().is_empty());
+}

@@ -600,7 +600,7 @@ fn an_import_reports_in_input_order() {
     env.run(&["update", &a, "--summary", "first, updated"]).ok();
     env.add("b", "second");
     let file = env.root().join("events.jsonl");
-    // Updates before creations: the import applies the creations first.
+    // Updates before creations: the import applies each event after its parents.
     let log = std::fs::read_to_string(env.log()).unwrap_or_default();
     let mut lines: Vec<&str> = log.lines().collect();
     lines.reverse();
@@ -732,4 +732,68 @@ fn options_may_stand_between_the_project_and_the_path() {
             .map(Vec::len),
         Some(1)
     );
+}
+
+/// An imported event is never an orphan: one whose entry's create, or one of whose parents,
+/// is neither in the project nor accepted from the input is rejected with its reason, and the
+/// project still verifies.
+#[test]
+fn an_import_rejects_events_whose_create_or_parents_it_does_not_have() {
+    let env = two_projects();
+    let a = add(&env, "demo", NOW, "learnings", "a", "0.7", "t");
+    for (i, c) in ["0.8", "0.9"].iter().enumerate() {
+        let at = format!("2026-11-2{}T10:00:00Z", 3 + i);
+        env.run_at(&at, &["-p", "demo", "update", &a, "--confidence", c])
+            .ok();
+    }
+    env.run(&["export", "demo", "ev.jsonl", "--format", "events"])
+        .ok();
+    let log = std::fs::read_to_string(env.root().join("ev.jsonl")).unwrap_or_default();
+    let lines: Vec<&str> = log.lines().collect();
+    assert_eq!(lines.len(), 3, "{log}");
+    let write = |name: &str, lines: &[String]| {
+        std::fs::write(env.root().join(name), lines.join("\n") + "\n")
+            .unwrap_or_else(|e| panic!("{e}"));
+    };
+    let import = |name: &str| env.run(&["import", "copy", name, "--json"]).json();
+    let rejected = |r: &Value| -> Vec<String> {
+        r["rejected"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|o| o["reason"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    };
+    // The create altered (its hash no longer matches): its updates go with it.
+    let altered = lines[0].replace("\"content\":\"Details.\"", "\"content\":\"Other.\"");
+    assert_ne!(altered, lines[0]);
+    write(
+        "altered.jsonl",
+        &[altered, lines[1].to_owned(), lines[2].to_owned()],
+    );
+    let r = import("altered.jsonl");
+    assert_eq!(r["imported"], json!([]), "{r}");
+    let why = rejected(&r);
+    assert_eq!(why.len(), 3, "{r}");
+    assert!(why[1].contains("has no create event"), "{r}");
+    // An update alone, without its entry's create.
+    write("update.jsonl", &[lines[1].to_owned()]);
+    let r = import("update.jsonl");
+    assert_eq!(r["imported"], json!([]), "{r}");
+    assert!(rejected(&r)[0].contains("has no create event"), "{r}");
+    // The create and the second update, without the first: the second's parent is missing.
+    write("gap.jsonl", &[lines[0].to_owned(), lines[2].to_owned()]);
+    let r = import("gap.jsonl");
+    assert_eq!(r["imported"].as_array().map(Vec::len), Some(1), "{r}");
+    let why = rejected(&r);
+    assert_eq!(why.len(), 1, "{r}");
+    assert!(why[0].contains("neither in this log nor accepted"), "{r}");
+    env.run(&["verify", "copy"]).ok();
+    // The whole log, last line first: each event comes after what it descends from.
+    let reversed: Vec<String> = lines.iter().rev().map(|l| (*l).to_owned()).collect();
+    write("reversed.jsonl", &reversed);
+    let r = import("reversed.jsonl");
+    assert_eq!(r["imported"].as_array().map(Vec::len), Some(2), "{r}");
+    assert_eq!(r["rejected"], json!([]), "{r}");
+    env.run(&["verify", "copy"]).ok();
 }

@@ -736,3 +736,21 @@ fn a_query_budget_too_small_for_any_result_names_the_budget_needed() {
         "{v}"
     );
 }
+
+/// The create tool refuses a bidirectional override as `add` does, naming the field and the
+/// character.
+#[test]
+fn the_create_tool_refuses_a_bidirectional_override() {
+    let env = Env::with_project();
+    let mut c = Client::start(&env, &["--project", "demo"]);
+    let body = c.call(
+        "create",
+        "add",
+        json!({"section": "learnings", "kind": "other", "subject": "s", "scope": "repo",
+               "summary": "admin \u{202e}eurt = nimda", "content": "c", "confidence": 0.7,
+               "evidence": [{"type": "doc", "uri": "d.md", "note": "n"}]}),
+    );
+    assert_eq!(body["success"], false, "{body}");
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("`summary` contains U+202E"), "{body}");
+}

@@ -840,3 +840,87 @@ fn an_agent_task_with_wrong_types_is_refused() {
     );
     assert_eq!(r.code, 0, "{}", r.stderr);
 }
+
+/// Text that reorders or hides itself is refused on every write path, with the field, the
+/// character and the fix: bidirectional overrides and isolates everywhere, zero-width and other
+/// invisible characters in a subject, a tag, an evidence URI and the actor; prose keeps the
+/// zero-width joiner that emoji sequences need.
+#[test]
+fn text_that_reorders_or_hides_itself_is_refused_on_write() {
+    let env = Env::with_project();
+    let evidence = "code:src/lib.rs#L1-L9:where";
+    let refused = |args: &[&str], field: &str, code: &str| {
+        let r = env.run(args);
+        assert_eq!(r.code, 3, "{args:?}\n{}{}", r.stdout, r.stderr);
+        assert!(
+            r.stderr.contains(&format!("`{field}` contains {code}"))
+                && r.stderr.contains("remove it"),
+            "{args:?}\n{}",
+            r.stderr
+        );
+    };
+    let summary = "admin \u{202e}eurt = nimda";
+    refused(&add_args(summary, "c", evidence), "summary", "U+202E");
+    refused(
+        &add_args("s", "a\n\u{2067}b", evidence),
+        "content",
+        "U+2067",
+    );
+    refused(
+        &add_args("s", "c", "code:src/lib.rs:zero\u{200b}width"),
+        "evidence[0].note",
+        "U+200B",
+    );
+    refused(
+        &add_args("s", "c", "code:src/lib\u{200d}.rs:n"),
+        "evidence[0].uri",
+        "U+200D",
+    );
+    let subject = crate::common::add_args(
+        ("decisions", "decision"),
+        "s9\u{200d}",
+        "s",
+        "c",
+        "0.8",
+        evidence,
+    );
+    refused(&subject, "subject", "U+200D");
+    let mut tagged = add_args("s", "c", evidence);
+    tagged.extend(["--tag", "t\u{feff}"]);
+    refused(&tagged, "tags[0]", "U+FEFF");
+    assert!(log_bytes(&env).is_empty());
+    // Prose keeps a zero-width joiner: a family emoji is three people joined.
+    let id = env
+        .run(&add_args(
+            "family \u{1f468}\u{200d}\u{1f469}\u{200d}\u{1f467}",
+            "c",
+            evidence,
+        ))
+        .ok()
+        .stdout
+        .trim()
+        .to_owned();
+    refused(
+        &["deprecate", &id, "--reason", "x\u{202d}y"],
+        "reason",
+        "U+202D",
+    );
+    let r = env.run(&["--actor", "bob\u{200d}", "pin", &id]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("--actor contains U+200D"), "{}", r.stderr);
+    // apply: the same checks on JSON input.
+    let line = json!({"operation": "create", "entry": {"section": "learnings", "kind": "other",
+        "subject": "b\u{2060}", "scope": "repo", "summary": "s", "content": "c",
+        "confidence": 0.7, "evidence": [{"type": "doc", "uri": "d.md", "note": "n"}]}});
+    let r = run_stdin(
+        &env,
+        &["apply", "demo", "-", "--json"],
+        line.to_string().as_bytes(),
+    );
+    assert!(
+        r.stdout.contains("`entry.subject` contains U+2060"),
+        "{}",
+        r.stdout
+    );
+    assert_eq!(env.listed(), Some(1));
+}
