@@ -359,10 +359,11 @@ pub struct Batch<'a> {
     session: Session,
     _write_lock: Option<FileLock>,
     staged: Vec<Staged>,
-    /// Entries created or targeted by staged changes.
-    touched: BTreeSet<String>,
+    /// Entries created or targeted by staged changes. (Hashed: a bulk apply looks up every
+    /// update in both, and ordered keys with long common prefixes were a tenth of its staging.)
+    touched: rustc_hash::FxHashSet<String>,
     /// Subject, scope and summary of staged active creates, to refuse in-batch duplicates.
-    staged_keys: BTreeMap<(String, String, String), String>,
+    staged_keys: rustc_hash::FxHashMap<(String, String, String), String>,
     /// The many-entries warning is said once per batch.
     warned_size: bool,
     /// What earlier commits of this batch wrote.
@@ -437,8 +438,8 @@ impl<'a> Batch<'a> {
             session,
             _write_lock: write_lock,
             staged: Vec::new(),
-            touched: BTreeSet::new(),
-            staged_keys: BTreeMap::new(),
+            touched: rustc_hash::FxHashSet::default(),
+            staged_keys: rustc_hash::FxHashMap::default(),
             warned_size: false,
             done: Committed::default(),
             unsynced: Vec::new(),

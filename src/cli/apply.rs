@@ -648,10 +648,15 @@ pub fn run(ctx: &Ctx, args: ApplyArgs, out: &mut Out) -> Result<ExitCode> {
     // be blocked reading a pipe that stays open, and it stops at its next update once
     // `receive` is gone.
     let policy = batch.policy();
-    let (send, receive) = std::sync::mpsc::sync_channel(READ_AHEAD);
+    let (send, receive) = crossbeam_channel::bounded(READ_AHEAD);
     let reader = std::thread::spawn(move || read_and_precheck(updates, &policy, &send));
-    let (report, stopped, index) = stage_all(&mut batch, receive.iter());
-    drop(receive);
+    let mut in_order = InOrder {
+        receive,
+        early: std::collections::BTreeMap::new(),
+        next: 0,
+    };
+    let (report, stopped, index) = stage_all(&mut batch, &mut in_order);
+    drop(in_order);
     if stopped.is_none() {
         // Every update was received, so the reader has finished (or failed: then the input
         // was not read to its end, and nothing more may be committed as if it had been).
@@ -674,54 +679,41 @@ pub fn run(ctx: &Ctx, args: ApplyArgs, out: &mut Out) -> Result<ExitCode> {
 /// An update as read, and its [`Prechecked`] part.
 type ReadUpdate = (Result<Value>, Option<Prechecked>);
 
-/// Reads `updates` and sends each on with its [`Prechecked`] part, in order. The prechecks (the
-/// secret scan above all) cost more than the staging that waits for them, so they run on as
-/// many threads as the machine has cores, and are put back in order before they are sent.
+/// Reads `updates` and sends each on with its number (from 0) and its [`Prechecked`] part. The
+/// prechecks (the secret scan above all) cost more than the staging that waits for them, so
+/// they run on as many threads as the machine has cores: the updates arrive out of order, and
+/// [`InOrder`] puts them back.
 fn read_and_precheck(
     mut updates: Updates,
     policy: &crate::policy::Policy,
-    send: &std::sync::mpsc::SyncSender<ReadUpdate>,
+    send: &crossbeam_channel::Sender<(usize, ReadUpdate)>,
 ) {
     let workers = crate::parallel::threads();
+    let mut n = 0;
     if workers < 2 {
         while let Some(item) = updates.next_update() {
             let pre = item.as_ref().ok().and_then(|u| precheck(u, policy));
-            if send.send((item, pre)).is_err() {
+            if send.send((n, (item, pre))).is_err() {
                 break;
             }
+            n += 1;
         }
         return;
     }
     let (to_check, unchecked) = crossbeam_channel::bounded::<(usize, Result<Value>)>(READ_AHEAD);
-    let (to_order, checked) = crossbeam_channel::bounded::<(usize, ReadUpdate)>(READ_AHEAD);
     std::thread::scope(|scope| {
         for _ in 0..workers {
-            let (unchecked, to_order) = (unchecked.clone(), to_order.clone());
+            let unchecked = unchecked.clone();
             scope.spawn(move || {
                 for (n, item) in unchecked {
                     let pre = item.as_ref().ok().and_then(|u| precheck(u, policy));
-                    if to_order.send((n, (item, pre))).is_err() {
+                    if send.send((n, (item, pre))).is_err() {
                         break;
                     }
                 }
             });
         }
-        drop((unchecked, to_order));
-        scope.spawn(move || {
-            // Updates that came back before one read earlier; as many as are in flight.
-            let mut early = std::collections::BTreeMap::new();
-            let mut next = 0;
-            for (n, read) in checked {
-                early.insert(n, read);
-                while let Some(read) = early.remove(&next) {
-                    if send.send(read).is_err() {
-                        return;
-                    }
-                    next += 1;
-                }
-            }
-        });
-        let mut n = 0;
+        drop(unchecked);
         while let Some(item) = updates.next_update() {
             if to_check.send((n, item)).is_err() {
                 break;
@@ -731,6 +723,29 @@ fn read_and_precheck(
         // The end of the input: the checkers stop once they have checked what was sent.
         drop(to_check);
     });
+}
+
+/// The updates [`read_and_precheck`] sends, in the order read.
+struct InOrder {
+    receive: crossbeam_channel::Receiver<(usize, ReadUpdate)>,
+    /// Updates that came before one read earlier; at most as many as are in flight.
+    early: std::collections::BTreeMap<usize, ReadUpdate>,
+    next: usize,
+}
+
+impl Iterator for InOrder {
+    type Item = ReadUpdate;
+
+    fn next(&mut self) -> Option<ReadUpdate> {
+        loop {
+            if let Some(read) = self.early.remove(&self.next) {
+                self.next += 1;
+                return Some(read);
+            }
+            let (n, read) = self.receive.recv().ok()?;
+            self.early.insert(n, read);
+        }
+    }
 }
 
 /// Stages `updates` in order, appending every few thousand; returns what was done, the error
