@@ -1005,6 +1005,30 @@ impl Batch<'_> {
             for (field, text) in texts {
                 verdict.merge(self.policy.check_free_text(&field, &text));
             }
+            // Text that hides or reorders itself, as a write refuses it: every string of the
+            // event, the created fields too (the policy's checks above do not look for it).
+            let mut all = vec![("actor".to_owned(), event.actor.clone())];
+            foreign_texts("data", data, false, &mut all);
+            for (field, text) in all {
+                if let Some(c) = text
+                    .chars()
+                    .find(|&c| crate::safe_text::is_unsafe(c) && !matches!(c, '\n' | '\t' | '\r'))
+                {
+                    verdict.problem(
+                        &field,
+                        "format",
+                        format!(
+                            "`{field}` contains U+{:04X}, {}: remove it",
+                            u32::from(c),
+                            if c.is_control() {
+                                "a control character"
+                            } else {
+                                crate::safe_text::describe_invisible(c)
+                            }
+                        ),
+                    );
+                }
+            }
         }
         let warnings = verdict.into_result().or_else(|(invalid, detections)| {
             if !self.ctx.dry_run {

@@ -43,7 +43,12 @@ pub struct Verdict {
 }
 
 impl Verdict {
-    fn problem(&mut self, field: impl Into<String>, constraint: &'static str, message: String) {
+    pub(crate) fn problem(
+        &mut self,
+        field: impl Into<String>,
+        constraint: &'static str,
+        message: String,
+    ) {
         self.problems.push(Problem {
             field: field.into(),
             constraint,

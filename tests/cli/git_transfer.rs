@@ -797,3 +797,41 @@ fn an_import_rejects_events_whose_create_or_parents_it_does_not_have() {
     assert_eq!(r["rejected"], json!([]), "{r}");
     env.run(&["verify", "copy"]).ok();
 }
+
+/// An imported event is refused, as a write would be, when its text hides or reorders itself
+/// (a bidirectional override in an update's content), and nothing of it is appended.
+#[test]
+fn an_import_refuses_text_that_reorders_itself() {
+    let env = two_projects();
+    let a = add(&env, "demo", NOW, "learnings", "a", "0.7", "t");
+    env.run(&["export", "demo", "ev.jsonl", "--format", "events"])
+        .ok();
+    let log = std::fs::read_to_string(env.root().join("ev.jsonl")).unwrap_or_default();
+    let create = projections::decode_line(log.lines().next().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut set = serde_json::Map::new();
+    set.insert("content".into(), "admin \u{202e}eurt = nimda".into());
+    let update = projections::Event::build(
+        &a,
+        "elsewhere",
+        "2026-11-23T10:00:00.000Z",
+        vec![create.id.clone()],
+        projections::EventData::Update { set, reason: None },
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let text = format!(
+        "{}\n{}\n",
+        log.lines().next().unwrap_or_default(),
+        update.to_line().unwrap_or_else(|e| panic!("{e}"))
+    );
+    std::fs::write(env.root().join("hidden.jsonl"), text).unwrap_or_else(|e| panic!("{e}"));
+    let r = env
+        .run(&["import", "copy", "hidden.jsonl", "--json"])
+        .json();
+    assert_eq!(r["imported"].as_array().map(Vec::len), Some(1), "{r}");
+    let reason = r["rejected"][0]["reason"].to_string();
+    assert!(reason.contains("U+202E"), "{r}");
+    let copy =
+        std::fs::read_to_string(env.root().join("ai-memory/copy/events.jsonl")).unwrap_or_default();
+    assert!(!copy.contains('\u{202e}'), "{copy}");
+}
