@@ -377,6 +377,8 @@ pub struct Batch<'a> {
     /// The policy's verdict on the content of the create being staged, checked ahead of time
     /// (see [`Batch::stage_checked`]).
     prechecked: Option<crate::policy::Verdict>,
+    /// The event of that create, built ahead of time too (see [`Batch::stage_checked`]).
+    prebuilt: Option<(Event, String)>,
     /// Event ids and created entries of the foreign events this batch accepted (see
     /// [`Batch::stage_foreign`]), staged or already appended: what a later foreign event may
     /// name as a parent or an entry.
@@ -446,6 +448,7 @@ impl<'a> Batch<'a> {
             sync_on_finish: false,
             deferred: None,
             prechecked: None,
+            prebuilt: None,
             foreign_events: std::collections::HashSet::new(),
             foreign_entries: std::collections::HashSet::new(),
         })
@@ -479,6 +482,7 @@ impl<'a> Batch<'a> {
         check: impl FnOnce(&Session, Option<&EntryState>) -> Result<Change>,
     ) -> Result<Written> {
         let content = self.prechecked.take();
+        let prebuilt = self.prebuilt.take();
         let target = match change.target().map(|t| self.session.resolve(t)).transpose() {
             // The target may be an entry this batch wrote and the store has not seen yet.
             Err(Error::NotFound { .. }) if self.deferred.is_some() || !self.staged.is_empty() => {
@@ -542,7 +546,13 @@ impl<'a> Batch<'a> {
             None => Vec::new(),
         };
         let key = duplicate_key(&change);
-        let (events, id, superseded) = build_events(change, heads, self.ctx)?;
+        let (events, id, superseded) = match (prebuilt, &change) {
+            (Some(event), Change::Create { .. }) => {
+                let id = event.0.entry.clone();
+                (vec![event], id, None)
+            }
+            _ => build_events(change, heads, self.ctx)?,
+        };
         if let Some(key) = key {
             self.staged_keys.insert(key, id.clone());
         }
@@ -567,7 +577,9 @@ impl<'a> Batch<'a> {
     /// `content` is the policy's verdict on ([`Policy::check_entry`] with every field): that
     /// check, the slowest of a create (every field is scanned for secrets), ran ahead, on
     /// another thread, while earlier updates were staged. The checks against the store and
-    /// the batch still run here.
+    /// the batch still run here. `event`, when given, is the create's event, built ahead as
+    /// well ([`Event::build_with_line`] with this batch's actor and time, no parents): encoding
+    /// and hashing it was the larger part of what the staging thread did per create.
     ///
     /// # Errors
     /// As [`Batch::stage`].
@@ -575,9 +587,13 @@ impl<'a> Batch<'a> {
         &mut self,
         change: Change,
         content: crate::policy::Verdict,
+        event: Option<(Event, String)>,
         check: impl FnOnce(&Session, Option<&EntryState>) -> Result<Change>,
     ) -> Result<Written> {
         self.prechecked = Some(content);
+        self.prebuilt = event.filter(|(e, _)| {
+            e.actor == self.ctx.actor && e.at == self.ctx.at && e.parents.is_empty()
+        });
         self.stage(change, check)
     }
 

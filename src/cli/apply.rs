@@ -113,6 +113,7 @@ impl Sink<'_, '_> {
             fields,
             status,
             content,
+            event,
         } = pre;
         let change = Change::Create {
             fields: fields.clone(),
@@ -122,7 +123,7 @@ impl Sink<'_, '_> {
             Ok(Change::Create { fields, status })
         };
         match self {
-            Self::Batch(b) => b.stage_checked(change, content, check),
+            Self::Batch(b) => b.stage_checked(change, content, event, check),
             Self::NoProject(project, wctx) => write(project, wctx, change, check),
         }
     }
@@ -135,12 +136,18 @@ pub(super) struct Prechecked {
     fields: projections::EntryFields,
     status: projections::Status,
     content: crate::policy::Verdict,
+    /// The create's event and line, built with the batch's actor and time.
+    event: Option<(projections::Event, String)>,
 }
 
 /// The [`Prechecked`] part of `update` when it is a create that passes every check made
 /// without the store; `None` for anything else (which [`apply_one`] then checks in full, and
 /// reports).
-pub(super) fn precheck(update: &Value, policy: &crate::policy::Policy) -> Option<Prechecked> {
+pub(super) fn precheck(
+    update: &Value,
+    policy: &crate::policy::Policy,
+    (actor, at): (&str, &str),
+) -> Option<Prechecked> {
     let Value::Object(map) = update else {
         return None;
     };
@@ -154,10 +161,16 @@ pub(super) fn precheck(update: &Value, policy: &crate::policy::Policy) -> Option
     let input = entry_input_from_json(map.get("entry")?, "entry.").ok()?;
     let (fields, status) = check_create(&input).ok()?;
     let content = policy.check_entry(&fields, status, None);
+    let data = projections::EventData::Create {
+        fields: fields.clone(),
+        status,
+    };
+    let event = projections::Event::build_with_line("", actor, at, Vec::new(), data).ok();
     Some(Prechecked {
         fields,
         status,
         content,
+        event,
     })
 }
 
@@ -649,7 +662,8 @@ pub fn run(ctx: &Ctx, args: ApplyArgs, out: &mut Out) -> Result<ExitCode> {
     // `receive` is gone.
     let policy = batch.policy();
     let (send, receive) = crossbeam_channel::bounded(READ_AHEAD);
-    let reader = std::thread::spawn(move || read_and_precheck(updates, &policy, &send));
+    let author = (wctx.actor.clone(), wctx.at.clone());
+    let reader = std::thread::spawn(move || read_and_precheck(updates, &policy, &author, &send));
     let mut in_order = InOrder {
         receive,
         early: std::collections::BTreeMap::new(),
@@ -686,13 +700,15 @@ type ReadUpdate = (Result<Value>, Option<Prechecked>);
 fn read_and_precheck(
     mut updates: Updates,
     policy: &crate::policy::Policy,
+    (actor, at): &(String, String),
     send: &crossbeam_channel::Sender<(usize, ReadUpdate)>,
 ) {
+    let author = (actor.as_str(), at.as_str());
     let workers = crate::parallel::threads();
     let mut n = 0;
     if workers < 2 {
         while let Some(item) = updates.next_update() {
-            let pre = item.as_ref().ok().and_then(|u| precheck(u, policy));
+            let pre = item.as_ref().ok().and_then(|u| precheck(u, policy, author));
             if send.send((n, (item, pre))).is_err() {
                 break;
             }
@@ -706,7 +722,7 @@ fn read_and_precheck(
             let unchecked = unchecked.clone();
             scope.spawn(move || {
                 for (n, item) in unchecked {
-                    let pre = item.as_ref().ok().and_then(|u| precheck(u, policy));
+                    let pre = item.as_ref().ok().and_then(|u| precheck(u, policy, author));
                     if send.send((n, (item, pre))).is_err() {
                         break;
                     }
