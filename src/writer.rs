@@ -972,12 +972,14 @@ impl Batch<'_> {
     /// policy first: an event that creates an entry is checked as a create of its fields (schema,
     /// evidence, secrets, duplicates), and every other text it carries (the actor, reasons,
     /// values it sets) is scanned for credentials. An event the log or this batch already holds
-    /// is not staged (`None`).
+    /// is not staged (`None`). `line` is the event's line where it comes from: a tombstone's is
+    /// kept as it is, and the caller must have checked that the purge it names vouches for it
+    /// ([`crate::log::tombstones::unvouched`]).
     ///
     /// # Errors
     /// [`Error::Invalid`] when the policy refuses it (detections are logged, never the value).
-    pub fn stage_foreign(&mut self, event: Event) -> Result<Option<Written>> {
-        self.stage_foreign_with(event, false)
+    pub fn stage_foreign(&mut self, event: Event, line: Option<String>) -> Result<Option<Written>> {
+        self.stage_foreign_with(event, line, false)
     }
 
     /// [`Batch::stage_foreign`]; with `allow_duplicates`, a created entry that duplicates an
@@ -989,6 +991,7 @@ impl Batch<'_> {
     pub fn stage_foreign_with(
         &mut self,
         event: Event,
+        line: Option<String>,
         allow_duplicates: bool,
     ) -> Result<Option<Written>> {
         let staged_already = self
@@ -1061,7 +1064,13 @@ impl Batch<'_> {
         let id = event
             .created_entry()
             .map_or_else(|| event.entry.clone(), str::to_owned);
-        let events = vec![(event.clone(), event.to_line()?)];
+        // A tombstone keeps its line (its id hashes the content a purge removed, so the line
+        // cannot be made again); the caller checked that the purge it names vouches for it.
+        let line = match line.filter(|l| crate::log::tombstones::marked(l)) {
+            Some(l) => l,
+            None => event.to_line()?,
+        };
+        let events = vec![(event.clone(), line)];
         let written = unstored(&events, id, None, warnings);
         self.foreign_events.insert(event.id.clone());
         self.foreign_entries

@@ -25,6 +25,9 @@ pub enum Strategy {
     Merge,
 }
 
+/// An event of an input file and its line, or why the line is no event.
+pub type InputEvent = std::result::Result<(Event, String), String>;
+
 /// What was read from the input.
 #[derive(Debug, Clone)]
 pub enum Input {
@@ -32,7 +35,8 @@ pub enum Input {
     /// an `Err` is a part of the input that is not a record, with the reason.
     Records(Vec<(String, std::result::Result<Value, String>)>),
     /// Raw events, each with its line.
-    Events(Vec<(String, std::result::Result<Event, String>)>),
+    /// Each with where it was and its line.
+    Events(Vec<(String, InputEvent)>),
 }
 
 fn is_event(v: &Value) -> bool {
@@ -107,7 +111,9 @@ pub fn read(path: &Path, bytes: Option<Vec<u8>>, within: Option<&Path>) -> Resul
         match serde_json::from_str::<Value>(line) {
             Ok(v) if is_event(&v) => events.push((
                 at,
-                projections::decode_line(line).map_err(|e| e.to_string()),
+                projections::decode_line(line)
+                    .map(|e| (e, line.to_owned()))
+                    .map_err(|e| e.to_string()),
             )),
             Ok(v) => records.push((at, Ok(v))),
             Err(e) => records.push((at, Err(format!("not JSON: {e}")))),
@@ -490,7 +496,7 @@ fn import_one(
             },
         )?;
         let created = create.id.clone();
-        batch.stage_foreign(create)?;
+        batch.stage_foreign(create, None)?;
         this_import.insert(derived.clone());
         this_import.insert(key);
         if deprecated {
@@ -510,7 +516,7 @@ fn import_one(
                     reason: Some("imported as deprecated".into()),
                 },
             )?;
-            batch.stage_foreign(deprecate)?;
+            batch.stage_foreign(deprecate, None)?;
         }
         return Ok((Fate::Imported, Some(derived), None));
     };
@@ -580,7 +586,7 @@ fn strategy_name(s: Strategy) -> &'static str {
 pub fn import_events(
     project: &Project,
     ctx: &WriteContext,
-    events: Vec<(String, std::result::Result<Event, String>)>,
+    events: Vec<(String, InputEvent)>,
 ) -> Result<Report> {
     let mut report = Report::default();
     let mut batch = Batch::open(project, ctx)?;
@@ -591,7 +597,7 @@ pub fn import_events(
         .enumerate()
         .map(|(i, (source, _))| (crate::policy::validate::redact_secrets(source), i))
         .collect();
-    let mut ordered: Vec<(String, Event)> = Vec::new();
+    let mut ordered: Vec<(String, (Event, String))> = Vec::new();
     for (source, e) in events {
         match e {
             Ok(e) => ordered.push((source, e)),
@@ -602,15 +608,21 @@ pub fn import_events(
     }
     // An event after its parents and its entry's create, so that a refused one takes the
     // events that descend from it with it: nothing orphaned reaches the log.
-    let ordered = crate::git::parents_first::parents_first(ordered, |(_, e)| e);
+    let ordered = crate::git::parents_first::parents_first(ordered, |(_, (e, _))| e);
+    // A tombstone is copied as its line, when a purge of the input or the project vouches for
+    // it; else it is rejected, and what descends from it with it.
+    let pairs: Vec<(&Event, &str)> = ordered.iter().map(|(_, (e, l))| (e, l.as_str())).collect();
+    let unvouched =
+        crate::log::tombstones::unvouched(&pairs, |p| batch.session().store().stored_event(p))?;
     let mut refused_events: std::collections::HashSet<String> = std::collections::HashSet::new();
-    for (source, event) in ordered {
+    for (source, (event, line)) in ordered {
         let id = event.id.clone();
         let refused_entry = event.entries().find(|x| refused.contains(*x));
         let refused_parent = event.parents.iter().find(|p| refused_events.contains(*p));
         if let Some(why) = refused_entry
             .map(|entry| format!("the creation of entry {entry} was rejected"))
             .or_else(|| refused_parent.map(|p| format!("its parent {p} was rejected")))
+            .or_else(|| unvouched.get(&id).cloned())
         {
             let entry = refused_entry.unwrap_or(&event.entry);
             report
@@ -621,7 +633,7 @@ pub fn import_events(
         }
         let creates = event.created_entry().map(str::to_owned);
         let entry = creates.clone().unwrap_or_else(|| event.entry.clone());
-        match batch.stage_foreign(event) {
+        match batch.stage_foreign(event, Some(line)) {
             Ok(Some(_)) => report
                 .imported
                 .push(outcome(&source, Some(&id), Some(&entry), None)),

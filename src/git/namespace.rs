@@ -135,8 +135,13 @@ pub fn merge(from: &Project, into: &Project, ctx: &WriteContext) -> Result<Merge
     let mut created = Vec::new();
     let mut refused = std::collections::BTreeSet::new();
     let mut batch = Batch::open(into, ctx)?;
+    // A tombstone is copied as its line, when a purge of the project vouches for it.
+    let pairs: Vec<(&projections::Event, &str)> =
+        events.iter().map(|(e, l)| (e, l.as_str())).collect();
+    let unvouched =
+        crate::log::tombstones::unvouched(&pairs, |p| batch.session().store().stored_event(p))?;
     let mut seen = std::collections::HashSet::new();
-    for (event, _) in events {
+    for (event, line) in events {
         if !seen.insert(event.id.clone()) {
             continue;
         }
@@ -147,7 +152,12 @@ pub fn merge(from: &Project, into: &Project, ctx: &WriteContext) -> Result<Merge
             continue;
         }
         let creates = event.created_entry().map(str::to_owned);
-        match batch.stage_foreign_with(event, true) {
+        if let Some(why) = unvouched.get(&id) {
+            refused.extend(creates);
+            out.rejected.push((id, why.clone()));
+            continue;
+        }
+        match batch.stage_foreign_with(event, Some(line), true) {
             Ok(Some(_)) => {
                 out.added += 1;
                 created.extend(creates);

@@ -46,3 +46,34 @@ pub fn problem(
         )),
     })
 }
+
+/// The tombstones among `events` (each with its line) that nothing vouches for, with why: a
+/// purge among `events`, or one `stored` finds, must. For an import, which copies a tombstone
+/// line as it is (its id cannot be recomputed) only when the purge it names comes with it.
+///
+/// # Errors
+/// Those of `stored`.
+pub fn unvouched<'a>(
+    events: &[(&'a Event, &'a str)],
+    stored: impl Fn(&str) -> crate::error::Result<Option<Event>>,
+) -> crate::error::Result<std::collections::HashMap<String, String>> {
+    let mut out = std::collections::HashMap::new();
+    if !events.iter().any(|(_, line)| marked(line)) {
+        return Ok(out);
+    }
+    let purges: std::collections::HashMap<&str, &Event> = events
+        .iter()
+        .filter(|(e, _)| matches!(e.data, EventData::Purge { .. }))
+        .map(|(e, _)| (e.id.as_str(), *e))
+        .collect();
+    for (event, line) in events.iter().filter(|(_, line)| marked(line)) {
+        let purge_of = |p: &str| match purges.get(p) {
+            Some(e) => Ok(Some((*e).clone())),
+            None => stored(p),
+        };
+        if let Some(why) = problem(&event.id, line, purge_of)? {
+            out.insert(event.id.clone(), why);
+        }
+    }
+    Ok(out)
+}

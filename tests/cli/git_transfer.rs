@@ -835,3 +835,79 @@ fn an_import_refuses_text_that_reorders_itself() {
         std::fs::read_to_string(env.root().join("ai-memory/copy/events.jsonl")).unwrap_or_default();
     assert!(!copy.contains('\u{202e}'), "{copy}");
 }
+
+/// A project that went through purge and gc moves to another by `merge-project` and by an
+/// event export and import: its tombstones are copied as they are (the purge vouches for them
+/// there too), and the target's log still verifies.
+#[test]
+fn tombstones_move_with_merge_project_and_import() {
+    let env = two_projects();
+    env.run(&["init", "third"]).ok();
+    let keep = add(&env, "demo", NOW, "learnings", "keep", "0.7", "t");
+    let gone = add(&env, "demo", NOW, "learnings", "gone", "0.8", "t");
+    env.run(&[
+        "-p",
+        "demo",
+        "purge",
+        &gone,
+        "--reason",
+        "pasted by mistake",
+    ])
+    .ok();
+    env.run(&["gc", "demo"]).ok();
+    assert!(
+        std::fs::read_to_string(env.root().join("ai-memory/demo/events.jsonl"))
+            .unwrap_or_default()
+            .contains("\"purged_by\":")
+    );
+    // A replacement purged: the supersede that created it is the tombstone, and it belongs
+    // to the replaced entry too, which an export keeps.
+    let replaced = env
+        .run(&[
+            "-p",
+            "demo",
+            "supersede",
+            &keep,
+            "--summary",
+            "Replacement",
+            "--content",
+            "Kept",
+        ])
+        .ok()
+        .stdout
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_owned();
+    env.run(&[
+        "-p",
+        "demo",
+        "purge",
+        &replaced,
+        "--reason",
+        "pasted by mistake",
+    ])
+    .ok();
+    env.run(&["gc", "demo"]).ok();
+    env.run(&["merge-project", "demo", "copy"]).ok();
+    env.run(&["export", "demo", "ev.jsonl", "--format", "events"])
+        .ok();
+    let exported = std::fs::read_to_string(env.root().join("ev.jsonl")).unwrap_or_default();
+    assert!(exported.contains("\"purged_by\":"), "{exported}");
+    env.run(&["import", "third", "ev.jsonl"]).ok();
+    for (project, purged) in [("copy", vec![&gone, &replaced]), ("third", vec![&replaced])] {
+        let v = env.run(&["verify", project, "--json"]).json();
+        assert_eq!(v["ok"], true, "{project}: {v}");
+        std::fs::remove_dir_all(env.root().join(format!("ai-memory/{project}/.memlog")))
+            .unwrap_or_else(|e| panic!("{e}"));
+        for id in purged {
+            let shown = env.run(&["-p", project, "show", id, "--json"]).ok().json();
+            assert_eq!(shown["purged"], true, "{project}: {shown}");
+        }
+        let shown = env
+            .run(&["-p", project, "show", &keep, "--json"])
+            .ok()
+            .json();
+        assert_eq!(shown["status"], "superseded", "{project}: {shown}");
+    }
+}
