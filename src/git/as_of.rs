@@ -122,7 +122,8 @@ fn redact_purged(
     Ok(out)
 }
 
-/// Every event of the log with its line, each line verified.
+/// Every event of the log with its line, each line verified, and each tombstone vouched for
+/// by the purge it names (see [`crate::log::tombstones`]).
 ///
 /// # Errors
 /// [`Error::CorruptLog`] for a bad line.
@@ -130,9 +131,25 @@ pub fn all_events(project: &Project) -> Result<Vec<(Event, String)>> {
     let path = project.log_path();
     let buf = event_log::read_complete(&path, 0)?;
     let mut events = Vec::new();
+    let mut places = Vec::new();
     for line in event_log::lines(&buf, 1, 0).filter(|l| !event_log::is_blank(l)) {
         let event = event_log::decode(&path, &line)?;
+        places.push((line.number, line.offset));
         events.push((event, String::from_utf8_lossy(line.bytes).into_owned()));
+    }
+    let pairs: Vec<(&Event, &str)> = events.iter().map(|(e, l)| (e, l.as_str())).collect();
+    let unvouched = crate::log::tombstones::unvouched(&pairs, |_| Ok(None))?;
+    if let Some(((line, offset), (event, _))) = places
+        .iter()
+        .zip(&events)
+        .find(|(_, (e, _))| unvouched.contains_key(&e.id))
+    {
+        return Err(Error::CorruptLog {
+            path,
+            line: *line,
+            offset: *offset,
+            problem: unvouched[&event.id].clone(),
+        });
     }
     Ok(events)
 }

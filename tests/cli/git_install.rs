@@ -563,7 +563,13 @@ fn a_forged_tombstone_is_neither_read_nor_committed() {
         })
         .unwrap_or_else(|e| panic!("{e}: {forged}"));
     std::fs::write(env.log(), &blanked).unwrap_or_else(|e| panic!("{e}"));
-    for args in [vec!["list"], vec!["show", id.as_str()]] {
+    for args in [
+        vec!["list"],
+        vec!["show", id.as_str()],
+        vec!["export", "demo", "--format", "events", "-"],
+        vec!["list", "--as-of", "2099-01-01T00:00:00Z"],
+        vec!["fork", "demo", "copy"],
+    ] {
         let r = env.run(&args);
         assert_eq!(r.code, 6, "{args:?}: {}", r.stdout);
         assert!(r.stderr.contains("which is not in the log"), "{}", r.stderr);
