@@ -403,8 +403,11 @@ impl Updates {
             }
         };
         let mut first = Vec::new();
+        // Line numbers count blank lines too, as an editor shows them.
+        let mut first_number = 0;
         loop {
             first.clear();
+            first_number += 1;
             if (&mut reader)
                 .take(MAX_INPUT_BYTES as u64 + 1)
                 .read_until(b'\n', &mut first)?
@@ -421,15 +424,23 @@ impl Updates {
         let (first_value, first_error) = match super::strict_json::from_slice(&first) {
             Ok(v) => (Some(v), None),
             Err(e) if serde_json::from_slice::<serde::de::IgnoredAny>(&first).is_ok() => {
-                (Some(Value::Null), Some(line_error(1, &e)))
+                (Some(Value::Null), Some(line_error(first_number, &e)))
             }
             Err(_) => (None, None),
         };
         if let Some(value) = first_value {
             let mut probe = Vec::new();
+            let mut probe_number = first_number;
             loop {
                 probe.clear();
-                if reader.read_until(b'\n', &mut probe)? == 0 {
+                probe_number += 1;
+                // At most one byte past the limit: a longer line is refused when it is read
+                // as an update, without holding it.
+                if (&mut reader)
+                    .take(MAX_INPUT_BYTES as u64 + 1)
+                    .read_until(b'\n', &mut probe)?
+                    == 0
+                {
                     // The whole input was one line: one document.
                     if let Some(e) = first_error {
                         return Err(e);
@@ -453,7 +464,7 @@ impl Updates {
             );
             me.first_error = first_error;
             me.lines = Some(Box::new(std::io::BufReader::new(rest)));
-            me.next_line = 2;
+            me.next_line = probe_number;
             return Ok(me);
         }
         // One document over several lines.

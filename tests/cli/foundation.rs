@@ -890,3 +890,27 @@ fn apply_of_an_empty_input_says_there_was_nothing_to_apply() {
     }
     assert!(std::fs::read(env.log()).unwrap_or_default().is_empty());
 }
+
+/// A refused line is named by its line in the input, blank lines counted, as an editor shows
+/// it; and a line far over the limit is refused without taking the rest of the input with it.
+#[test]
+fn apply_names_a_refused_line_by_its_place_in_the_input() {
+    let env = Env::with_project();
+    let input = format!(
+        "{}\n\n\n\ngarbage\n{}\n{}\n{}\n",
+        create_line(1, "First"),
+        create_line(2, "Second"),
+        "y".repeat(17 * 1024 * 1024),
+        create_line(3, "Third"),
+    );
+    let r = stdin_run(&env, &["apply", "demo", "-", "--json"], input.as_bytes());
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let v = r.json();
+    let skipped = v["skipped"].to_string();
+    assert!(skipped.contains("line 5 is not valid JSON"), "{skipped}");
+    assert!(
+        skipped.contains("line 7 is longer than 16 MiB"),
+        "{skipped}"
+    );
+    assert_eq!(v["applied"].as_array().map(Vec::len), Some(3), "{v}");
+}
