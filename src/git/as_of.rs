@@ -137,20 +137,12 @@ pub fn all_events(project: &Project) -> Result<Vec<(Event, String)>> {
         places.push((line.number, line.offset));
         events.push((event, String::from_utf8_lossy(line.bytes).into_owned()));
     }
-    let pairs: Vec<(&Event, &str)> = events.iter().map(|(e, l)| (e, l.as_str())).collect();
-    let unvouched = crate::log::tombstones::unvouched(&pairs, |_| Ok(None))?;
-    if let Some(((line, offset), (event, _))) = places
+    let placed: Vec<(&Event, &str, usize, u64)> = events
         .iter()
-        .zip(&events)
-        .find(|(_, (e, _))| unvouched.contains_key(&e.id))
-    {
-        return Err(Error::CorruptLog {
-            path,
-            line: *line,
-            offset: *offset,
-            problem: unvouched[&event.id].clone(),
-        });
-    }
+        .zip(&places)
+        .map(|((e, l), (n, o))| (e, l.as_str(), *n, *o))
+        .collect();
+    crate::log::tombstones::check(&path, &placed, |_| Ok(None))?;
     Ok(events)
 }
 

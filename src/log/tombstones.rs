@@ -77,3 +77,27 @@ pub fn unvouched<'a>(
     }
     Ok(out)
 }
+
+/// The first of `events` (each with its line, and the line's number and byte offset in the
+/// log at `path`) that [`unvouched`] names, as the [`crate::error::Error::CorruptLog`] a reader
+/// stops with.
+///
+/// # Errors
+/// That error, and those of `stored`.
+pub fn check(
+    path: &std::path::Path,
+    events: &[(&Event, &str, usize, u64)],
+    stored: impl Fn(&str) -> crate::error::Result<Option<Event>>,
+) -> crate::error::Result<()> {
+    let pairs: Vec<(&Event, &str)> = events.iter().map(|(e, l, _, _)| (*e, *l)).collect();
+    let unvouched = unvouched(&pairs, stored)?;
+    match events.iter().find(|(e, ..)| unvouched.contains_key(&e.id)) {
+        None => Ok(()),
+        Some((event, _, line, offset)) => Err(crate::error::Error::CorruptLog {
+            path: path.to_path_buf(),
+            line: *line,
+            offset: *offset,
+            problem: unvouched[&event.id].clone(),
+        }),
+    }
+}

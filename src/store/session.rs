@@ -23,7 +23,7 @@ use crate::project::Project;
 use crate::store::{Fingerprint, Store};
 use projections::Event;
 use serde::Serialize;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::time::Duration;
 
 /// What opening the session had to do to bring the store up to date.
@@ -253,31 +253,12 @@ fn vouch_tombstones(
     events: &[(Event, String)],
     stored: Option<StoredEvent<'_>>,
 ) -> Result<()> {
-    use crate::log::tombstones;
-    let mut marked = events
+    let placed: Vec<(&Event, &str, usize, u64)> = events
         .iter()
         .zip(lines)
-        .filter(|((_, text), _)| tombstones::marked(text))
-        .peekable();
-    if marked.peek().is_none() {
-        return Ok(());
-    }
-    let in_batch: HashMap<&str, &Event> = events.iter().map(|(e, _)| (e.id.as_str(), e)).collect();
-    for ((event, text), line) in marked {
-        let purge_of = |p: &str| match in_batch.get(p) {
-            Some(e) => Ok(Some((*e).clone())),
-            None => stored.map_or(Ok(None), |find| find(p)),
-        };
-        if let Some(problem) = tombstones::problem(&event.id, text, purge_of)? {
-            return Err(Error::CorruptLog {
-                path: path.to_path_buf(),
-                line: line.number,
-                offset: line.offset,
-                problem,
-            });
-        }
-    }
-    Ok(())
+        .map(|((e, text), l)| (e, text.as_str(), l.number, l.offset))
+        .collect();
+    crate::log::tombstones::check(path, &placed, |p| stored.map_or(Ok(None), |find| find(p)))
 }
 
 /// Lines decoded per parallel step: the decoded events of one step are moved into the result
