@@ -189,12 +189,12 @@ fn precondition(change: &Change, state: &EntryState) -> Result<()> {
         Change::Purge { .. } if state.purged => Ok(()),
         // A conflict left by a write beside the purge is cleared without changing anything.
         Change::Resolve { set, .. } if state.purged && set.is_empty() => Ok(()),
-        Change::Pin { .. } if state.pinned => refuse(format!("{} is already pinned", state.id)),
-        Change::Unpin { .. } if !state.pinned => refuse(format!("{} is not pinned", state.id)),
         _ if state.purged => refuse(format!(
             "{} was purged; its content is gone and it cannot change",
             state.id
         )),
+        Change::Pin { .. } if state.pinned => refuse(format!("{} is already pinned", state.id)),
+        Change::Unpin { .. } if !state.pinned => refuse(format!("{} is not pinned", state.id)),
         Change::Transition { from, to, .. } if state.lifecycle != *from => refuse(format!(
             "{} is `{}`, not `{from}`: it changed since it was evaluated; run the command again \
              (lifecycle transition from `{from}` to `{to}` refused)",
@@ -511,6 +511,14 @@ impl<'a> Batch<'a> {
             ),
             None => None,
         };
+        // A purged entry is said to be purged before the change is checked: a supersede made
+        // from its blanked fields would be refused for their emptiness instead.
+        // (A purge and a resolve of it are judged on what `check` makes of them.)
+        if let Some(s) = state.as_ref().filter(|s| s.purged)
+            && !matches!(change, Change::Purge { .. } | Change::Resolve { .. })
+        {
+            precondition(&change, s)?;
+        }
         let change = check(&self.session, state.as_ref())?;
         if let Some(s) = &state {
             precondition(&change, s)?;

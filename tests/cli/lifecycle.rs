@@ -420,6 +420,12 @@ fn purge_then_gc_removes_the_content_and_the_log_still_verifies() {
     std::fs::write(env.log(), &log).unwrap_or_else(|e| panic!("{e}"));
     let again = env.run(&["purge", &id, "--reason", "again"]);
     assert_eq!(again.code, 3, "{}", again.stderr);
+    // Any other change says the entry was purged, not what its blanked fields lack.
+    for args in [vec!["supersede", id.as_str()], vec!["unpin", id.as_str()]] {
+        let r = env.run(&args);
+        assert_eq!(r.code, 3, "{args:?}: {}", r.stderr);
+        assert!(r.stderr.contains("was purged"), "{args:?}: {}", r.stderr);
+    }
 }
 
 #[test]
