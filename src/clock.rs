@@ -101,12 +101,15 @@ pub fn parse_time(s: &str) -> Result<DateTime<Utc>, String> {
     Ok(t)
 }
 
-fn parse_any_time(s: &str) -> Result<DateTime<Utc>, String> {
+fn parse_any_time(given: &str) -> Result<DateTime<Utc>, String> {
+    // RFC 3339 allows `t` and `z` in lower case.
+    let upper = given.to_ascii_uppercase();
+    let s = upper.as_str();
     // chrono alone tolerates signed years and padded fields; accept only the plain layouts.
     if !plain_layout(s) {
         return Err(format!(
             "`{}` is not an ISO 8601 time; use e.g. 2026-11-22T10:31:12Z, 2026-11-22T10:31:12+01:00 or 2026-11-22",
-            s.escape_debug()
+            given.escape_debug()
         ));
     }
     if let Ok(t) = DateTime::parse_from_rfc3339(s) {
@@ -121,7 +124,8 @@ fn parse_any_time(s: &str) -> Result<DateTime<Utc>, String> {
         return Ok(t.and_utc());
     }
     Err(format!(
-        "`{s}` is not a valid time (no such date or hour); use e.g. 2026-11-22T10:31:12Z"
+        "`{}` is not a valid time (no such date or hour); use e.g. 2026-11-22T10:31:12Z",
+        given.escape_debug()
     ))
 }
 
@@ -159,6 +163,7 @@ mod tests {
             "2026-11-22T10:31:12Z",
             "2026-11-22T10:31:12.5+01:00",
             "2026-11-22T10:31:12",
+            "2026-11-22t10:31:12z",
         ] {
             assert!(parse_time(ok).is_ok(), "{ok}");
         }
