@@ -346,27 +346,7 @@ fn related_first(records: Vec<Record>) -> Vec<(usize, Record)> {
                 .collect()
         })
         .collect();
-    // Depth-first, with an explicit stack: a long chain of references is no deep recursion.
-    let mut order = Vec::with_capacity(records.len());
-    let mut seen = vec![false; records.len()];
-    for start in 0..records.len() {
-        if seen[start] {
-            continue;
-        }
-        seen[start] = true;
-        let mut stack = vec![(start, 0)];
-        while let Some((node, next)) = stack.pop() {
-            if let Some(&dep) = related[node].get(next) {
-                stack.push((node, next + 1));
-                if !seen[dep] {
-                    seen[dep] = true;
-                    stack.push((dep, 0));
-                }
-            } else {
-                order.push(node);
-            }
-        }
-    }
+    let order = crate::git::parents_first::dependencies_first(&related);
     let mut slots: Vec<Option<_>> = records.into_iter().map(Some).collect();
     order
         .into_iter()

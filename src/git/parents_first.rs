@@ -39,10 +39,18 @@ pub fn parents_first<T>(items: Vec<T>, event: impl Fn(&T) -> &Event) -> Vec<T> {
                 .collect()
         })
         .collect();
-    // Depth-first, post-order, with an explicit stack: a long chain is no deep recursion.
-    let mut order = Vec::with_capacity(items.len());
-    let mut seen = vec![false; items.len()];
-    for start in 0..items.len() {
+    let order = dependencies_first(&deps);
+    let mut slots: Vec<Option<T>> = items.into_iter().map(Some).collect();
+    order.into_iter().filter_map(|i| slots[i].take()).collect()
+}
+
+/// The indexes `0..deps.len()` ordered so that each comes after the ones `deps[i]` names
+/// (depth-first, post-order; a cycle is cut where it closes). An explicit stack: a long chain
+/// is no deep recursion.
+pub fn dependencies_first(deps: &[Vec<usize>]) -> Vec<usize> {
+    let mut order = Vec::with_capacity(deps.len());
+    let mut seen = vec![false; deps.len()];
+    for start in 0..deps.len() {
         if seen[start] {
             continue;
         }
@@ -60,8 +68,7 @@ pub fn parents_first<T>(items: Vec<T>, event: impl Fn(&T) -> &Event) -> Vec<T> {
             }
         }
     }
-    let mut slots: Vec<Option<T>> = items.into_iter().map(Some).collect();
-    order.into_iter().filter_map(|i| slots[i].take()).collect()
+    order
 }
 
 #[cfg(test)]

@@ -117,8 +117,8 @@ fn explain_shows_the_decay_of_each_result() {
     );
 }
 
-#[test]
-fn the_decay_function_of_the_policy_is_the_one_ranking_uses() {
+/// A project whose policy decays linearly over 40 days.
+fn with_linear_decay_over_40_days() -> Env {
     let env = Env::with_project();
     let config = env.root().join("ai-memory/demo/memlog.json");
     let text = std::fs::read_to_string(&config).unwrap_or_else(|e| panic!("{e}"));
@@ -126,6 +126,12 @@ fn the_decay_function_of_the_policy_is_the_one_ranking_uses() {
     doc["policies"]["lifecycle"]["decay"] =
         serde_json::json!({"function": "linear", "period_days": 40});
     std::fs::write(&config, doc.to_string()).unwrap_or_else(|e| panic!("{e}"));
+    env
+}
+
+#[test]
+fn the_decay_function_of_the_policy_is_the_one_ranking_uses() {
+    let env = with_linear_decay_over_40_days();
     let id = env.add_at(NOW, "cache.alpha", "Cache eviction uses LRU alpha", "0.9");
     let hits = query(&env, &day(10), "eviction");
     // Linear over 40 days, 10 days on: 0.75.
@@ -134,13 +140,7 @@ fn the_decay_function_of_the_policy_is_the_one_ranking_uses() {
 
 #[test]
 fn a_corpus_past_the_end_of_a_linear_decay_still_ranks_by_relevance() {
-    let env = Env::with_project();
-    let config = env.root().join("ai-memory/demo/memlog.json");
-    let text = std::fs::read_to_string(&config).unwrap_or_else(|e| panic!("{e}"));
-    let mut doc: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}"));
-    doc["policies"]["lifecycle"]["decay"] =
-        serde_json::json!({"function": "linear", "period_days": 40});
-    std::fs::write(&config, doc.to_string()).unwrap_or_else(|e| panic!("{e}"));
+    let env = with_linear_decay_over_40_days();
     let answer = env.add_at(
         NOW,
         "cache.redis",
