@@ -345,13 +345,10 @@ pub fn has_no_words(text: &str) -> bool {
 
 /// The searched terms an entry holds, in query order (for queries of more than 64 terms).
 fn matched_terms(entry: &EntryState, terms: &[TermReport]) -> Vec<String> {
-    let have = super::text_index::analyze(entry).tfs;
+    let have = super::text_index::analyze(entry);
     terms
         .iter()
-        .filter(|t| {
-            have.binary_search_by(|(h, _)| h.as_str().cmp(&t.term))
-                .is_ok()
-        })
+        .filter(|t| have.holds(&t.term))
         .map(|t| t.term.clone())
         .collect()
 }
@@ -679,11 +676,7 @@ pub fn archived_hits(sources: &[Source<'_>], req: &Request, limit: usize) -> Res
         })?;
         for entry in found {
             let terms = super::text_index::analyze(&entry);
-            let matched: Vec<String> = wanted
-                .iter()
-                .filter(|t| terms.tfs.iter().any(|(have, _)| have == *t))
-                .cloned()
-                .collect();
+            let matched: Vec<String> = wanted.iter().filter(|t| terms.holds(t)).cloned().collect();
             if !wanted.is_empty() && matched.is_empty() {
                 continue;
             }

@@ -45,7 +45,6 @@ use super::features::{DocFeatures, F_CONTENT, F_SUBJECT, F_SUMMARY, F_TAGS};
 use super::tokenize;
 use projections::EntryState;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 
 /// Key prefix of the per-entry feature records.
 pub const DOC_PREFIX: &[u8] = b"doc\0";
@@ -314,7 +313,11 @@ pub fn term_prefix(term: &str) -> Vec<u8> {
 /// order, and its features (whose field lengths are counted from the same words).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Analysis {
-    pub tfs: Vec<(String, [u8; 4])>,
+    /// The terms, one after the other: one allocation an entry rather than one a term (a
+    /// rebuild analyzes millions of terms, and freed them on another thread).
+    text: String,
+    /// Each term's end in `text` (it starts where the one before ends) and its frequencies.
+    ends: Vec<(u32, [u8; 4])>,
     pub features: DocFeatures,
 }
 
@@ -322,52 +325,81 @@ pub struct Analysis {
 pub fn analyze(s: &EntryState) -> Analysis {
     let f = &s.fields;
     let tags = f.tags.join(" ");
-    // Hashed while counting, sorted once: a tree compared each of an entry's hundred words
-    // with its neighbours, a few percent of a rebuild.
-    let mut tfs: rustc_hash::FxHashMap<String, [u8; 4]> = rustc_hash::FxHashMap::default();
+    let fields = [
+        f.summary.as_str(),
+        f.content.as_str(),
+        f.subject.as_str(),
+        tags.as_str(),
+    ];
+    debug_assert_eq!(
+        [F_SUMMARY, F_CONTENT, F_SUBJECT, F_TAGS],
+        [0, 1, 2, 3],
+        "fields in the order of the arrays"
+    );
+    // Counted by the term's number; each term's text copied once.
+    let mut slot_of: rustc_hash::FxHashMap<u32, usize> = rustc_hash::FxHashMap::default();
+    let mut found: Vec<(std::ops::Range<usize>, [u8; 4])> = Vec::new();
+    let mut text = String::new();
     let mut lens = [0usize; 4];
-    for (field, text) in [
-        (F_SUMMARY, f.summary.as_str()),
-        (F_CONTENT, f.content.as_str()),
-        (F_SUBJECT, f.subject.as_str()),
-        (F_TAGS, tags.as_str()),
-    ] {
-        tokenize::for_each_term(text, |term| {
-            lens[field] += 1;
-            let slot = match tfs.get_mut(term) {
-                Some(counts) => &mut counts[field],
-                None => &mut tfs.entry(term.to_owned()).or_default()[field],
-            };
-            *slot = slot.saturating_add(1);
+    tokenize::for_each_numbered_term(fields, |field, number, term| {
+        lens[field] += 1;
+        let slot = *slot_of.entry(number).or_insert_with(|| {
+            let start = text.len();
+            text.push_str(term);
+            found.push((start..text.len(), [0; 4]));
+            found.len() - 1
         });
-    }
-    let mut tfs: Vec<(String, [u8; 4])> = tfs.into_iter().collect();
-    tfs.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        if let Some(count) = found.get_mut(slot).and_then(|(_, tf)| tf.get_mut(field)) {
+            *count = count.saturating_add(1);
+        }
+    });
+    found.sort_unstable_by(|a, b| text[a.0.clone()].cmp(&text[b.0.clone()]));
+    let mut sorted = String::with_capacity(text.len());
+    let ends = found
+        .into_iter()
+        .map(|(range, tf)| {
+            sorted.push_str(&text[range]);
+            (u32::try_from(sorted.len()).unwrap_or(u32::MAX), tf)
+        })
+        .collect();
     Analysis {
-        tfs,
+        text: sorted,
+        ends,
         features: DocFeatures::with_lens(s, lens),
     }
 }
 
-/// Term frequencies of each text field of an entry, by term.
-pub fn term_frequencies(s: &EntryState) -> BTreeMap<String, [u8; 4]> {
-    analyze(s).tfs.into_iter().collect()
-}
-
 impl Analysis {
+    /// Each term with its frequencies per field (summary, content, subject, tags), in term
+    /// order.
+    pub fn tfs(&self) -> impl Iterator<Item = (&str, [u8; 4])> {
+        let mut start = 0;
+        self.ends.iter().map(move |&(end, tf)| {
+            let end = end as usize;
+            let term = self.text.get(start..end).unwrap_or_default();
+            start = end;
+            (term, tf)
+        })
+    }
+
+    /// Whether the entry holds `term`.
+    pub fn holds(&self, term: &str) -> bool {
+        self.tfs().any(|(t, _)| t == term)
+    }
+
     /// The text-index records of entry `id`: its feature record and one posting per term.
     pub fn records(&self, id: &str) -> Vec<(Vec<u8>, Vec<u8>)> {
         let mut encoded = Vec::with_capacity(DocFeatures::SIZE);
         self.features.encode(&mut encoded);
-        let mut out = Vec::with_capacity(self.tfs.len() + 1);
+        let mut out = Vec::with_capacity(self.ends.len() + 1);
         let mut doc = DOC_PREFIX.to_vec();
         doc.extend_from_slice(id.as_bytes());
         out.push((doc, encoded.clone()));
-        for (term, tf) in &self.tfs {
+        for (term, tf) in self.tfs() {
             let mut key = term_prefix(term);
             key.extend_from_slice(id.as_bytes());
             let mut value = Vec::with_capacity(4 + encoded.len());
-            value.extend_from_slice(tf);
+            value.extend_from_slice(&tf);
             value.extend_from_slice(&encoded);
             out.push((key, value));
         }

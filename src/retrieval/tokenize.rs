@@ -368,27 +368,66 @@ fn acronym_singular(stem: &str) -> Option<&str> {
 /// was a large share of indexing.
 const STEM_CACHE_WORDS: usize = 1 << 16;
 
+/// Each thread's words and their stems, the stems numbered: the words of an entry are looked up
+/// once each, and its terms counted by number, not hashed and compared again as strings.
+#[derive(Default)]
+struct Vocabulary {
+    /// Word → the number of its stem.
+    words: rustc_hash::FxHashMap<Box<str>, u32>,
+    /// Number → stem.
+    stems: Vec<Box<str>>,
+    /// Stem → number: consulted only for a word not seen before.
+    numbers: rustc_hash::FxHashMap<Box<str>, u32>,
+}
+
+impl Vocabulary {
+    fn number(&mut self, word: &str) -> u32 {
+        if let Some(n) = self.words.get(word) {
+            return *n;
+        }
+        let stem = stem(word);
+        let n = match self.numbers.get(stem.as_str()) {
+            Some(n) => *n,
+            None => {
+                let n = u32::try_from(self.stems.len()).unwrap_or(u32::MAX);
+                self.stems.push(stem.as_str().into());
+                self.numbers.insert(stem.into(), n);
+                n
+            }
+        };
+        self.words.insert(word.into(), n);
+        n
+    }
+}
+
 thread_local! {
-    static STEMS: std::cell::RefCell<rustc_hash::FxHashMap<Box<str>, Box<str>>> =
-        std::cell::RefCell::new(rustc_hash::FxHashMap::default());
+    static VOCABULARY: std::cell::RefCell<Vocabulary> =
+        std::cell::RefCell::new(Vocabulary::default());
+}
+
+/// Calls `f` with the position of the text in `texts`, the number and the index term of each
+/// term of each text, in order (repeated terms repeated). Within one call a term has one
+/// number, and two terms two numbers; numbers mean nothing across calls.
+pub fn for_each_numbered_term<'t>(
+    texts: impl IntoIterator<Item = &'t str>,
+    mut f: impl FnMut(usize, u32, &str),
+) {
+    VOCABULARY.with_borrow_mut(|v| {
+        if v.words.len() >= STEM_CACHE_WORDS {
+            *v = Vocabulary::default();
+        }
+        for (i, text) in texts.into_iter().enumerate() {
+            for_each_word(text, |w| {
+                let n = v.number(w);
+                f(i, n, v.stems.get(n as usize).map_or("", |t| t));
+            });
+        }
+    });
 }
 
 /// Calls `f` with each index term of `text`, in order (repeated terms repeated).
 pub fn for_each_term(text: &str, mut f: impl FnMut(&str)) {
-    STEMS.with_borrow_mut(|cache| {
-        for_each_word(text, |w| {
-            if let Some(t) = cache.get(w) {
-                f(t);
-                return;
-            }
-            let t: Box<str> = stem(w).into();
-            f(&t);
-            if cache.len() >= STEM_CACHE_WORDS {
-                cache.clear();
-            }
-            cache.insert(w.into(), t);
-        });
-    });
+    for_each_numbered_term([text], |_, _, term| f(term));
 }
 
 /// The index terms of `text`, in order (repeated terms repeated).

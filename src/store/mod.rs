@@ -640,11 +640,11 @@ impl TextBuckets {
             slot.copy_from_slice(&encoded);
             self.has_features[i] = true;
         }
-        for (term, tf) in text.tfs {
-            match self.by_term.get_mut(&term) {
+        for (term, tf) in text.tfs() {
+            match self.by_term.get_mut(term) {
                 Some(list) => list.push((position, tf)),
                 None => {
-                    self.by_term.insert(term, vec![(position, tf)]);
+                    self.by_term.insert(term.to_owned(), vec![(position, tf)]);
                 }
             }
         }
