@@ -78,12 +78,9 @@ pub fn for_each_word(text: &str, mut f: impl FnMut(&str)) {
     let mut rest = text;
     // Whether the previous run could continue a compound, and was a number.
     let mut prev: Option<(bool, bool)> = None;
-    while let Some(start) = rest.find(char::is_alphanumeric) {
+    while let Some(start) = run_start(rest) {
         let (gap, from) = rest.split_at(start);
-        let len = from
-            .find(|c: char| !c.is_alphanumeric() && !is_invisible_in_word(c))
-            .unwrap_or(from.len());
-        let (run, after) = from.split_at(len);
+        let (run, after) = from.split_at(run_len(from));
         rest = after;
         words.run(run, &mut emit);
         let wordlike = run.is_ascii() || !run.chars().any(is_cjk);
@@ -113,6 +110,44 @@ pub fn for_each_word(text: &str, mut f: impl FnMut(&str)) {
     compound.finish(&mut emit);
     number.finish(&mut emit);
     thousands.finish(&mut emit);
+}
+
+/// Where the first run of letters and digits of `text` starts. ASCII is read a byte at a time
+/// (decoding every character was a tenth of indexing); from the first byte that is not ASCII,
+/// characters are decoded.
+fn run_start(text: &str) -> Option<usize> {
+    let b = text.as_bytes();
+    let mut i = 0;
+    while let Some(&c) = b.get(i) {
+        if c >= 0x80 {
+            return text.get(i..)?.find(char::is_alphanumeric).map(|p| i + p);
+        }
+        if c.is_ascii_alphanumeric() {
+            return Some(i);
+        }
+        i += 1;
+    }
+    None
+}
+
+/// The length of the run of letters and digits (and characters invisible in a word) that
+/// `from` starts with; as [`run_start`], ASCII a byte at a time.
+fn run_len(from: &str) -> usize {
+    let b = from.as_bytes();
+    let mut i = 0;
+    while let Some(&c) = b.get(i) {
+        if c >= 0x80 {
+            let rest = from.get(i..).unwrap_or_default();
+            return rest
+                .find(|c: char| !c.is_alphanumeric() && !is_invisible_in_word(c))
+                .map_or(from.len(), |p| i + p);
+        }
+        if !c.is_ascii_alphanumeric() {
+            return i;
+        }
+        i += 1;
+    }
+    b.len()
 }
 
 /// Runs joined one to the next (`kube-proxy`, `2.8.0`), lower-cased. A run is folded into the
@@ -453,6 +488,25 @@ mod tests {
             "deploy", "between1", "zzzzzzz",
         ] {
             assert!(!is_stop_word(w), "{w:?}");
+        }
+    }
+
+    proptest::proptest! {
+        /// Runs are found where decoding every character finds them, whatever the mix of
+        /// ASCII, accented letters, invisible characters and punctuation.
+        #[test]
+        fn runs_are_found_as_by_characters(
+            text in "[a-zA-Z0-9 .,_\\-éßΣ渡\u{301}\u{200b}!]{0,24}",
+        ) {
+            let start = text.find(char::is_alphanumeric);
+            proptest::prop_assert_eq!(run_start(&text), start);
+            if let Some(start) = start {
+                let from = &text[start..];
+                let len = from
+                    .find(|c: char| !c.is_alphanumeric() && !is_invisible_in_word(c))
+                    .unwrap_or(from.len());
+                proptest::prop_assert_eq!(run_len(from), len);
+            }
         }
     }
 

@@ -534,7 +534,14 @@ fn every_budget_too_small_for_any_entry_names_the_budget_needed() {
                 "budget {budget}: {}",
                 r.stdout
             );
-            assert!(r.stderr.is_empty(), "budget {budget}: {}", r.stderr);
+            // Nothing but, on a loaded machine, the slow-query warning.
+            assert!(
+                r.stderr
+                    .lines()
+                    .all(|l| l.contains("retrieval.slow_query_ms")),
+                "budget {budget}: {}",
+                r.stderr
+            );
         }
     }
     assert!(said, "no budget below {needed} said it");
