@@ -56,6 +56,15 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// The global options read from the environment when not given, and their variables.
+const ENV_OPTIONS: [(&str, &str); 5] = [
+    ("workspace", "MEMLOG_WORKSPACE"),
+    ("project", "MEMLOG_PROJECT"),
+    ("actor", "MEMLOG_ACTOR"),
+    ("now", "MEMLOG_NOW"),
+    ("lock_timeout", "MEMLOG_LOCK_TIMEOUT_MS"),
+];
+
 /// Options every command takes.
 #[derive(Debug, clap::Args)]
 pub struct GlobalArgs {
@@ -417,7 +426,16 @@ fn with_usage(mut e: clap::Error, args: &[std::ffi::OsString], bin_name: &str) -
 
 impl Cli {
     fn command_with_name(name: &str) -> clap::Command {
-        <Self as clap::CommandFactory>::command().bin_name(name.to_owned())
+        let mut cmd = <Self as clap::CommandFactory>::command().bin_name(name.to_owned());
+        // A variable set to nothing counts as unset (`MEMLOG_PROJECT= memlog list` is how a
+        // shell clears one for a command), as `$USER` does for the actor: it was read as an
+        // empty value and refused as if the option had been given empty.
+        for (arg, var) in ENV_OPTIONS {
+            if std::env::var_os(var).is_some_and(|v| v.is_empty()) {
+                cmd = cmd.mut_arg(arg, |a| a.env(None));
+            }
+        }
+        cmd
     }
 }
 

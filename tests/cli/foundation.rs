@@ -914,3 +914,43 @@ fn apply_names_a_refused_line_by_its_place_in_the_input() {
     );
     assert_eq!(v["applied"].as_array().map(Vec::len), Some(3), "{v}");
 }
+
+/// A variable set to nothing counts as unset: the default applies, and nothing is refused as if
+/// the option had been given empty.
+#[test]
+fn an_empty_environment_variable_counts_as_unset() {
+    let env = Env::with_project();
+    let r = env
+        .command(&[
+            "add",
+            "demo",
+            "--section",
+            "learnings",
+            "--kind",
+            "other",
+            "--subject",
+            "s.x",
+            "--scope",
+            "repo",
+            "--summary",
+            "e",
+            "--content",
+            "c",
+            "--confidence",
+            "0.9",
+            "--evidence",
+            "doc:a.md:n",
+        ])
+        .env("MEMLOG_ACTOR", "")
+        .env("USER", "ops-bot")
+        .env("MEMLOG_NOW", "")
+        .env("MEMLOG_LOCK_TIMEOUT_MS", "")
+        .output();
+    let r = crate::common::output(r).ok();
+    let id = r.stdout.trim().to_owned();
+    let shown = env.run(&["--json", "show", &id]).ok();
+    assert_eq!(shown.json()["created_by"], "ops-bot", "{}", shown.stdout);
+    let listed =
+        crate::common::output(env.command(&["list"]).env("MEMLOG_PROJECT", "").output()).ok();
+    assert!(listed.stdout.contains(&id[..10]), "{}", listed.stdout);
+}
