@@ -573,6 +573,63 @@ fn a_credential_as_actor_is_kept_in_no_log() {
     crate::common::assert_nowhere(&env, &[&added, &applied], LEAK_TOKEN);
 }
 
+/// A private key's body is the key: wherever memlog echoes, logs or keeps what it was given,
+/// the whole block is redacted, from its BEGIN line through its END line (or through the end
+/// of the text when there is none), not only the header.
+#[test]
+fn a_private_key_block_is_redacted_whole() {
+    use crate::common::{FAKE_KEY_BODY, assert_nowhere, fake_key_block};
+    let env = Env::with_project();
+    let id = env.add("auth", "Sessions expire after 30 minutes");
+    for key in [fake_key_block(true), fake_key_block(false)] {
+        // `add` with `flag` given as `--flag=<key>` (the key starts with `-`).
+        let add = |flag: &str| {
+            let given = format!("{flag}={key}");
+            let mut args = add_args("s", "c", "doc:docs/a.md:n");
+            match args.iter().position(|a| *a == flag) {
+                Some(at) => drop(args.splice(at..at + 2, [given.as_str()])),
+                None => args.push(&given),
+            }
+            env.run(&args)
+        };
+        let scope = add("--scope");
+        assert_eq!(scope.code, 3, "{}", scope.stderr);
+        assert!(
+            scope.stderr.contains("`scope` is `[redacted]"),
+            "{}",
+            scope.stderr
+        );
+        let unknown = json!({"operation": "create", "entry": {key.as_str(): 1}}).to_string();
+        let runs = [
+            scope,
+            add("--kind"),
+            add("--valid-from"),
+            // clap's own errors: a value that starts with `-` is taken for an option.
+            env.run(&["update", &id, "--content", &key]),
+            env.run(&["--json", "update", &id, "--content", &key]),
+            env.run(&["query", &format!("key {key}")]),
+            env.run(&["--debug", "query", &format!("key {key}")]),
+            run_stdin(
+                &env,
+                &["apply", "-"],
+                json!({"operation": key}).to_string().as_bytes(),
+            ),
+            run_stdin(&env, &["apply", "--json", "-"], unknown.as_bytes()),
+            run_stdin(&env, &["validate", "-"], unknown.as_bytes()),
+            run_stdin(&env, &["validate", "--json", "-"], unknown.as_bytes()),
+        ];
+        let runs: Vec<&Run> = runs.iter().collect();
+        assert_nowhere(&env, &runs, FAKE_KEY_BODY);
+        assert_nowhere(&env, &runs, "END RSA");
+    }
+    // What the local logs kept of it.
+    let memlog = env.root().join("ai-memory/demo/.memlog");
+    let applied = std::fs::read_to_string(memlog.join("apply-log.jsonl")).unwrap_or_default();
+    assert!(applied.contains("[redacted]"), "{applied}");
+    let queries = std::fs::read_to_string(memlog.join("queries.jsonl")).unwrap_or_default();
+    assert!(queries.contains("\"key [redacted]\""), "{queries}");
+}
+
 /// The query log keeps every query's filters, with a credential in them redacted; `--debug`
 /// does not show the words searched for it either (the index lowercases and splits them).
 #[test]
