@@ -460,6 +460,11 @@ impl<'a> Batch<'a> {
         std::sync::Arc::clone(&self.policy)
     }
 
+    /// The project this batch writes to and the context it writes with (for [`refused`]).
+    pub fn context(&self) -> (&'a Project, &'a WriteContext) {
+        (self.project, self.ctx)
+    }
+
     /// The caught-up session (what is staged is not in it yet).
     pub fn session(&self) -> &Session {
         &self.session
@@ -936,12 +941,50 @@ fn gate(
         verdict.merge(policy.check_free_text("reason", reason));
     }
     verdict.merge(policy.check_free_text("actor", &ctx.actor));
-    verdict.into_result().or_else(|(invalid, detections)| {
-        if !ctx.dry_run {
-            log_detections(project, &ctx.at, &ctx.actor, operation, &detections)?;
-        }
+    verdict.into_result().or_else(|mut invalid| {
+        log_refusal(project, ctx, operation, &mut invalid)?;
         Err(Error::Invalid(invalid))
     })
+}
+
+/// Appends the secrets found in a refused write to the project's security log, each once: they
+/// are taken out of `invalid`. A dry run (`memlog validate`) logs nothing.
+fn log_refusal(
+    project: &Project,
+    ctx: &WriteContext,
+    operation: &str,
+    invalid: &mut Invalid,
+) -> Result<()> {
+    let detections = std::mem::take(&mut invalid.detections);
+    if ctx.dry_run {
+        return Ok(());
+    }
+    log_detections(project, &ctx.at, &ctx.actor, operation, &detections)
+}
+
+/// A write refused by the checks that run before the write policy (the schema checks of
+/// [`crate::policy::validate`], which stop it before [`gate`] runs): the secrets they found
+/// (an [`Error::Invalid`]'s detections), and a secret given as the actor, which only the policy
+/// checks, are logged as the policy logs its own, so that a write refused for several reasons
+/// still logs every secret in it. Returns `e`, or the error of writing the log.
+///
+/// For errors of schema checks only: an error of [`write`] or [`Batch::stage`] was logged
+/// already.
+pub fn refused(
+    project: &Project,
+    ctx: &WriteContext,
+    operation: &str,
+    e: impl Into<Error>,
+) -> Error {
+    let mut e = e.into();
+    if let Error::Invalid(invalid) = &mut e {
+        let actor = Policy::defaults().check_free_text("actor", &ctx.actor);
+        invalid.detections.extend(actor.detections);
+        if let Err(log_error) = log_refusal(project, ctx, operation, invalid) {
+            return log_error;
+        }
+    }
+    e
 }
 
 /// What a write did when the store was not consulted afterwards.
@@ -1057,16 +1100,8 @@ impl Batch<'_> {
                 }
             }
         }
-        let warnings = verdict.into_result().or_else(|(invalid, detections)| {
-            if !self.ctx.dry_run {
-                log_detections(
-                    self.project,
-                    &self.ctx.at,
-                    &self.ctx.actor,
-                    "import",
-                    &detections,
-                )?;
-            }
+        let warnings = verdict.into_result().or_else(|mut invalid| {
+            log_refusal(self.project, self.ctx, "import", &mut invalid)?;
             Err(Error::Invalid(invalid))
         })?;
         let id = event

@@ -95,7 +95,15 @@ pub(super) enum Sink<'b, 'a> {
     NoProject(&'a Project, &'a WriteContext),
 }
 
-impl Sink<'_, '_> {
+impl<'a> Sink<'_, 'a> {
+    /// The project written to and the context written with (for [`crate::writer::refused`]).
+    fn context(&self) -> (&'a Project, &'a WriteContext) {
+        match self {
+            Self::Batch(b) => b.context(),
+            Self::NoProject(project, wctx) => (project, wctx),
+        }
+    }
+
     fn stage(
         &mut self,
         change: Change,
@@ -259,9 +267,17 @@ fn apply_one_inner(sink: &mut Sink<'_, '_>, update: &Value) -> Result<Written> {
     })?;
     let target = field_str(map, "target_id")?;
     let reason = field_str(map, "reason")?;
-    check_reason(reason.as_deref())?;
+    // An update refused by the schema checks logs the secrets they found, as the write policy
+    // logs those it finds. (The operation is named only when it is one: it is logged.)
+    let (project, wctx) = sink.context();
+    let operation = match op.as_str() {
+        known @ ("create" | "supersede" | "deprecate") => known,
+        _ => "apply",
+    };
+    let refused = |e| crate::writer::refused(project, wctx, operation, e);
+    check_reason(reason.as_deref()).map_err(refused)?;
     let input = match map.get("entry") {
-        Some(v) => entry_input_from_json(v, "entry.")?,
+        Some(v) => entry_input_from_json(v, "entry.").map_err(refused)?,
         None => EntryInput::default(),
     };
     let need_target = || {
@@ -280,7 +296,7 @@ fn apply_one_inner(sink: &mut Sink<'_, '_>, update: &Value) -> Result<Written> {
                     "`entry` is required for create",
                 )));
             }
-            let (fields, status) = check_create(&input)?;
+            let (fields, status) = check_create(&input).map_err(refused)?;
             sink.stage(
                 Change::Create {
                     fields: fields.clone(),
@@ -307,7 +323,7 @@ fn apply_one_inner(sink: &mut Sink<'_, '_>, update: &Value) -> Result<Written> {
                     let old =
                         state.ok_or_else(|| Error::Usage("supersede needs a target".into()))?;
                     let merged = super::write_ops::inherit(&input, old);
-                    let (fields, status) = check_create(&merged)?;
+                    let (fields, status) = check_create(&merged).map_err(refused)?;
                     Ok(Change::Supersede {
                         target: old.id.clone(),
                         fields,

@@ -99,18 +99,24 @@ impl EntryFlags {
     /// The flags as an entry input; only flags given are set.
     pub fn to_input(&self) -> Result<EntryInput, Invalid> {
         let mut problems = Vec::new();
+        let mut unparsed = Vec::new();
         let mut evidence = Vec::new();
         for raw in &self.evidence {
             match parse_evidence(raw) {
                 Ok(e) => evidence.push(e),
-                Err(inv) => problems.extend(inv.problems),
+                Err(inv) => {
+                    // The flag is scanned for secrets whole, below.
+                    problems.extend(
+                        inv.problems
+                            .into_iter()
+                            .filter(|p| p.constraint != "secret"),
+                    );
+                    unparsed.push(raw.as_str());
+                }
             }
         }
-        if !problems.is_empty() {
-            return Err(Invalid { problems });
-        }
         let nonempty = |v: &Vec<String>| (!v.is_empty()).then(|| v.clone());
-        Ok(EntryInput {
+        let input = EntryInput {
             section: self.section.clone(),
             kind: self.kind.clone(),
             subject: self.subject.clone(),
@@ -125,7 +131,14 @@ impl EntryFlags {
             valid_to: self.valid_to.clone().map(Some),
             review_interval: self.review_interval.clone().map(Some),
             related_entries: nonempty(&self.related),
-        })
+        };
+        if problems.is_empty() {
+            Ok(input)
+        } else {
+            Err(crate::policy::validate::refuse_before_checks(
+                problems, &input, &unparsed,
+            ))
+        }
     }
 }
 

@@ -398,7 +398,13 @@ fn daemon_cmd(ctx: &Ctx, args: &DaemonArgs, out: &mut Out) -> Result<ExitCode> {
 }
 
 pub fn purge_cmd(ctx: &Ctx, args: PurgeArgs, out: &mut Out) -> Result<ExitCode> {
-    crate::policy::validate::check_reason(Some(&args.reason))?;
+    crate::policy::validate::check_reason(Some(&args.reason)).map_err(|e| {
+        if args.dry_run {
+            e.into()
+        } else {
+            ctx.refused(None, "purge", e)
+        }
+    })?;
     if args.reason.trim().is_empty() {
         return Err(Error::Usage(
             "--reason must say why the entry is purged (it is kept in the log)".into(),

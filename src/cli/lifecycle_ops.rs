@@ -23,7 +23,12 @@ pub enum Op {
 }
 
 pub fn run(ctx: &Ctx, op: Op, args: ReasonArgs, out: &mut Out) -> Result<ExitCode> {
-    check_reason(args.reason.as_deref())?;
+    let operation = match op {
+        Op::Deprecate => "deprecate",
+        Op::Pin => "pin",
+        Op::Unpin => "unpin",
+    };
+    check_reason(args.reason.as_deref()).map_err(|e| ctx.refused(None, operation, e))?;
     let project = ctx.project(None)?;
     let wctx = ctx.write_context()?;
     let make = |target: String, reason: Option<String>| match op {

@@ -281,6 +281,20 @@ impl Ctx {
         })
     }
 
+    /// [`crate::writer::refused`] for a write refused before it opened its project (`project`,
+    /// as [`Ctx::project`] takes it): the project is opened to log the secrets found, when it
+    /// exists. The error returned is `e`, or the error of writing the log.
+    pub fn refused(&self, project: Option<&str>, operation: &str, e: impl Into<Error>) -> Error {
+        let e = e.into();
+        if !matches!(e, Error::Invalid(_)) {
+            return e;
+        }
+        match (self.project(project), self.write_context()) {
+            (Ok(project), Ok(wctx)) => crate::writer::refused(&project, &wctx, operation, e),
+            _ => e,
+        }
+    }
+
     /// Opens a caught-up session, telling the user about a torn tail that was set aside.
     /// Under `--as-of`, a private session on the events the log held then.
     pub fn open_session(&self, project: &Project) -> Result<crate::store::session::Session> {

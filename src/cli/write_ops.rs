@@ -71,8 +71,9 @@ pub fn print_written(ctx: &Ctx, w: &Written, verb: &str, out: &mut Out) {
 }
 
 pub fn add(ctx: &Ctx, args: AddArgs, out: &mut Out) -> Result<ExitCode> {
-    let input = args.entry.to_input()?;
-    let (fields, status) = check_create(&input)?;
+    let refused = |e| ctx.refused(args.project.as_deref(), "create", e);
+    let input = args.entry.to_input().map_err(refused)?;
+    let (fields, status) = check_create(&input).map_err(refused)?;
     let project = super::apply::project_for(ctx, args.project.as_deref())?;
     let wctx = ctx.write_context()?;
     let w = write(
@@ -135,8 +136,9 @@ pub fn inherit(input: &EntryInput, old: &projections::EntryState) -> EntryInput 
 }
 
 pub fn supersede(ctx: &Ctx, args: SupersedeArgs, out: &mut Out) -> Result<ExitCode> {
-    let input = args.entry.to_input()?;
-    check_reason(args.reason.as_deref())?;
+    let refused = |e| ctx.refused(None, "supersede", e);
+    let input = args.entry.to_input().map_err(refused)?;
+    check_reason(args.reason.as_deref()).map_err(refused)?;
     let project = ctx.project(None)?;
     let wctx = ctx.write_context()?;
     let template = Change::Deprecate {
@@ -146,7 +148,8 @@ pub fn supersede(ctx: &Ctx, args: SupersedeArgs, out: &mut Out) -> Result<ExitCo
     let reason = args.reason.clone();
     let w = write(&project, &wctx, template, |_, state| {
         let old = state.ok_or_else(|| crate::Error::Usage("supersede needs a target".into()))?;
-        let (fields, status) = check_create(&inherit(&input, old))?;
+        let (fields, status) = check_create(&inherit(&input, old))
+            .map_err(|e| crate::writer::refused(&project, &wctx, "supersede", e))?;
         Ok(Change::Supersede {
             target: old.id.clone(),
             fields,
@@ -159,11 +162,12 @@ pub fn supersede(ctx: &Ctx, args: SupersedeArgs, out: &mut Out) -> Result<ExitCo
 }
 
 pub fn update(ctx: &Ctx, args: UpdateArgs, out: &mut Out) -> Result<ExitCode> {
-    let mut input = args.entry.to_input()?;
+    let refused = |e| ctx.refused(None, "update", e);
+    let mut input = args.entry.to_input().map_err(refused)?;
     if args.clear_valid_to {
         input.valid_to = Some(None);
     }
-    check_reason(args.reason.as_deref())?;
+    check_reason(args.reason.as_deref()).map_err(refused)?;
     let project = ctx.project(None)?;
     let wctx = ctx.write_context()?;
     let template = Change::Deprecate {
@@ -173,7 +177,8 @@ pub fn update(ctx: &Ctx, args: UpdateArgs, out: &mut Out) -> Result<ExitCode> {
     let reason = args.reason.clone();
     let w = write(&project, &wctx, template, |_, state| {
         let old = state.ok_or_else(|| crate::Error::Usage("update needs a target".into()))?;
-        let set = check_patch(&input, &old.fields)?;
+        let set = check_patch(&input, &old.fields)
+            .map_err(|e| crate::writer::refused(&project, &wctx, "update", e))?;
         Ok(Change::Update {
             target: old.id.clone(),
             set,
@@ -288,8 +293,9 @@ fn refuse_orphaned_replacement(
 }
 
 pub fn resolve(ctx: &Ctx, args: ResolveArgs, out: &mut Out) -> Result<ExitCode> {
-    let input = args.entry.to_input()?;
-    check_reason(args.reason.as_deref())?;
+    let refused = |e| ctx.refused(None, "resolve", e);
+    let input = args.entry.to_input().map_err(refused)?;
+    check_reason(args.reason.as_deref()).map_err(refused)?;
     let project = ctx.project(None)?;
     let wctx = ctx.write_context()?;
     let template = Change::Resolve {
@@ -317,7 +323,8 @@ pub fn resolve(ctx: &Ctx, args: ResolveArgs, out: &mut Out) -> Result<ExitCode> 
         let set = if input == EntryInput::default() {
             serde_json::Map::new()
         } else {
-            check_patch(&input, &old.fields)?
+            check_patch(&input, &old.fields)
+                .map_err(|e| crate::writer::refused(&project, &wctx, "resolve", e))?
         };
         Ok(Change::Resolve {
             target: old.id.clone(),

@@ -370,7 +370,11 @@ fn import_one(
     this_import: &mut std::collections::HashSet<String>,
     ids: &HashMap<String, String>,
 ) -> Result<(Fate, Option<String>, Option<String>)> {
-    let mut input = entry_input_from_json(value, "")?;
+    // A record refused by the schema checks logs the secrets they found, as the write policy
+    // logs those it finds.
+    let (project, wctx) = batch.context();
+    let refused = |e| crate::writer::refused(project, wctx, "import", e);
+    let mut input = entry_input_from_json(value, "").map_err(refused)?;
     if let Some(related) = input.related_entries.as_mut() {
         let mut renamed = false;
         for id in related.iter_mut() {
@@ -412,7 +416,7 @@ fn import_one(
         };
         input.status = Some(created.as_str().into());
     }
-    let (fields, create_status) = check_create(&input)?;
+    let (fields, create_status) = check_create(&input).map_err(refused)?;
     let ctx = provenance(value, base);
     let derived = Event::build(
         "",

@@ -56,21 +56,31 @@ impl Verdict {
         });
     }
 
-    /// The problems as an error, if there are any.
+    /// The warnings, or the problems as an error, with the secrets found for the security log.
     ///
     /// # Errors
-    /// [`Error::Invalid`] when a check failed.
-    pub fn into_result(self) -> std::result::Result<Vec<Warning>, (Invalid, Vec<Detection>)> {
+    /// [`Invalid`] when a check failed.
+    pub fn into_result(self) -> std::result::Result<Vec<Warning>, Invalid> {
         if self.problems.is_empty() {
             Ok(self.warnings)
         } else {
-            Err((
-                Invalid {
-                    problems: self.problems,
-                },
-                self.detections,
-            ))
+            Err(Invalid {
+                problems: self.problems,
+                detections: self.detections,
+            })
         }
+    }
+
+    /// The secrets found in `field`: one problem, for the first, and a detection for each.
+    fn secrets(&mut self, field: String, findings: &[Finding]) {
+        let Some(first) = findings.first() else {
+            return;
+        };
+        self.problem(field.clone(), "secret", secret_message(first));
+        self.detections.extend(findings.iter().map(|f| Detection {
+            field: field.clone(),
+            rule: f.rule,
+        }));
     }
 
     /// Adds the problems, warnings and detections of `other`.
@@ -175,13 +185,7 @@ impl Policy {
     /// name) for secrets.
     pub fn check_free_text(&self, field: &str, text: &str) -> Verdict {
         let mut v = Verdict::default();
-        if let Some(f) = scan_text(text).first() {
-            v.problem(field, "secret", secret_message(f));
-            v.detections.push(Detection {
-                field: field.to_owned(),
-                rule: f.rule,
-            });
-        }
+        v.secrets(field.to_owned(), &scan_text(text));
         v
     }
 
@@ -197,15 +201,6 @@ impl Policy {
     ) -> Verdict {
         let wants = |f: &str| only.is_none_or(|o| o.contains(f));
         let mut v = Verdict::default();
-        let text = |v: &mut Verdict, field: String, findings: Vec<Finding>| {
-            if let Some(f) = findings.first() {
-                v.problem(field.clone(), "secret", secret_message(f));
-                v.detections.push(Detection {
-                    field,
-                    rule: f.rule,
-                });
-            }
-        };
         for (name, value) in [
             ("subject", &fields.subject),
             ("scope", &fields.scope),
@@ -213,20 +208,20 @@ impl Policy {
             ("content", &fields.content),
         ] {
             if wants(name) {
-                text(&mut v, name.to_owned(), scan_text(value));
+                v.secrets(name.to_owned(), &scan_text(value));
             }
         }
         if wants("tags") {
             for (i, tag) in fields.tags.iter().enumerate() {
-                text(&mut v, format!("tags[{i}]"), scan_text(tag));
+                v.secrets(format!("tags[{i}]"), &scan_text(tag));
             }
         }
         if wants("evidence") {
             for (i, e) in fields.evidence.iter().enumerate() {
                 let uri_findings = scan_uri(&e.uri);
                 let leaked = !uri_findings.is_empty();
-                text(&mut v, format!("evidence[{i}].uri"), uri_findings);
-                text(&mut v, format!("evidence[{i}].note"), scan_text(&e.note));
+                v.secrets(format!("evidence[{i}].uri"), &uri_findings);
+                v.secrets(format!("evidence[{i}].note"), &scan_text(&e.note));
                 if leaked {
                     continue;
                 }

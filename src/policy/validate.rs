@@ -2,6 +2,7 @@
 //! and formats. Every problem names the field, the rule and the fix.
 
 use crate::clock::normalize_time;
+use crate::policy::Detection;
 use projections::{EntryFields, Evidence, EvidenceType, Kind, Section, Status};
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -36,6 +37,11 @@ pub struct Problem {
 #[error("{}", self.describe())]
 pub struct Invalid {
     pub problems: Vec<Problem>,
+    /// The secrets found in the submission, field and rule (never the value), for the security
+    /// log: a write refused for any reason logs every one of them (see
+    /// [`crate::writer::refused`]). No part of any output.
+    #[serde(skip)]
+    pub detections: Vec<Detection>,
 }
 
 impl Invalid {
@@ -60,6 +66,7 @@ impl Invalid {
                 constraint,
                 message: redact_secrets(&message.into()),
             }],
+            detections: Vec::new(),
         }
     }
 }
@@ -98,6 +105,8 @@ struct Checker {
     problems: Vec<Problem>,
     /// Problems past [`MAX_PROBLEMS`], counted, not kept.
     left_out: usize,
+    /// Every secret found, also past [`MAX_PROBLEMS`]: each is logged.
+    detections: Vec<Detection>,
 }
 
 /// Problems listed for one input; past them one more problem says how many were left out, so
@@ -107,6 +116,49 @@ const MAX_PROBLEMS: usize = 20;
 const MAX_MESSAGE_CHARS: usize = 400;
 
 impl Checker {
+    /// The problems found, with the secrets found.
+    fn into_invalid(self) -> Invalid {
+        Invalid {
+            problems: self.problems,
+            detections: self.detections,
+        }
+    }
+
+    /// `ok`, or the problems found.
+    fn into_result<T>(self, ok: T) -> Result<T, Invalid> {
+        if self.problems.is_empty() {
+            Ok(ok)
+        } else {
+            Err(self.into_invalid())
+        }
+    }
+
+    /// The secrets in `text`, the value of `field` (an evidence URI when `uri`): one problem
+    /// (the first finding) and one detection per finding.
+    fn secrets(&mut self, field: &str, text: &str, uri: bool) {
+        let findings = if uri {
+            crate::policy::secret_scan::scan_uri(text)
+        } else {
+            crate::policy::secret_scan::scan_text(text)
+        };
+        let Some(f) = findings.first() else { return };
+        self.push(
+            field,
+            "secret",
+            format!(
+                "looks like {} {} (rule {}); credentials must never be stored in memory: \
+                 remove it and refer to where it is kept instead",
+                crate::policy::article(f.description),
+                f.description,
+                f.rule
+            ),
+        );
+        self.detections.extend(findings.iter().map(|f| Detection {
+            field: field.to_owned(),
+            rule: f.rule,
+        }));
+    }
+
     fn push(
         &mut self,
         field: impl Into<String>,
@@ -403,13 +455,12 @@ pub fn entry_input_from_json(value: &Value, field_prefix: &str) -> Result<EntryI
             ),
         }
     }
-    if c.problems.is_empty() {
-        Ok(input)
-    } else {
-        Err(Invalid {
-            problems: c.problems,
-        })
+    if !c.problems.is_empty() {
+        // The fields that were read are scanned all the same: a secret is reported, and
+        // logged, whatever else is wrong.
+        secret_problems(&mut c, &input);
     }
+    c.into_result(input)
 }
 
 fn evidence_from_json(v: &Value, field: &str, c: &mut Checker) -> Option<Vec<EvidenceInput>> {
@@ -743,9 +794,7 @@ pub fn check_create(input: &EntryInput) -> Result<(EntryFields, Status), Invalid
         // The write policy cannot run on an entry that does not parse, but its most important
         // check, secrets, needs only text: report those problems too, all at once.
         secret_problems(&mut c, input);
-        return Err(Invalid {
-            problems: c.problems,
-        });
+        return Err(c.into_invalid());
     }
     let (Some(section), Some(kind), Some(status)) = (section, kind, status) else {
         return Err(Invalid::one("entry", "required", "incomplete entry"));
@@ -770,8 +819,9 @@ pub fn check_create(input: &EntryInput) -> Result<(EntryFields, Status), Invalid
     ))
 }
 
+/// The secrets in every text of `input`, as the write policy finds them in an entry's fields
+/// ([`crate::policy::Policy::check_entry`]), for input that did not pass the schema checks.
 fn secret_problems(c: &mut Checker, input: &EntryInput) {
-    let mut texts: Vec<(String, &str)> = Vec::new();
     for (name, value) in [
         ("subject", &input.subject),
         ("scope", &input.scope),
@@ -779,35 +829,39 @@ fn secret_problems(c: &mut Checker, input: &EntryInput) {
         ("content", &input.content),
     ] {
         if let Some(v) = value {
-            texts.push((name.to_owned(), v));
+            c.secrets(name, v, false);
         }
     }
     for (i, tag) in input.tags.iter().flatten().enumerate() {
-        texts.push((format!("tags[{i}]"), tag));
+        c.secrets(&format!("tags[{i}]"), tag, false);
     }
     for (i, e) in input.evidence.iter().flatten().enumerate() {
         if let Some(uri) = &e.uri {
-            texts.push((format!("evidence[{i}].uri"), uri));
+            c.secrets(&format!("evidence[{i}].uri"), uri, true);
         }
         if let Some(note) = &e.note {
-            texts.push((format!("evidence[{i}].note"), note));
+            c.secrets(&format!("evidence[{i}].note"), note, false);
         }
     }
-    for (field, text) in texts {
-        if let Some(f) = crate::policy::secret_scan::scan_text(text).first() {
-            c.push(
-                &field,
-                "secret",
-                format!(
-                    "looks like {} {} (rule {}); credentials must never be stored in memory: \
-                     remove it and refer to where it is kept instead",
-                    crate::policy::article(f.description),
-                    f.description,
-                    f.rule
-                ),
-            );
-        }
+}
+
+/// `problems` found before [`check_create`] or [`check_patch`] could run (an `--evidence` flag
+/// that does not parse), with the secrets in the rest of `input` and in the `unparsed` evidence:
+/// they are reported, and logged, whatever else is wrong.
+pub fn refuse_before_checks(
+    problems: Vec<Problem>,
+    input: &EntryInput,
+    unparsed: &[&str],
+) -> Invalid {
+    let mut c = Checker {
+        problems,
+        ..Checker::default()
+    };
+    secret_problems(&mut c, input);
+    for raw in unparsed {
+        c.secrets("evidence", raw, false);
     }
+    c.into_invalid()
 }
 
 /// Checks a change to an existing entry and returns the `set` map of an update event, given the
@@ -923,9 +977,8 @@ pub fn check_patch(
         );
     }
     if !c.problems.is_empty() {
-        return Err(Invalid {
-            problems: c.problems,
-        });
+        secret_problems(&mut c, input);
+        return Err(c.into_invalid());
     }
     if set.is_empty() {
         return Err(Invalid::one(
@@ -937,7 +990,9 @@ pub fn check_patch(
     Ok(set)
 }
 
-/// Checks a free-text reason (deprecate, pin, supersede).
+/// Checks a free-text reason (deprecate, pin, supersede). A reason that passes is scanned for
+/// secrets by the write policy ([`crate::policy::Policy::check_free_text`]); one that does not
+/// is scanned here, so that a secret in it is reported and logged all the same.
 ///
 /// # Errors
 /// [`Invalid`] when it is too long or has control characters.
@@ -947,14 +1002,11 @@ pub fn check_reason(reason: Option<&str>) -> Result<(), Invalid> {
         c.text("reason", r, MAX_REASON_CHARS, true);
         c.no_control("reason", r, false);
         c.no_hidden("reason", r, false);
+        if !c.problems.is_empty() {
+            c.secrets("reason", r, false);
+        }
     }
-    if c.problems.is_empty() {
-        Ok(())
-    } else {
-        Err(Invalid {
-            problems: c.problems,
-        })
-    }
+    c.into_result(())
 }
 
 #[cfg(test)]

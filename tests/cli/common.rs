@@ -330,6 +330,20 @@ pub fn git(env: &Env, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// The body of [`fake_key_block`]: where it is found, a key was echoed or kept.
+pub const FAKE_KEY_BODY: &str = "MIIEFAKEKEYBODY0";
+
+/// A fake RSA private key block, made at run time so that none is committed: two lines of
+/// [`FAKE_KEY_BODY`] and, when `end`, the END line.
+pub fn fake_key_block(end: bool) -> String {
+    let body = FAKE_KEY_BODY.repeat(4);
+    let mut block = format!("-----BEGIN RSA PRIVATE KEY-----\n{body}\n{body}");
+    if end {
+        block.push_str("\n-----END RSA PRIVATE KEY-----");
+    }
+    block
+}
+
 /// Asserts that `secret` is in none of `runs`' output and nowhere under the workspace: not in
 /// a file (the log, the store, the local logs of `.memlog/`) nor in a file's name. A detected
 /// credential is never printed nor stored.

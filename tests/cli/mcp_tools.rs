@@ -494,6 +494,29 @@ fn an_unknown_tool_named_like_a_credential_is_not_repeated() {
     assert!(r.to_string().contains("there is no tool `qurey`"), "{r}");
 }
 
+/// A private key pasted into the `create` tool's arguments is redacted whole, its body and END
+/// line included, in what the tool answers.
+#[test]
+fn the_create_tool_redacts_a_private_key_whole() {
+    use crate::common::{FAKE_KEY_BODY, fake_key_block};
+    let env = Env::with_project();
+    let mut c = Client::start(&env, &["--project", "demo"]);
+    let key = fake_key_block(true);
+    let r = c.request(
+        "tools/call",
+        json!({"name": "create", "arguments": {"section": "learnings", "kind": key,
+            "subject": "s", "scope": key, "summary": "s", "content": "c", "confidence": 0.9,
+            "valid_from": key, "evidence": [{"type": "doc", "uri": "docs/a.md", "note": "n"}]}}),
+    );
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    let text = r.to_string();
+    assert!(text.contains("`kind` is `[redacted]`"), "{r}");
+    assert!(
+        !text.contains(FAKE_KEY_BODY) && !text.contains("END RSA"),
+        "{r}"
+    );
+}
+
 /// Errors name the tool's arguments, not the command line's options.
 #[test]
 fn errors_name_the_tools_arguments() {

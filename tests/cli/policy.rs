@@ -573,6 +573,127 @@ fn a_credential_as_actor_is_kept_in_no_log() {
     crate::common::assert_nowhere(&env, &[&added, &applied], LEAK_TOKEN);
 }
 
+/// A private key's body is the key: wherever memlog echoes, logs or keeps what it was given,
+/// the whole block is redacted, from its BEGIN line through its END line (or through the end
+/// of the text when there is none), not only the header.
+#[test]
+fn a_private_key_block_is_redacted_whole() {
+    use crate::common::{FAKE_KEY_BODY, assert_nowhere, fake_key_block};
+    let env = Env::with_project();
+    let id = env.add("auth", "Sessions expire after 30 minutes");
+    for key in [fake_key_block(true), fake_key_block(false)] {
+        // `add` with `flag` given as `--flag=<key>` (the key starts with `-`).
+        let add = |flag: &str| {
+            let given = format!("{flag}={key}");
+            let mut args = add_args("s", "c", "doc:docs/a.md:n");
+            match args.iter().position(|a| *a == flag) {
+                Some(at) => drop(args.splice(at..at + 2, [given.as_str()])),
+                None => args.push(&given),
+            }
+            env.run(&args)
+        };
+        let scope = add("--scope");
+        assert_eq!(scope.code, 3, "{}", scope.stderr);
+        assert!(
+            scope.stderr.contains("`scope` is `[redacted]"),
+            "{}",
+            scope.stderr
+        );
+        let unknown = json!({"operation": "create", "entry": {key.as_str(): 1}}).to_string();
+        let runs = [
+            scope,
+            add("--kind"),
+            add("--valid-from"),
+            // clap's own errors: a value that starts with `-` is taken for an option.
+            env.run(&["update", &id, "--content", &key]),
+            env.run(&["--json", "update", &id, "--content", &key]),
+            env.run(&["query", &format!("key {key}")]),
+            env.run(&["--debug", "query", &format!("key {key}")]),
+            run_stdin(
+                &env,
+                &["apply", "-"],
+                json!({"operation": key}).to_string().as_bytes(),
+            ),
+            run_stdin(&env, &["apply", "--json", "-"], unknown.as_bytes()),
+            run_stdin(&env, &["validate", "-"], unknown.as_bytes()),
+            run_stdin(&env, &["validate", "--json", "-"], unknown.as_bytes()),
+        ];
+        let runs: Vec<&Run> = runs.iter().collect();
+        assert_nowhere(&env, &runs, FAKE_KEY_BODY);
+        assert_nowhere(&env, &runs, "END RSA");
+    }
+    // What the local logs kept of it.
+    let memlog = env.root().join("ai-memory/demo/.memlog");
+    let applied = std::fs::read_to_string(memlog.join("apply-log.jsonl")).unwrap_or_default();
+    assert!(applied.contains("[redacted]"), "{applied}");
+    let queries = std::fs::read_to_string(memlog.join("queries.jsonl")).unwrap_or_default();
+    assert!(queries.contains("\"key [redacted]\""), "{queries}");
+}
+
+/// A write refused for several reasons still logs every secret in it to the security log
+/// (field and rule, never the value), as one refused for the secret alone does: a range or a
+/// pattern broken, a reason on two lines, an entry field of the wrong type. `validate` logs
+/// nothing.
+#[test]
+fn a_write_refused_for_other_reasons_too_logs_its_secrets() {
+    let env = Env::with_project();
+    let id = env.add("auth", "Sessions expire after 30 minutes");
+    let t = LEAK_TOKEN;
+    let content = format!("deploy with {t}");
+    let scope = format!("service:my {t}");
+    let reason = format!("rotated\n{t}");
+    let mut bad_confidence = add_args("s", &content, "doc:docs/a.md:n");
+    bad_confidence[14] = "1.9";
+    let mut bad_scope = add_args("s", "c", "doc:docs/a.md:n");
+    bad_scope[8] = &scope;
+    let json_entry = json!({"operation": "create", "entry": {"section": "learnings",
+        "kind": "other", "subject": "a", "scope": "repo", "summary": "s", "content": content,
+        "confidence": "high", "evidence": [{"type": "doc", "uri": "a.md", "note": "n"}]}})
+    .to_string();
+    let runs = [
+        env.run(&bad_confidence),
+        env.run(&bad_scope),
+        env.run(&["update", &id, "--confidence", "3", "--content", &content]),
+        env.run(&["update", &id, "--content", "c2", "--reason", &reason]),
+        env.run(&["deprecate", &id, "--reason", &reason]),
+        run_stdin(&env, &["apply", "-"], json_entry.as_bytes()),
+        run_stdin(&env, &["validate", "-"], json_entry.as_bytes()),
+    ];
+    for r in &runs {
+        assert!(
+            r.stderr.contains("rule github-token") || r.stdout.contains("rule github-token"),
+            "the secret is reported with the other problems: {}{}",
+            r.stdout,
+            r.stderr
+        );
+    }
+    let security =
+        std::fs::read_to_string(env.root().join("ai-memory/demo/.memlog/security.jsonl"))
+            .unwrap_or_default();
+    let logged: Vec<(String, String, String)> = security
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .map(|r| {
+            let s = |k: &str| r[k].as_str().unwrap_or_default().to_owned();
+            assert_eq!(s("rule"), "github-token", "{r}");
+            (s("operation"), s("field"), s("action"))
+        })
+        .collect();
+    let expected: Vec<(String, String, String)> = [
+        ("create", "content"),
+        ("create", "scope"),
+        ("update", "content"),
+        ("update", "reason"),
+        ("deprecate", "reason"),
+        ("create", "content"),
+    ]
+    .iter()
+    .map(|(o, f)| ((*o).to_owned(), (*f).to_owned(), "rejected".to_owned()))
+    .collect();
+    assert_eq!(logged, expected, "{security}");
+    crate::common::assert_nowhere(&env, &runs.iter().collect::<Vec<_>>(), t);
+}
+
 /// The query log keeps every query's filters, with a credential in them redacted; `--debug`
 /// does not show the words searched for it either (the index lowercases and splits them).
 #[test]

@@ -257,13 +257,20 @@ fn keywords(id: &str) -> Option<&'static [&'static str]> {
     })
 }
 
+/// Rules for keys written over several lines. Group 1 is the header, which is checked like any
+/// other value, but the key is what follows it: the finding spans the whole match, so that
+/// redacting it (`policy::validate::redact_secrets`) replaces the body and the END line too.
+const BLOCK_RULES: [&str; 2] = ["private-key", "ssh-private-key-file"];
+
 /// Rule table: (id, description, pattern, check). Order matters: when two findings overlap, the
 /// earlier (more specific) rule wins.
 const TEXT_RULES: &[(&str, &str, &str, Check)] = &[
     (
         "private-key",
         "private key block",
-        r"(-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----)(?:[^-]|$)",
+        // The header, then the rest of the block through its END line (or through the end of
+        // the text when that is missing), which the finding spans too: see `BLOCK_RULES`.
+        r"(-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----)(?:[^-][\s\S]*?(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|$)|$)",
         Check::None,
     ),
     (
@@ -485,7 +492,9 @@ const TEXT_RULES: &[(&str, &str, &str, Check)] = &[
     (
         "ssh-private-key-file",
         "SSH private key material",
-        r"\bPuTTY-User-Key-File-\d+:",
+        // The header, then the rest of the file through its `Private-MAC` line (or through
+        // the end of the text), which the finding spans too: see `BLOCK_RULES`.
+        r"(\bPuTTY-User-Key-File-\d+:)[\s\S]*?(?:Private-MAC:[^\n]*|$)",
         Check::None,
     ),
     (
@@ -666,7 +675,12 @@ fn scan_with(rules: &'static [Rule], text: &str) -> Vec<Raw> {
                 && confirm(rule.check, value.as_str(), text, whole.start())
                 && !provider::is_allowlisted(value.as_str())
             {
-                out.push((rank, rule.id, rule.description, value.start(), value.end()));
+                let end = if BLOCK_RULES.contains(&rule.id) {
+                    whole.end()
+                } else {
+                    value.end()
+                };
+                out.push((rank, rule.id, rule.description, value.start(), end));
             }
         }
     }

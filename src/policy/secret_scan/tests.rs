@@ -240,6 +240,57 @@ fn putty_key_files_and_tokens_in_the_user_part() {
     );
 }
 
+/// A fake key block, made at run time so that none is committed: `-----BEGIN {kind}-----`, two
+/// lines of an obviously fake body and, when `end`, the END line.
+fn fake_key_block(kind: &str, end: bool) -> String {
+    let body = "MIIEFAKEKEYBODY0".repeat(4);
+    let mut block = format!("-----BEGIN {kind}-----\n{body}\n{body}");
+    if end {
+        block.push_str(&format!("\n-----END {kind}-----"));
+    }
+    block
+}
+
+/// A key written over several lines is one finding from its header through its END line (or
+/// through the end of the text when that is missing), so that redacting the finding removes
+/// the key's body, not only its header; the text around it stays.
+#[test]
+fn a_key_block_is_found_whole() {
+    use crate::policy::validate::redact_secrets;
+    for kind in ["RSA PRIVATE KEY", "PRIVATE KEY", "PGP PRIVATE KEY BLOCK"] {
+        let block = fake_key_block(kind, true);
+        let text = format!("before\n{block}\nafter, on line 5");
+        let found = scan_text(&text);
+        assert_eq!(found.len(), 1, "{kind}: {found:?}");
+        let f = &found[0];
+        assert_eq!((f.rule, f.line, f.column), ("private-key", 2, 1), "{kind}");
+        assert_eq!(&text[f.start..f.end], block, "{kind}");
+        assert_eq!(
+            redact_secrets(&text),
+            "before\n[redacted]\nafter, on line 5",
+            "{kind}"
+        );
+        // Quoted with its line breaks escaped, as an error message quotes a value.
+        let quoted = format!("`scope` is `{}`; use repo", block.escape_debug());
+        assert_eq!(redact_secrets(&quoted), "`scope` is `[redacted]`; use repo");
+        // No END line: the rest of the text is the key.
+        let cut = format!("before\n{}", fake_key_block(kind, false));
+        assert_eq!(redact_secrets(&cut), "before\n[redacted]", "{kind}");
+    }
+    // Two blocks are two findings, and what lies between them stays.
+    let a = fake_key_block("EC PRIVATE KEY", true);
+    let two = format!("{a} and {a}");
+    assert_eq!(scan_text(&two).len(), 2);
+    assert_eq!(redact_secrets(&two), "[redacted] and [redacted]");
+    // A PuTTY key file, through its Private-MAC line.
+    let putty = "PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\nPrivate-Lines: 1\n\
+                 AAAAIFAKEFAKEFAKEFAKEFAKEFAKEFAKE\nPrivate-MAC: 0123fake";
+    assert_eq!(
+        redact_secrets(&format!("{putty}\nnext line")),
+        "[redacted]\nnext line"
+    );
+}
+
 /// Every own rule is exercised by the secrets corpus or by a unit test above.
 #[test]
 fn every_own_rule_is_exercised() {
