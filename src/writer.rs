@@ -1159,9 +1159,10 @@ impl Batch<'_> {
         Ok(projections::fold_entry_lean(entry, &refs).state)
     }
 
-    /// Refuses a foreign event that would be an orphan in this log: one about an entry that
-    /// neither the log nor this batch created, or one whose parents are neither in the log nor
-    /// accepted by this batch (`verify` calls either a broken log).
+    /// Refuses a foreign event that `verify` would refuse for its place in this log: an orphan
+    /// (about an entry that neither the log nor this batch created, or with parents neither in
+    /// the log nor accepted by this batch), an event other than a create without parents, or
+    /// one with a parent of another entry (docs/EVENT_FORMAT.md, section 9).
     fn check_foreign_links(&self, event: &Event) -> Result<()> {
         let store = self.session.store();
         let created = event.created_entry();
@@ -1179,12 +1180,44 @@ impl Batch<'_> {
                 });
             }
         }
+        // Replay orders an entry's events by their parents: one that names none could come
+        // before its entry's create, which `verify` refuses, and it forks the entry anyway.
+        if event.parents.is_empty() && event.creation_of(&event.entry).is_none() {
+            return Err(Error::Rejected {
+                message: format!(
+                    "event {} ({} of entry {}) names no parent: every event but a create names \
+                     its entry's heads (docs/EVENT_FORMAT.md, section 6.3), or replay may place \
+                     it before the entry's create, which `verify` refuses; leave the event out \
+                     and make the change with memlog, which names them",
+                    event.id,
+                    event.event_type().as_str(),
+                    event.entry
+                ),
+            });
+        }
         for parent in &event.parents {
-            if !self.foreign_events.contains_key(parent) && !store.has_event(parent)? {
+            let stored;
+            let found = match self.foreign_events.get(parent) {
+                Some(e) => Some(e),
+                None => {
+                    stored = store.stored_event(parent)?;
+                    stored.as_ref()
+                }
+            };
+            let Some(found) = found else {
                 return Err(Error::Rejected {
                     message: format!(
                         "event {} names parent {parent}, which is neither in this log nor \
                          accepted in this import: import the events it descends from with it",
+                        event.id
+                    ),
+                });
+            };
+            if let Some(problem) = crate::log::verify::parent_problem(event, found) {
+                return Err(Error::Rejected {
+                    message: format!(
+                        "event {}: {problem}, which `verify` refuses; import the event as the \
+                         log that wrote it holds it",
                         event.id
                     ),
                 });

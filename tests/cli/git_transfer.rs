@@ -1081,6 +1081,60 @@ fn imported_and_merged_events_pass_the_field_checks_of_add_and_update() {
     env.run(&["verify", "third"]).ok();
 }
 
+/// An imported or merged event is refused when `verify` would refuse the log for its place in
+/// it: a pin that names no parent (replay put it before its entry's create), a pin whose
+/// parent belongs to another entry. The entry is left as it was: no conflict, a log that
+/// verifies.
+#[test]
+fn an_event_that_verify_would_refuse_for_its_place_is_not_imported() {
+    let env = two_projects();
+    let a = add(&env, "demo", NOW, "learnings", "a", "0.7", "t");
+    add(&env, "demo", NOW, "learnings", "b", "0.7", "t");
+    let events = exported_events(&env);
+    env.run(&["import", "copy", "ev.jsonl"]).ok();
+    let other = events
+        .iter()
+        .find(|(e, _)| e.entry != a)
+        .map(|(e, _)| e.id.clone())
+        .unwrap_or_default();
+    let pin = |at: &str, parents: Vec<String>| {
+        projections::Event::build(
+            &a,
+            "elsewhere",
+            at,
+            parents,
+            projections::EventData::Pin { reason: None },
+        )
+        .unwrap_or_else(|e| panic!("{e}"))
+    };
+    let orphan = pin("2000-01-01T00:00:00.000Z", Vec::new());
+    let astray = pin("2026-11-23T10:00:00.000Z", vec![other]);
+    write_lines(&env, "pins.jsonl", &[line_of(&orphan), line_of(&astray)]);
+    let r = env.run(&["import", "copy", "pins.jsonl", "--json"]).json();
+    assert_eq!(r["imported"], json!([]), "{r}");
+    let why = reasons(&r, "rejected");
+    assert_eq!(why.len(), 2, "{r}");
+    assert!(why[0].contains("names no parent"), "{r}");
+    assert!(why[1].contains("belongs to entry"), "{r}");
+    let v = env.run(&["verify", "copy", "--json"]).ok().json();
+    assert_eq!(v["conflicts"], json!([]), "{v}");
+    // The same pin in a project merged into another.
+    let mut log = std::fs::read_to_string(env.log()).unwrap_or_default();
+    log.push_str(&line_of(&orphan));
+    log.push('\n');
+    std::fs::write(env.log(), log).unwrap_or_else(|e| panic!("{e}"));
+    let r = env.run(&["merge-project", "demo", "copy", "--json"]).json();
+    assert_eq!(r["added"], 0, "{r}");
+    assert!(
+        r["rejected"][0][1]
+            .as_str()
+            .is_some_and(|w| w.contains("names no parent")),
+        "{r}"
+    );
+    let v = env.run(&["verify", "copy", "--json"]).ok().json();
+    assert_eq!(v["conflicts"], json!([]), "{v}");
+}
+
 /// A purged entry whose confidence changed before the purge moves by `merge-project` after
 /// `gc`: the change is checked on the entry as `gc` left it, whose content (summary, content,
 /// evidence) is gone by design.
