@@ -4,7 +4,7 @@
 use crate::error::{Error, Result};
 use crate::log::durable;
 use crate::log::lock::FileLock;
-use crate::policy::validate::Invalid;
+use crate::policy::validate::{Invalid, check_recorded_create, check_recorded_set};
 use crate::policy::{Policy, Warning, log_detections};
 use crate::project::Project;
 use crate::store::Store;
@@ -382,7 +382,7 @@ pub struct Batch<'a> {
     /// Event ids and created entries of the foreign events this batch accepted (see
     /// [`Batch::stage_foreign`]), staged or already appended: what a later foreign event may
     /// name as a parent or an entry.
-    foreign_events: std::collections::HashSet<String>,
+    foreign_events: std::collections::HashMap<String, Event>,
     foreign_entries: std::collections::HashSet<String>,
 }
 
@@ -449,7 +449,7 @@ impl<'a> Batch<'a> {
             deferred: None,
             prechecked: None,
             prebuilt: None,
-            foreign_events: std::collections::HashSet::new(),
+            foreign_events: std::collections::HashMap::new(),
             foreign_entries: std::collections::HashSet::new(),
         })
     }
@@ -906,27 +906,7 @@ fn gate(
             Some(state) if state.purged && set.is_empty() => {
                 (crate::policy::Verdict::default(), "resolve")
             }
-            Some(state) => {
-                let (fields, status) = projections::fold::apply_set(state, set)
-                    .map_err(|m| Error::Invalid(Invalid::one("set", "type", m)))?;
-                let status = status.unwrap_or(state.status);
-                // Promoting a draft makes a new active entry: it gets every check a create
-                // gets. Otherwise an update is checked on the fields it changes.
-                let promoted = state.status != Status::Active && status == Status::Active;
-                let only: BTreeSet<String> = set.keys().cloned().collect();
-                let only = (!promoted).then_some(&only);
-                let mut v = policy.check(store, &fields, status, Some(&state.id), only)?;
-                if status == Status::Active && fields.evidence.is_empty() {
-                    v.problems.push(crate::policy::validate::Problem {
-                        field: "evidence".into(),
-                        constraint: "required",
-                        message: "an active entry needs at least one evidence object {type, uri, \
-                                  note}; add --evidence TYPE:URI:NOTE before making it active"
-                            .into(),
-                    });
-                }
-                (v, "update")
-            }
+            Some(state) => (check_update(policy, store, state, set)?, "update"),
         },
         Change::Deprecate { .. } => (crate::policy::Verdict::default(), "deprecate"),
         Change::ResolveWinner { .. } => (crate::policy::Verdict::default(), "resolve"),
@@ -985,6 +965,34 @@ pub fn refused(
         }
     }
     e
+}
+
+/// The write policy on an update (or a resolve) that sets `set` on the entry in `state`.
+fn check_update(
+    policy: &Policy,
+    store: Option<&Store>,
+    state: &EntryState,
+    set: &Map<String, Value>,
+) -> Result<crate::policy::Verdict> {
+    let (fields, status) = projections::fold::apply_set(state, set)
+        .map_err(|m| Error::Invalid(Invalid::one("set", "type", m)))?;
+    let status = status.unwrap_or(state.status);
+    // Promoting a draft makes a new active entry: it gets every check a create
+    // gets. Otherwise an update is checked on the fields it changes.
+    let promoted = state.status != Status::Active && status == Status::Active;
+    let only: BTreeSet<String> = set.keys().cloned().collect();
+    let only = (!promoted).then_some(&only);
+    let mut v = policy.check(store, &fields, status, Some(&state.id), only)?;
+    if status == Status::Active && fields.evidence.is_empty() {
+        v.problems.push(crate::policy::validate::Problem {
+            field: "evidence".into(),
+            constraint: "required",
+            message: "an active entry needs at least one evidence object {type, uri, \
+                      note}; add --evidence TYPE:URI:NOTE before making it active"
+                .into(),
+        });
+    }
+    Ok(v)
 }
 
 /// What a write did when the store was not consulted afterwards.
@@ -1055,10 +1063,20 @@ impl Batch<'_> {
         self.check_foreign_links(&event)?;
         let store = self.session.store();
         let mut verdict = crate::policy::Verdict::default();
-        let mut creates = false;
+        let mut checked = Checked::Nothing;
+        // What `gc` left of an event of a purged entry: its summary, content and evidence are
+        // blank by design, and so are they in what descends from such an event.
+        let mut blanked = line.as_deref().is_some_and(crate::log::tombstones::marked);
         for entry in event.entries() {
             if let Some((fields, status)) = event.creation_of(entry) {
-                creates = true;
+                checked = Checked::Created;
+                // The schema checks of `memlog add` (credentials are the policy's, below).
+                if let Err(invalid) = check_recorded_create(fields, status) {
+                    let schema = invalid.problems.into_iter();
+                    verdict
+                        .problems
+                        .extend(schema.filter(|p| p.constraint != "secret"));
+                }
                 let mut v = self.policy.check(Some(store), fields, status, None, None)?;
                 if allow_duplicates {
                     v.problems.retain(|p| p.constraint != "duplicate");
@@ -1066,19 +1084,37 @@ impl Batch<'_> {
                 verdict.merge(v);
             }
         }
+        if let EventData::Update { set, .. } | EventData::Resolve { set, .. } = &event.data
+            && !set.is_empty()
+            && let Some(state) = self.state_before(&event)?
+        {
+            // A summary is never empty but where a purge removed it.
+            blanked |= state.fields.summary.is_empty();
+            // The checks of `memlog update`, on the entry as the event found it.
+            match check_recorded_set(set, &state.fields) {
+                Ok(()) => {
+                    verdict.merge(check_update(&self.policy, Some(store), &state, set)?);
+                    checked = Checked::Set;
+                }
+                Err(invalid) => verdict.problems.extend(invalid.problems),
+            }
+        }
+        if blanked {
+            verdict.problems.retain(|p| !is_blank_by_purge(p));
+        }
         verdict.merge(self.policy.check_free_text("actor", &event.actor));
         if let Ok(Value::Object(body)) = event.to_value()
             && let Some(data) = body.get("data")
         {
             let mut texts = Vec::new();
-            foreign_texts("data", data, creates, &mut texts);
+            foreign_texts("data", data, checked, &mut texts);
             for (field, text) in texts {
                 verdict.merge(self.policy.check_free_text(&field, &text));
             }
             // Text that hides or reorders itself, as a write refuses it: every string of the
             // event, the created fields too (the policy's checks above do not look for it).
             let mut all = vec![("actor".to_owned(), event.actor.clone())];
-            foreign_texts("data", data, false, &mut all);
+            foreign_texts("data", data, Checked::Nothing, &mut all);
             for (field, text) in all {
                 if let Some(c) = text
                     .chars()
@@ -1115,9 +1151,9 @@ impl Batch<'_> {
         };
         let events = vec![(event.clone(), line)];
         let written = unstored(&events, id, None, warnings);
-        self.foreign_events.insert(event.id.clone());
         self.foreign_entries
             .extend(event.created_entry().map(str::to_owned));
+        self.foreign_events.insert(event.id.clone(), event);
         if !self.ctx.dry_run {
             self.staged.push(Staged {
                 events,
@@ -1129,9 +1165,39 @@ impl Batch<'_> {
 }
 
 impl Batch<'_> {
-    /// Refuses a foreign event that would be an orphan in this log: one about an entry that
-    /// neither the log nor this batch created, or one whose parents are neither in the log nor
-    /// accepted by this batch (`verify` calls either a broken log).
+    /// The state of `event`'s entry just before it: the fold of the events of the entry it
+    /// descends from, in the log or accepted by this batch (what the event was written on).
+    fn state_before(&self, event: &Event) -> Result<Option<EntryState>> {
+        let entry = event.entry.as_str();
+        let mut seen = std::collections::HashSet::new();
+        let mut todo: Vec<String> = event.parents.clone();
+        let mut before: Vec<Event> = Vec::new();
+        while let Some(id) = todo.pop() {
+            if !seen.insert(id.clone()) {
+                continue;
+            }
+            let found = match self.foreign_events.get(&id) {
+                Some(e) => Some(e.clone()),
+                None => self.session.store().stored_event(&id)?,
+            };
+            let Some(e) = found.filter(|e| e.projects_onto(entry)) else {
+                continue;
+            };
+            // The event that created the entry begins its history (the parents of a supersede
+            // that created it are the replaced entry's).
+            if e.creation_of(entry).is_none() {
+                todo.extend(e.parents.iter().cloned());
+            }
+            before.push(e);
+        }
+        let refs: Vec<&Event> = before.iter().collect();
+        Ok(projections::fold_entry_lean(entry, &refs).state)
+    }
+
+    /// Refuses a foreign event that `verify` would refuse for its place in this log: an orphan
+    /// (about an entry that neither the log nor this batch created, or with parents neither in
+    /// the log nor accepted by this batch), an event other than a create without parents, or
+    /// one with a parent of another entry (docs/EVENT_FORMAT.md, section 9).
     fn check_foreign_links(&self, event: &Event) -> Result<()> {
         let store = self.session.store();
         let created = event.created_entry();
@@ -1149,12 +1215,44 @@ impl Batch<'_> {
                 });
             }
         }
+        // Replay orders an entry's events by their parents: one that names none could come
+        // before its entry's create, which `verify` refuses, and it forks the entry anyway.
+        if event.parents.is_empty() && event.creation_of(&event.entry).is_none() {
+            return Err(Error::Rejected {
+                message: format!(
+                    "event {} ({} of entry {}) names no parent: every event but a create names \
+                     its entry's heads (docs/EVENT_FORMAT.md, section 6.3), or replay may place \
+                     it before the entry's create, which `verify` refuses; leave the event out \
+                     and make the change with memlog, which names them",
+                    event.id,
+                    event.event_type().as_str(),
+                    event.entry
+                ),
+            });
+        }
         for parent in &event.parents {
-            if !self.foreign_events.contains(parent) && !store.has_event(parent)? {
+            let stored;
+            let found = match self.foreign_events.get(parent) {
+                Some(e) => Some(e),
+                None => {
+                    stored = store.stored_event(parent)?;
+                    stored.as_ref()
+                }
+            };
+            let Some(found) = found else {
                 return Err(Error::Rejected {
                     message: format!(
                         "event {} names parent {parent}, which is neither in this log nor \
                          accepted in this import: import the events it descends from with it",
+                        event.id
+                    ),
+                });
+            };
+            if let Some(problem) = crate::log::verify::parent_problem(event, found) {
+                return Err(Error::Rejected {
+                    message: format!(
+                        "event {}: {problem}, which `verify` refuses; import the event as the \
+                         log that wrote it holds it",
                         event.id
                     ),
                 });
@@ -1164,27 +1262,51 @@ impl Batch<'_> {
     }
 }
 
-/// The texts of a foreign event's data, by field path, to scan for credentials. The fields of
-/// an entry it creates (checked as a create) are left out when `creates`.
-fn foreign_texts(at: &str, v: &Value, creates: bool, out: &mut Vec<(String, String)>) {
+/// What of a foreign event's data the write policy checked as an entry's fields, its scan for
+/// credentials included.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Checked {
+    Nothing,
+    /// The fields of the entry it creates (a create's data, a supersede's replacement).
+    Created,
+    /// The values its `set` gives (an update, a resolve).
+    Set,
+}
+
+/// The texts of a foreign event's data, by field path, to scan for credentials, but for those
+/// the policy `checked` already.
+fn foreign_texts(at: &str, v: &Value, checked: Checked, out: &mut Vec<(String, String)>) {
     match v {
         Value::String(s) => out.push((at.to_owned(), s.clone())),
         Value::Array(items) => {
             for (i, item) in items.iter().enumerate() {
-                foreign_texts(&format!("{at}[{i}]"), item, creates, out);
+                foreign_texts(&format!("{at}[{i}]"), item, checked, out);
             }
         }
         Value::Object(map) => {
             for (k, item) in map {
-                let create_field = creates
-                    && (k == "replacement"
-                        || (at == "data"
-                            && projections::model::PATCHABLE_FIELDS.contains(&k.as_str())));
-                if !create_field {
-                    foreign_texts(&format!("{at}.{k}"), item, creates, out);
+                let skip = match checked {
+                    Checked::Nothing => false,
+                    Checked::Created => {
+                        k == "replacement"
+                            || (at == "data"
+                                && projections::model::PATCHABLE_FIELDS.contains(&k.as_str()))
+                    }
+                    Checked::Set => at == "data" && k == "set",
+                };
+                if !skip {
+                    foreign_texts(&format!("{at}.{k}"), item, checked, out);
                 }
             }
         }
         _ => {}
     }
+}
+
+/// Whether `problem` is only that a field a purge blanks (summary, content, evidence) is
+/// blank: what every event of a purged entry shows after `gc`. Any other problem with those
+/// fields (a length, a credential) is content, and stays one.
+fn is_blank_by_purge(problem: &crate::policy::validate::Problem) -> bool {
+    matches!(problem.constraint, "required" | "evidence_strength")
+        && projections::tombstone::PURGED_FIELDS.contains(&problem.field.as_str())
 }

@@ -3,9 +3,7 @@
 //! [`crate::writer::Batch`]); an id that the project already holds is settled by the strategy.
 
 use crate::error::{Error, Result};
-use crate::policy::validate::{
-    EntryInput, EvidenceInput, check_create, check_patch, entry_input_from_json,
-};
+use crate::policy::validate::{EntryInput, check_create, check_patch, entry_input_from_json};
 use crate::project::Project;
 use crate::writer::{Batch, Change, WriteContext};
 use projections::{EntryFields, EntryState, Event, EventData, Status};
@@ -190,35 +188,6 @@ fn provenance(v: &Value, base: &WriteContext) -> WriteContext {
         ctx.at = t;
     }
     ctx
-}
-
-fn input_of(fields: &EntryFields) -> EntryInput {
-    EntryInput {
-        section: Some(fields.section.as_str().to_owned()),
-        kind: Some(fields.kind.as_str().to_owned()),
-        subject: Some(fields.subject.clone()),
-        scope: Some(fields.scope.clone()),
-        summary: Some(fields.summary.clone()),
-        content: Some(fields.content.clone()),
-        tags: Some(fields.tags.clone()),
-        confidence: Some(fields.confidence),
-        evidence: Some(
-            fields
-                .evidence
-                .iter()
-                .map(|e| EvidenceInput {
-                    kind: Some(e.kind.as_str().to_owned()),
-                    uri: Some(e.uri.clone()),
-                    note: Some(e.note.clone()),
-                })
-                .collect(),
-        ),
-        status: None,
-        valid_from: Some(fields.valid_from.clone()),
-        valid_to: Some(fields.valid_to.clone()),
-        review_interval: Some(fields.review_interval.clone()),
-        related_entries: Some(fields.related_entries.clone()),
-    }
 }
 
 /// The merge of a record into an entry: the higher confidence wins the fields (the entry on a
@@ -521,7 +490,7 @@ fn import_one(
     } else {
         (Fate::Merged, merged(&existing.fields, &fields))
     };
-    let set = check_patch(&input_of(&target_fields), &existing.fields)?;
+    let set = check_patch(&EntryInput::of(&target_fields, None), &existing.fields)?;
     let mut changed = false;
     if !set.is_empty() && existing.fields != target_fields {
         let change = Change::Update {

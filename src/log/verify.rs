@@ -243,12 +243,15 @@ pub fn verify_log(path: &Path) -> Result<Report> {
                     offset: *o,
                     problem: format!("parent {p} is not in the log: an event was removed or the log is incomplete"),
                 }),
-                Some((_, _, parent)) if !parent.projects_onto(&e.entry) => problems.push(Finding {
-                    line: *n,
-                    offset: *o,
-                    problem: format!("parent {p} belongs to entry {}, not {}", parent.entry, e.entry),
-                }),
-                Some(_) => {}
+                Some((_, _, parent)) => {
+                    if let Some(problem) = parent_problem(e, parent) {
+                        problems.push(Finding {
+                            line: *n,
+                            offset: *o,
+                            problem,
+                        });
+                    }
+                }
             }
         }
     }
@@ -318,6 +321,17 @@ pub fn verify_log(path: &Path) -> Result<Report> {
         problems,
         warnings,
         conflicts,
+    })
+}
+
+/// Rule 9.2 of docs/EVENT_FORMAT.md for `parent`, one of `event`'s parents: it must project
+/// onto the event's entry. What is wrong when it does not.
+pub fn parent_problem(event: &Event, parent: &Event) -> Option<String> {
+    (!parent.projects_onto(&event.entry)).then(|| {
+        format!(
+            "parent {} belongs to entry {}, not {}",
+            parent.id, parent.entry, event.entry
+        )
     })
 }
 

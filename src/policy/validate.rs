@@ -990,6 +990,103 @@ pub fn check_patch(
     Ok(set)
 }
 
+impl EntryInput {
+    /// The fields of an entry (and its status, when given) as if submitted: what an
+    /// `import` or `merge-project` checks again, as `add` and `update` check what they get.
+    pub fn of(fields: &EntryFields, status: Option<Status>) -> Self {
+        Self {
+            section: Some(fields.section.as_str().to_owned()),
+            kind: Some(fields.kind.as_str().to_owned()),
+            subject: Some(fields.subject.clone()),
+            scope: Some(fields.scope.clone()),
+            summary: Some(fields.summary.clone()),
+            content: Some(fields.content.clone()),
+            tags: Some(fields.tags.clone()),
+            confidence: Some(fields.confidence),
+            evidence: Some(
+                fields
+                    .evidence
+                    .iter()
+                    .map(|e| EvidenceInput {
+                        kind: Some(e.kind.as_str().to_owned()),
+                        uri: Some(e.uri.clone()),
+                        note: Some(e.note.clone()),
+                    })
+                    .collect(),
+            ),
+            status: status.map(|s| s.as_str().to_owned()),
+            valid_from: Some(fields.valid_from.clone()),
+            valid_to: Some(fields.valid_to.clone()),
+            review_interval: Some(fields.review_interval.clone()),
+            related_entries: Some(fields.related_entries.clone()),
+        }
+    }
+}
+
+/// Checks the fields and status an event written elsewhere gives a new entry (a `create`, a
+/// `supersede`'s replacement) as [`check_create`] checks those of `memlog add`; its times must
+/// also be written as memlog writes them.
+///
+/// # Errors
+/// [`Invalid`] with every problem found.
+pub fn check_recorded_create(fields: &EntryFields, status: Status) -> Result<(), Invalid> {
+    let (checked, _) = check_create(&EntryInput::of(fields, Some(status)))?;
+    let mut c = Checker::default();
+    for (field, given, written) in [
+        ("valid_from", &fields.valid_from, &checked.valid_from),
+        ("valid_to", &fields.valid_to, &checked.valid_to),
+    ] {
+        let value = |t: &Option<String>| t.as_deref().map(Value::from);
+        not_as_written(&mut c, field, value(given), value(written));
+    }
+    c.into_result(())
+}
+
+/// Checks the values an event written elsewhere (an `update`, a `resolve`) sets on an entry
+/// whose fields were `current` as [`check_patch`] checks those of `memlog update`; its times
+/// must also be written as memlog writes them. An empty `set` sets nothing to check.
+///
+/// # Errors
+/// [`Invalid`] with every problem found.
+pub fn check_recorded_set(set: &Map<String, Value>, current: &EntryFields) -> Result<(), Invalid> {
+    if set.is_empty() {
+        return Ok(());
+    }
+    let input = entry_input_from_json(&Value::Object(set.clone()), "")?;
+    let checked = check_patch(&input, current)?;
+    let mut c = Checker::default();
+    // The times are what the check rewrites (numbers are compared as numbers elsewhere).
+    for field in ["valid_from", "valid_to"] {
+        if let Some(given) = set.get(field) {
+            not_as_written(
+                &mut c,
+                field,
+                Some(given.clone()),
+                checked.get(field).cloned(),
+            );
+        }
+    }
+    c.into_result(())
+}
+
+/// A value accepted only in the form it is written in after checking (a time as
+/// `2026-11-22T10:31:12.123Z`): an event carries it as it was written.
+fn not_as_written(c: &mut Checker, field: &str, given: Option<Value>, written: Option<Value>) {
+    if given != written {
+        let show = |v: Option<Value>| v.map_or_else(|| "null".to_owned(), |v| v.to_string());
+        c.push(
+            field,
+            "format",
+            format!(
+                "`{field}` is {}, which memlog writes as {}; an event keeps the value it was \
+                 written with: make the change with memlog instead of importing this event",
+                show(given),
+                show(written)
+            ),
+        );
+    }
+}
+
 /// Checks a free-text reason (deprecate, pin, supersede). A reason that passes is scanned for
 /// secrets by the write policy ([`crate::policy::Policy::check_free_text`]); one that does not
 /// is scanned here, so that a secret in it is reported and logged all the same.

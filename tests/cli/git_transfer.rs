@@ -911,3 +911,277 @@ fn tombstones_move_with_merge_project_and_import() {
         assert_eq!(shown["status"], "superseded", "{project}: {shown}");
     }
 }
+
+/// The events of `demo` as an event export writes them, decoded, each with its line.
+fn exported_events(env: &Env) -> Vec<(projections::Event, String)> {
+    env.run(&["export", "demo", "ev.jsonl", "--format", "events"])
+        .ok();
+    std::fs::read_to_string(env.root().join("ev.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| {
+            let e = projections::decode_line(l).unwrap_or_else(|e| panic!("{e}"));
+            (e, l.to_owned())
+        })
+        .collect()
+}
+
+/// Writes `lines` to `name` in the workspace, one a line.
+fn write_lines(env: &Env, name: &str, lines: &[String]) {
+    std::fs::write(env.root().join(name), lines.join("\n") + "\n")
+        .unwrap_or_else(|e| panic!("{e}"));
+}
+
+fn line_of(event: &projections::Event) -> String {
+    event.to_line().unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn reasons(report: &Value, key: &str) -> Vec<String> {
+    report[key]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|o| {
+            o.get("reason")
+                .or_else(|| o.get(1))
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        })
+        .collect()
+}
+
+/// An event that creates an entry (a create, a supersede's replacement) or sets its fields (an
+/// update) passes the schema checks of `add` and `update` when it is imported or merged from
+/// another project: a confidence out of range, a scope outside the pattern, a content over its
+/// length, too many tags, a time not written as memlog writes it are each rejected with the
+/// field named, and nothing of them reaches the log.
+#[test]
+fn imported_and_merged_events_pass_the_field_checks_of_add_and_update() {
+    let env = two_projects();
+    env.run(&["init", "third"]).ok();
+    let a = add(&env, "demo", NOW, "learnings", "a", "0.7", "t");
+    let (create, create_line) = exported_events(&env).remove(0);
+    let projections::EventData::Create { fields, status } = &create.data else {
+        panic!("not a create: {create_line}")
+    };
+    let build = |entry: &str, parents: Vec<String>, data| {
+        projections::Event::build(
+            entry,
+            "elsewhere",
+            "2026-11-23T10:00:00.000Z",
+            parents,
+            data,
+        )
+        .unwrap_or_else(|e| panic!("{e}"))
+    };
+    let mut wild = fields.clone();
+    wild.subject = "f1".into();
+    wild.confidence = 5.0;
+    wild.scope = "../../etc".into();
+    wild.content = "x".repeat(5000);
+    wild.tags = vec!["t".into(); 40];
+    let wild_create = build(
+        "",
+        Vec::new(),
+        projections::EventData::Create {
+            fields: wild,
+            status: *status,
+        },
+    );
+    let mut replacement = fields.clone();
+    replacement.confidence = 9.0;
+    replacement.scope = "bogus scope".into();
+    let wild_supersede = projections::Event::supersede_with_replacement(
+        &a,
+        "elsewhere",
+        "2026-11-23T10:00:00.000Z",
+        vec![create.id.clone()],
+        replacement,
+        *status,
+        None,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let mut set = serde_json::Map::new();
+    set.insert("confidence".into(), json!(7));
+    let wild_update = build(
+        &a,
+        vec![create.id.clone()],
+        projections::EventData::Update { set, reason: None },
+    );
+    let mut dated = fields.clone();
+    dated.subject = "f2".into();
+    dated.valid_to = Some("2027-01-01".into());
+    let loose_time = build(
+        "",
+        Vec::new(),
+        projections::EventData::Create {
+            fields: dated,
+            status: *status,
+        },
+    );
+    let wild_lines: Vec<String> = [&wild_create, &wild_supersede, &wild_update, &loose_time]
+        .into_iter()
+        .map(line_of)
+        .collect();
+    write_lines(
+        &env,
+        "wild.jsonl",
+        &[vec![create_line.clone()], wild_lines.clone()].concat(),
+    );
+    let r = env.run(&["import", "copy", "wild.jsonl", "--json"]).json();
+    assert_eq!(r["imported"].as_array().map(Vec::len), Some(1), "{r}");
+    let why = reasons(&r, "rejected");
+    assert_eq!(why.len(), 4, "{r}");
+    for field in ["confidence", "scope", "content", "tags"] {
+        assert!(why[0].contains(&format!("{field}: ")), "{field}: {r}");
+    }
+    assert!(
+        why[1].contains("scope: ") && why[1].contains("confidence: "),
+        "{r}"
+    );
+    assert!(why[2].contains("confidence: `confidence` is 7"), "{r}");
+    assert!(why[3].contains("valid_to: "), "{r}");
+    let copy =
+        std::fs::read_to_string(env.root().join("ai-memory/copy/events.jsonl")).unwrap_or_default();
+    assert_eq!(copy, create_line + "\n");
+    let listed = env
+        .run(&["-p", "copy", "list", "--min-confidence", "0", "--json"])
+        .ok()
+        .json();
+    assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed}");
+    // The same events in a project merged into another.
+    let mut log = std::fs::read_to_string(env.log()).unwrap_or_default();
+    for l in &wild_lines {
+        log.push_str(l);
+        log.push('\n');
+    }
+    std::fs::write(env.log(), log).unwrap_or_else(|e| panic!("{e}"));
+    let r = env
+        .run(&["merge-project", "demo", "third", "--json"])
+        .json();
+    assert_eq!(r["added"], 1, "{r}");
+    let why: Vec<String> = r["rejected"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|pair| pair[1].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(why.len(), 4, "{r}");
+    assert!(
+        why.iter()
+            .any(|w| w.contains("scope: `scope` is `../../etc`")),
+        "{r}"
+    );
+    assert!(
+        why.iter()
+            .any(|w| w.contains("scope: `scope` is `bogus scope`")),
+        "{r}"
+    );
+    env.run(&["verify", "third"]).ok();
+}
+
+/// An imported or merged event is refused when `verify` would refuse the log for its place in
+/// it: a pin that names no parent (replay put it before its entry's create), a pin whose
+/// parent belongs to another entry. The entry is left as it was: no conflict, a log that
+/// verifies.
+#[test]
+fn an_event_that_verify_would_refuse_for_its_place_is_not_imported() {
+    let env = two_projects();
+    let a = add(&env, "demo", NOW, "learnings", "a", "0.7", "t");
+    add(&env, "demo", NOW, "learnings", "b", "0.7", "t");
+    let events = exported_events(&env);
+    env.run(&["import", "copy", "ev.jsonl"]).ok();
+    let other = events
+        .iter()
+        .find(|(e, _)| e.entry != a)
+        .map(|(e, _)| e.id.clone())
+        .unwrap_or_default();
+    let pin = |at: &str, parents: Vec<String>| {
+        projections::Event::build(
+            &a,
+            "elsewhere",
+            at,
+            parents,
+            projections::EventData::Pin { reason: None },
+        )
+        .unwrap_or_else(|e| panic!("{e}"))
+    };
+    let orphan = pin("2000-01-01T00:00:00.000Z", Vec::new());
+    let astray = pin("2026-11-23T10:00:00.000Z", vec![other]);
+    write_lines(&env, "pins.jsonl", &[line_of(&orphan), line_of(&astray)]);
+    let r = env.run(&["import", "copy", "pins.jsonl", "--json"]).json();
+    assert_eq!(r["imported"], json!([]), "{r}");
+    let why = reasons(&r, "rejected");
+    assert_eq!(why.len(), 2, "{r}");
+    assert!(why[0].contains("names no parent"), "{r}");
+    assert!(why[1].contains("belongs to entry"), "{r}");
+    let v = env.run(&["verify", "copy", "--json"]).ok().json();
+    assert_eq!(v["conflicts"], json!([]), "{v}");
+    // The same pin in a project merged into another.
+    let mut log = std::fs::read_to_string(env.log()).unwrap_or_default();
+    log.push_str(&line_of(&orphan));
+    log.push('\n');
+    std::fs::write(env.log(), log).unwrap_or_else(|e| panic!("{e}"));
+    let r = env.run(&["merge-project", "demo", "copy", "--json"]).json();
+    assert_eq!(r["added"], 0, "{r}");
+    assert!(
+        r["rejected"][0][1]
+            .as_str()
+            .is_some_and(|w| w.contains("names no parent")),
+        "{r}"
+    );
+    let v = env.run(&["verify", "copy", "--json"]).ok().json();
+    assert_eq!(v["conflicts"], json!([]), "{v}");
+}
+
+/// A purged entry whose confidence changed before the purge moves by `merge-project` after
+/// `gc`: the change is checked on the entry as `gc` left it, whose content (summary, content,
+/// evidence) is gone by design.
+#[test]
+fn a_purged_entry_changed_before_its_purge_moves_with_merge_project() {
+    let env = two_projects();
+    let a = add(&env, "demo", NOW, "learnings", "a", "0.7", "t");
+    env.run(&["-p", "demo", "update", &a, "--confidence", "0.8"])
+        .ok();
+    env.run(&["-p", "demo", "purge", &a, "--reason", "pasted by mistake"])
+        .ok();
+    env.run(&["gc", "demo"]).ok();
+    let r = env.run(&["merge-project", "demo", "copy", "--json"]).json();
+    assert_eq!(
+        (r["added"].as_u64(), &r["rejected"]),
+        (Some(3), &json!([])),
+        "{r}"
+    );
+    env.run(&["verify", "copy"]).ok();
+    // Only blankness is excused: a change after the purge is checked like any other.
+    let purge = log_events(&env, "copy")
+        .into_iter()
+        .find(|e| matches!(e.data, projections::EventData::Purge { .. }))
+        .unwrap_or_else(|| panic!("no purge"));
+    let mut set = serde_json::Map::new();
+    set.insert("content".into(), json!("x".repeat(5000)));
+    let long = projections::Event::build(
+        &a,
+        "elsewhere",
+        "2026-11-24T10:00:00.000Z",
+        vec![purge.id],
+        projections::EventData::Update { set, reason: None },
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    write_lines(&env, "long.jsonl", &[line_of(&long)]);
+    let r = env.run(&["import", "copy", "long.jsonl", "--json"]).json();
+    assert!(
+        reasons(&r, "rejected")[0].contains("content: `content` has 5000"),
+        "{r}"
+    );
+}
+
+/// The events of a project's log.
+fn log_events(env: &Env, project: &str) -> Vec<projections::Event> {
+    std::fs::read_to_string(env.root().join(format!("ai-memory/{project}/events.jsonl")))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| projections::decode_line(l).unwrap_or_else(|e| panic!("{e}")))
+        .collect()
+}
