@@ -106,6 +106,7 @@ fn definitions() -> Value {
             "additionalProperties": false,
             "properties": {
                 "success": {"const": false},
+                "warnings": {"type": "array", "items": {"$ref": "#/$defs/Warning"}},
                 "error": {
                     "type": "object",
                     "required": ["code", "message", "details"],
@@ -782,8 +783,8 @@ pub fn all() -> Vec<(&'static str, Value)> {
                 "title": format!("{command} --json"),
                 "description": format!(
                     "What `{command} --json` prints: {{success: true, results, warnings}} when \
-                     the command ran, the error format {{success: false, error}} when it failed \
-                     (docs/JSON.md)."
+                     the command ran, the error format {{success: false, error}} when it failed, \
+                     with the warnings given before the error in `warnings` (docs/JSON.md)."
                 ),
                 "oneOf": [
                     {

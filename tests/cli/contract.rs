@@ -39,6 +39,15 @@ fn check(name: &str, r: &Run) -> Value {
             "{name}: {}",
             r.stdout
         );
+    } else if v.get("warnings").is_some() {
+        // Warnings given before the error stand beside it, never as an empty list.
+        assert_eq!(
+            keys,
+            ["error", "success", "warnings"],
+            "{name}: {}",
+            r.stdout
+        );
+        assert_ne!(v["warnings"], serde_json::json!([]), "{name}: {}", r.stdout);
     } else {
         assert_eq!(keys, ["error", "success"], "{name}: {}", r.stdout);
     }
@@ -263,6 +272,29 @@ fn every_failure_is_the_error_format() {
         "{}",
         r.stderr
     );
+}
+
+/// A warning given before an error (a torn last line set aside) stands beside the error, as
+/// docs/JSON.md says, and the schema takes it.
+#[test]
+fn an_error_carries_the_warnings_given_before_it() {
+    use std::io::Write;
+    let env = Env::with_project();
+    env.add("a", "first");
+    let mut log = std::fs::OpenOptions::new()
+        .append(true)
+        .open(env.log())
+        .unwrap_or_else(|e| panic!("{e}"));
+    log.write_all(br#"{"actor":"x","at":"2026-11-2"#)
+        .unwrap_or_else(|e| panic!("{e}"));
+    drop(log);
+    let r = env.run(&["show", "m-zzzzzz", "--json"]);
+    assert_eq!(r.code, 4, "{}", r.stdout);
+    let v = check("show", &r);
+    assert_eq!(v["error"]["code"], "NOT_FOUND", "{v}");
+    let warning = v["warnings"][0]["message"].as_str().unwrap_or_default();
+    assert!(warning.contains("quarantine"), "{v}");
+    assert!(r.stderr.is_empty(), "{}", r.stderr);
 }
 
 #[test]
