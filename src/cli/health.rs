@@ -43,15 +43,20 @@ fn check(ctx: &Ctx, project: &Project) -> (Value, Vec<String>) {
             json!({"file": project.config_path(), "valid": false, "problems": [e.to_string()]})
         }
     };
-    let log_bytes = std::fs::metadata(project.log_path()).map(|m| m.len()).ok();
-    let mut log = json!({"file": project.log_path(), "bytes": log_bytes});
+    let log_bytes = std::fs::metadata(project.log_path()).map(|m| m.len());
+    let exists = !matches!(&log_bytes, Err(e) if e.kind() == std::io::ErrorKind::NotFound);
+    let mut log = json!({"file": project.log_path(), "bytes": log_bytes.ok(), "exists": exists});
+    let mut warnings = Vec::new();
+    if !exists {
+        // Read as an empty log below; said, so that a deleted log is not taken for a new one.
+        warnings.push(super::verify::missing_log_message(project));
+    }
     let mut projections = json!({});
     let mut entries = Value::Null;
     let mut events = Value::Null;
-    let mut warnings = Vec::new();
     match crate::store::session::Session::open(project, ctx.lock_timeout()) {
         Ok(session) => {
-            log["readable"] = json!(true);
+            log["readable"] = json!(exists);
             let report = &session.report;
             let current = report.mode == "none" || (report.mode.is_empty() && report.applied == 0);
             projections = json!({
@@ -164,11 +169,15 @@ fn print_text(out: &mut Out, r: &Value) {
     for w in r["warnings"].as_array().into_iter().flatten() {
         out.line(format!("  warning: {}", w.as_str().unwrap_or_default()));
     }
-    out.line(format!(
-        "  log readable          {} ({} bytes)",
-        yes_no(&r["log"]["readable"]),
-        r["log"]["bytes"]
-    ));
+    if r["log"]["exists"] == false {
+        out.line("  log readable          no (the file does not exist)");
+    } else {
+        out.line(format!(
+            "  log readable          {} ({} bytes)",
+            yes_no(&r["log"]["readable"]),
+            r["log"]["bytes"]
+        ));
+    }
     // Unknown (null) when the log or the store could not be read: say so, not `null`.
     let count = |v: &serde_json::Value| match v.as_u64() {
         Some(n) => n.to_string(),

@@ -41,6 +41,8 @@ pub struct Out {
     /// Under `--json`: the values given to [`Out::json`], and text printed meanwhile.
     results: Vec<Value>,
     text: Vec<u8>,
+    /// Set by [`Out::report`]: the result's own `warnings` are part of the answer.
+    own_warnings: bool,
 }
 
 enum Sink {
@@ -55,6 +57,7 @@ impl Out {
             sink: Sink::Stdout(std::io::stdout()),
             results: Vec::new(),
             text: Vec::new(),
+            own_warnings: false,
         }
     }
 
@@ -65,6 +68,7 @@ impl Out {
             sink: Sink::Capture(Vec::new()),
             results: Vec::new(),
             text: Vec::new(),
+            own_warnings: false,
         }
     }
 
@@ -114,6 +118,14 @@ impl Out {
         }
     }
 
+    /// [`Out::json`] for a report whose `warnings` are findings of its own (`verify`'s
+    /// `{line, offset, problem}`): under `--json` they stay in `results`, and the envelope's
+    /// `warnings` holds only the warnings the command gave.
+    pub fn report(&mut self, value: &impl Serialize) {
+        self.own_warnings = true;
+        self.json(value);
+    }
+
     /// Raw writer for large outputs (kept as text under `--json`).
     pub fn raw(&mut self) -> Box<dyn Write + '_> {
         if self.json {
@@ -145,7 +157,11 @@ impl Out {
             1 => self.results.pop().unwrap_or(Value::Null),
             _ => Value::Array(std::mem::take(&mut self.results)),
         };
-        let body = envelope(results, take_warnings());
+        let body = if self.own_warnings {
+            envelope_of_report(results, take_warnings())
+        } else {
+            envelope(results, take_warnings())
+        };
         let text = serde_json::to_string_pretty(&body).unwrap_or_else(|_| "null".into());
         self.emit(&text);
     }
@@ -155,6 +171,15 @@ impl Out {
 /// `success` and top-level `warnings` keys taken out), `warnings` every warning it gave, each
 /// `{"message", "field"?, "rule"?}`, once.
 pub fn envelope(results: Value, given: Vec<String>) -> Value {
+    envelope_with(results, given, true)
+}
+
+/// [`envelope`] for a report that keeps its own `warnings` key (see [`Out::report`]).
+pub fn envelope_of_report(results: Value, given: Vec<String>) -> Value {
+    envelope_with(results, given, false)
+}
+
+fn envelope_with(results: Value, given: Vec<String>, hoist: bool) -> Value {
     let mut warnings: Vec<Value> = Vec::new();
     let mut add = |w: Value| {
         let w = match w {
@@ -175,7 +200,8 @@ pub fn envelope(results: Value, given: Vec<String>) -> Value {
             m.remove("success");
             // A command's own warnings list joins the envelope's; any other `warnings` value is
             // part of its answer and stays.
-            if m.get("warnings").is_some_and(Value::is_array)
+            if hoist
+                && m.get("warnings").is_some_and(Value::is_array)
                 && let Some(Value::Array(ws)) = m.remove("warnings")
             {
                 ws.into_iter().for_each(&mut add);

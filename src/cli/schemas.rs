@@ -131,6 +131,12 @@ fn written() -> Value {
 
 /// Each command's `results`, by the name of its schema file.
 fn results() -> Vec<(&'static str, &'static str, Value)> {
+    // A place in the log and what is wrong there (`verify`).
+    let finding = object(&[
+        ("line", integer()),
+        ("offset", integer()),
+        ("problem", string()),
+    ]);
     let history_record = object(&[
         ("version", integer()),
         ("event", string()),
@@ -247,8 +253,10 @@ fn results() -> Vec<(&'static str, &'static str, Value)> {
                 ("events", integer()),
                 ("entries", integer()),
                 ("duplicate_lines", integer()),
-                ("problems", array(json!({}))),
-                ("conflicts", array(json!({}))),
+                ("problems", array(finding.clone())),
+                ("warnings", array(finding)),
+                ("conflicts", array(string())),
+                ("missing", boolean()),
             ]),
         ),
         (
@@ -323,7 +331,12 @@ fn results() -> Vec<(&'static str, &'static str, Value)> {
                 ("warnings", array(string())),
                 (
                     "log",
-                    object(&[("file", string()), ("readable", boolean())]),
+                    object(&[
+                        ("file", string()),
+                        ("readable", boolean()),
+                        ("exists", boolean()),
+                        ("bytes", json!({"type": ["integer", "null"], "minimum": 0})),
+                    ]),
                 ),
                 (
                     "projections",

@@ -15,8 +15,13 @@ pub struct VerifyArgs {
 pub fn run(ctx: &Ctx, args: VerifyArgs, out: &mut Out) -> Result<ExitCode> {
     let project = ctx.project(args.project.as_deref())?;
     let report = crate::log::verify::verify_log(&project.log_path())?;
+    if report.missing {
+        super::output::warn(&missing_log_message(&project));
+    }
     if out.json {
-        out.json(&report);
+        // The report's `warnings` are findings in the log ({line, offset, problem}), part of
+        // the answer; the envelope's are what the command said (a missing log).
+        out.report(&report);
     } else {
         for f in &report.problems {
             out.line(format!(
@@ -47,7 +52,9 @@ pub fn run(ctx: &Ctx, args: VerifyArgs, out: &mut Out) -> Result<ExitCode> {
             count(report.events, "event", "events"),
             count(report.entries, "entry", "entries"),
             count(report.duplicate_lines, "duplicate line", "duplicate lines"),
-            if report.ok {
+            if report.missing {
+                "no log (the file does not exist)".to_owned()
+            } else if report.ok {
                 "ok".to_owned()
             } else {
                 format!(
@@ -63,4 +70,16 @@ pub fn run(ctx: &Ctx, args: VerifyArgs, out: &mut Out) -> Result<ExitCode> {
     } else {
         ExitCode::Problems
     })
+}
+
+/// The warning for a project whose `events.jsonl` does not exist (`verify`, `health`).
+pub fn missing_log_message(project: &crate::project::Project) -> String {
+    format!(
+        "{} does not exist: the project's log was deleted or moved; restore it from git (`git \
+         checkout -- ai-memory/{}/events.jsonl`), or recreate an empty one with `memlog init {}` \
+         if the project never had events",
+        project.log_path().display(),
+        project.name,
+        project.name
+    )
 }

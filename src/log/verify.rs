@@ -28,6 +28,9 @@ pub struct Report {
     pub warnings: Vec<Finding>,
     /// Entries with more than one head (concurrent writes not yet resolved): not an error.
     pub conflicts: Vec<String>,
+    /// The log file does not exist (deleted): nothing to verify, which is no problem in the
+    /// log itself but must be said.
+    pub missing: bool,
 }
 
 /// True when `tail` (the bytes after the log's last newline) is a whole, valid event, as the
@@ -42,9 +45,13 @@ fn whole_event(tail: &[u8]) -> bool {
 /// # Errors
 /// Only when the file cannot be read; everything wrong inside it is in the report.
 pub fn verify_log(path: &Path) -> Result<Report> {
+    let mut missing = false;
     let bytes = match fs_err::read(path) {
         Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            missing = true;
+            Vec::new()
+        }
         Err(e) => return Err(e.into()),
     };
     let mut problems = Vec::new();
@@ -321,6 +328,7 @@ pub fn verify_log(path: &Path) -> Result<Report> {
         problems,
         warnings,
         conflicts,
+        missing,
     })
 }
 

@@ -297,6 +297,32 @@ fn an_error_carries_the_warnings_given_before_it() {
     assert!(r.stderr.is_empty(), "{}", r.stderr);
 }
 
+/// `verify`'s findings are its report's (`results.warnings`, `{line, offset, problem}`), in
+/// JSON as in text; the envelope's `warnings` hold only what the command said.
+#[test]
+fn verify_keeps_its_findings_in_its_report() {
+    use std::io::Write;
+    let env = Env::with_project();
+    env.add("a", "first");
+    let mut log = std::fs::OpenOptions::new()
+        .append(true)
+        .open(env.log())
+        .unwrap_or_else(|e| panic!("{e}"));
+    log.write_all(b"\n").unwrap_or_else(|e| panic!("{e}"));
+    drop(log);
+    let r = env.run(&["verify", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stdout);
+    let v = check("verify", &r);
+    let finding = &v["results"]["warnings"][0];
+    assert_eq!(finding["line"], 2, "{v}");
+    assert_eq!(finding["problem"], "blank line", "{v}");
+    assert!(finding["offset"].as_u64().is_some_and(|o| o > 0), "{v}");
+    assert_eq!(v["warnings"], serde_json::json!([]), "{v}");
+    let r = env.run(&["verify"]).ok();
+    assert!(r.stdout.contains(":2: warning: blank line"), "{}", r.stdout);
+    assert!(r.stderr.is_empty(), "{}", r.stderr);
+}
+
 #[test]
 fn every_command_has_a_schema() {
     use clap::CommandFactory;

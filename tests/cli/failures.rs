@@ -1,4 +1,5 @@
 use crate::common::{Env, git};
+use serde_json::json;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -105,6 +106,45 @@ fn verify_detects_tampering_and_missing_parents() {
     assert!(problems.contains("is not in the log"), "{problems}");
 }
 
+/// A log deleted by hand is said to be missing, by `verify` and `health` (a warning: exit code
+/// 0), not taken for an empty one.
+#[test]
+fn a_missing_log_is_reported_as_missing() {
+    let env = Env::with_project();
+    env.add("a", "first");
+    std::fs::remove_file(env.log()).unwrap_or_else(|e| panic!("{e}"));
+    let said = "events.jsonl does not exist";
+    let r = env.run(&["verify"]).ok();
+    assert!(
+        r.stdout.contains("no log (the file does not exist)") && !r.stdout.contains(": ok"),
+        "{}",
+        r.stdout
+    );
+    assert!(r.stderr.contains(said), "{}", r.stderr);
+    let v = env.run(&["verify", "--json"]).ok().envelope();
+    assert_eq!(v["results"]["missing"], true, "{v}");
+    assert!(v["warnings"].to_string().contains(said), "{v}");
+    let r = env.run(&["health"]).ok();
+    assert!(
+        r.stdout
+            .contains("log readable          no (the file does not exist)")
+            && r.stdout.contains(said),
+        "{}",
+        r.stdout
+    );
+    let v = env.run(&["health", "--json"]).ok().envelope();
+    let log = &v["results"][0]["log"];
+    assert_eq!(
+        (&log["exists"], &log["readable"]),
+        (&json!(false), &json!(false)),
+        "{v}"
+    );
+    assert!(
+        v["results"][0]["warnings"].to_string().contains(said),
+        "{v}"
+    );
+}
+
 #[test]
 fn a_damaged_middle_line_is_an_error_naming_line_and_offset() {
     let env = Env::with_project();
@@ -193,7 +233,7 @@ fn verify_tells_a_missing_final_newline_from_a_torn_line() {
     );
     let report = env.run(&["verify", "--json"]).ok().envelope();
     assert_eq!(report["results"]["ok"], true, "{report}");
-    assert_eq!(report["warnings"][0]["line"], 2, "{report}");
+    assert_eq!(report["results"]["warnings"][0]["line"], 2, "{report}");
     assert_eq!(env.listed(), Some(2));
     assert_eq!(std::fs::read(env.log()).unwrap_or_default(), log);
     let r = env.run(&["verify"]).ok();
