@@ -55,8 +55,13 @@ fn check(ctx: &Ctx, project: &Project) -> (Value, Vec<String>) {
     let mut entries = Value::Null;
     let mut events = Value::Null;
     match crate::store::session::Session::open(project, ctx.lock_timeout()) {
-        Ok(session) => {
+        Ok(mut session) => {
             log["readable"] = json!(exists);
+            // Every event whose parent is missing, as long as it is: not only those this
+            // catch-up found (an earlier command may have applied them).
+            if let Err(e) = session.report_all_missing_parents() {
+                unhealthy.push(format!("the store cannot be read: {e}"));
+            }
             let report = &session.report;
             let current = report.mode == "none" || (report.mode.is_empty() && report.applied == 0);
             projections = json!({

@@ -298,6 +298,21 @@ impl Ctx {
     /// Opens a caught-up session, telling the user about a torn tail that was set aside.
     /// Under `--as-of`, a private session on the events the log held then.
     pub fn open_session(&self, project: &Project) -> Result<crate::store::session::Session> {
+        self.open_session_warning(project, false)
+    }
+
+    /// [`Ctx::open_session`] for the commands that read the whole memory (`list`, `stats`):
+    /// they also warn of every event whose parents the log lacks, for as long as it lacks
+    /// them, not only on the catch-up that found them (one read of one record of the store).
+    pub fn open_session_whole(&self, project: &Project) -> Result<crate::store::session::Session> {
+        self.open_session_warning(project, true)
+    }
+
+    fn open_session_warning(
+        &self,
+        project: &Project,
+        all_missing_parents: bool,
+    ) -> Result<crate::store::session::Session> {
         if let Some(as_of) = &self.as_of {
             let (events, _) = crate::git::as_of::events_as_of(project, as_of)?;
             let session = crate::store::session::Session::detached(project, events)?;
@@ -306,7 +321,10 @@ impl Ctx {
             }
             return Ok(session);
         }
-        let session = crate::store::session::Session::open(project, self.lock_timeout())?;
+        let mut session = crate::store::session::Session::open(project, self.lock_timeout())?;
+        if all_missing_parents {
+            session.report_all_missing_parents()?;
+        }
         for w in session.report.warnings() {
             output::warn(&w.message);
         }

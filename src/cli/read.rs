@@ -226,7 +226,7 @@ pub fn normalize_id(id: &str) -> String {
 }
 
 pub fn list(ctx: &Ctx, args: ListArgs, out: &mut Out) -> Result<ExitCode> {
-    let session = open(ctx, args.project.as_deref())?;
+    let session = ctx.open_session_whole(&ctx.project(args.project.as_deref())?)?;
     if let Some(state) = args.cold() {
         return list_cold(&session, &args, state, out);
     }

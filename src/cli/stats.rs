@@ -80,7 +80,7 @@ pub fn read(
     let bounded = dates.from.is_some() || dates.to.is_some();
     let mut in_range: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
     for p in projects {
-        let session = ctx.open_session(p)?;
+        let session = ctx.open_session_whole(p)?;
         parts.push(statistics::read_project(
             p.name.as_str(),
             session.store(),

@@ -15,6 +15,7 @@
 //! | cold index     | `~i\0cold\0` state `\0` entry id, `~i\0cold_pinned\0true\0` entry id | empty (cold entries only) |
 //! | text index     | `~i\0doc\0…`, `~i\0text\0…`               | see `crate::retrieval::text_index` |
 //! | meta           | `~m\0format`, `~m\0log`, `~m\0stats`      | store format, log fingerprint, statistics |
+//! | missing parents | `~m\0dangling`                           | the events whose parents the log lacks (absent when none) |
 //! | log blocks     | `~m\0log_block\0` block number (10 digits) | hash of one complete MiB of the log (see `Fingerprint`) |
 //! | latest operations | `~m\0recent\0` time `\0` event id      | the operation (the latest 20 only) |
 //! | day statistics | `~m\0stats_day\0` day                     | statistics of the entries created that day |
@@ -38,7 +39,7 @@ use std::path::{Path, PathBuf};
 
 /// Bumped whenever the layout or the meaning of a projection changes: a store of another format
 /// is rebuilt from the log, never misread.
-pub const STORE_FORMAT: &str = "memlog-store-22";
+pub const STORE_FORMAT: &str = "memlog-store-23";
 
 /// Journal size above which opening the store first flushes its memtables and starts a new
 /// journal, so that a process replays little whatever the history of writes. Replaying 512 KiB
@@ -726,7 +727,7 @@ impl TextBuckets {
 }
 
 /// An event whose parent the log does not hold.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Dangling {
     pub entry: String,
     pub event: String,
@@ -855,6 +856,30 @@ fn dangling_parents(seen: &[Seen<'_>]) -> Vec<Dangling> {
                 .map(|p| Dangling {
                     entry: s.entry.clone(),
                     event: s.id.clone(),
+                    parent: p.clone(),
+                })
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The meta record of the events whose parents the log lacks.
+const DANGLING: &str = "dangling";
+
+/// The parents named among `events` that are not among them, by entry and event.
+fn dangling_of<L>(events: &[(Event, L)]) -> Vec<Dangling> {
+    let ids: std::collections::HashSet<&str> = events.iter().map(|(e, _)| e.id.as_str()).collect();
+    let mut out: Vec<Dangling> = events
+        .iter()
+        .flat_map(|(e, _)| {
+            e.parents
+                .iter()
+                .filter(|p| !ids.contains(p.as_str()))
+                .map(|p| Dangling {
+                    entry: e.entry.clone(),
+                    event: e.id.clone(),
                     parent: p.clone(),
                 })
         })
@@ -1095,6 +1120,8 @@ impl Store {
         // Only the last chunk records the new fingerprint: after a crash in between, the next
         // catch-up applies the same lines again, and the chunks already written are skipped as
         // applied events (their entries were refolded from all their events then).
+        // The missing parents are recorded with the fingerprint, as of all the events.
+        let dangling = self.dangling_after(&events)?;
         let mut events = events;
         let mut applied = 0;
         let chunk = tuning::apply_chunk();
@@ -1103,13 +1130,51 @@ impl Store {
             applied += self.apply_chunk(events, None)?;
             events = rest;
         }
-        Ok(applied + self.apply_chunk(events, Some(fingerprint))?)
+        Ok(applied + self.apply_chunk(events, Some((fingerprint, dangling)))?)
+    }
+
+    /// The events whose parents the log lacks, as [`Store::dangling`] answers it, once
+    /// `events` are applied: those recorded whose parents are not among `events`, and those of
+    /// `events` whose parents are neither among them nor applied. `None` when there were none
+    /// and are none (nothing to write).
+    fn dangling_after(&self, events: &[(Event, String)]) -> Result<Option<Vec<Dangling>>> {
+        let ids: std::collections::HashSet<&str> =
+            events.iter().map(|(e, _)| e.id.as_str()).collect();
+        let before = self.dangling()?;
+        let had = !before.is_empty();
+        let mut out: Vec<Dangling> = before
+            .into_iter()
+            .filter(|d| !ids.contains(d.parent.as_str()))
+            .collect();
+        for (e, _) in events {
+            for p in &e.parents {
+                if !ids.contains(p.as_str()) && !self.has_event(p)? {
+                    out.push(Dangling {
+                        entry: e.entry.clone(),
+                        event: e.id.clone(),
+                        parent: p.clone(),
+                    });
+                }
+            }
+        }
+        out.sort();
+        out.dedup();
+        Ok((had || !out.is_empty()).then_some(out))
+    }
+
+    /// Every event whose parent the log does not hold (a line deleted by hand, a partial
+    /// copy), as of the last build or catch-up: one read of one record, absent when none.
+    ///
+    /// # Errors
+    /// When the store cannot be read.
+    pub fn dangling(&self) -> Result<Vec<Dangling>> {
+        Ok(self.get_json(&meta_key(DANGLING))?.unwrap_or_default())
     }
 
     fn apply_chunk(
         &self,
         events: Vec<(Event, String)>,
-        fingerprint: Option<&Fingerprint>,
+        last: Option<(&Fingerprint, Option<Vec<Dangling>>)>,
     ) -> Result<usize> {
         // An event projects onto every entry it names (a supersede with its replacement: the
         // replaced entry and the new one).
@@ -1216,8 +1281,13 @@ impl Store {
         for op in recent.0.iter().filter(|op| !old_recent.0.contains(op)) {
             batch.insert(proj, recent_key(op), to_json(op));
         }
-        if let Some(fingerprint) = fingerprint {
+        if let Some((fingerprint, dangling)) = last {
             self.write_fingerprint(&mut batch, fingerprint)?;
+            match dangling {
+                Some(d) if d.is_empty() => batch.remove(proj, meta_key(DANGLING)),
+                Some(d) => batch.insert(proj, meta_key(DANGLING), to_json(&d)),
+                None => {}
+            }
         }
         batch.insert(proj, meta_key("format"), STORE_FORMAT);
         batch.commit().map_err(|e| self.err(e))?;
@@ -1320,9 +1390,10 @@ impl Store {
             .map(|(_, line)| std::mem::take(line))
             .collect();
         let events = events;
+        let dangling = dangling_of(&events);
         std::thread::scope(|scope| {
             let writer = scope.spawn(|| self.ingest_lines(&events, lines));
-            let derived = self.ingest_projections(&events, fingerprint);
+            let derived = self.ingest_projections(&events, fingerprint, &dangling);
             let applied = match writer.join() {
                 Ok(r) => r?,
                 Err(panic) => std::panic::resume_unwind(panic),
@@ -1412,7 +1483,7 @@ impl Store {
             let writer = scope.spawn(|| {
                 store.write_events(seen.iter().map(|s| (s.id.as_str(), s.line)).collect())
             });
-            let derived = store.ingest_seen(&seen, fingerprint);
+            let derived = store.ingest_seen(&seen, fingerprint, &dangling);
             let applied = match writer.join() {
                 Ok(r) => r?,
                 Err(panic) => std::panic::resume_unwind(panic),
@@ -1423,7 +1494,12 @@ impl Store {
     }
 
     /// The second pass of [`Store::build_from_log_at`]: group, decode, fold, write.
-    fn ingest_seen(&self, seen: &[Seen<'_>], fingerprint: &Fingerprint) -> Result<()> {
+    fn ingest_seen(
+        &self,
+        seen: &[Seen<'_>],
+        fingerprint: &Fingerprint,
+        dangling: &[Dangling],
+    ) -> Result<()> {
         let mut placed: Vec<(&str, &str, usize)> = Vec::with_capacity(seen.len());
         for (i, s) in seen.iter().enumerate() {
             placed.push((s.entry.as_str(), s.id.as_str(), i));
@@ -1446,17 +1522,23 @@ impl Store {
             .into_iter()
             .map(|(entry, range)| (entry, lines.get(range).unwrap_or_default()))
             .collect();
-        self.write_groups(&groups, &entries, fingerprint, |(entry, members)| {
-            let events = members
-                .iter()
-                .map(|i| {
-                    let line = seen.get(*i).map_or("", |s| s.line);
-                    projections::event::decode_verified_line(line).map_err(|e| self.err(e))
-                })
-                .collect::<Result<Vec<Event>>>()?;
-            let refs: Vec<&Event> = events.iter().collect();
-            Ok(fold_group(entry, &refs))
-        })
+        self.write_groups(
+            &groups,
+            &entries,
+            fingerprint,
+            dangling,
+            |(entry, members)| {
+                let events = members
+                    .iter()
+                    .map(|i| {
+                        let line = seen.get(*i).map_or("", |s| s.line);
+                        projections::event::decode_verified_line(line).map_err(|e| self.err(e))
+                    })
+                    .collect::<Result<Vec<Event>>>()?;
+                let refs: Vec<&Event> = events.iter().collect();
+                Ok(fold_group(entry, &refs))
+            },
+        )
     }
 
     /// Folds every entry of `events` and writes the whole `projections` keyspace in one pass.
@@ -1464,6 +1546,7 @@ impl Store {
         &self,
         events: &[(Event, L)],
         fingerprint: &Fingerprint,
+        dangling: &[Dangling],
     ) -> Result<()> {
         // Each event under every entry it projects onto, in entry order; duplicates dropped.
         let mut placed: Vec<(&str, &Event)> = Vec::with_capacity(events.len());
@@ -1486,9 +1569,13 @@ impl Store {
             .into_iter()
             .map(|(entry, range)| (entry, placed.get(range).unwrap_or_default()))
             .collect();
-        self.write_groups(&groups, &entries, fingerprint, |(entry, events)| {
-            Ok(fold_group(entry, events))
-        })
+        self.write_groups(
+            &groups,
+            &entries,
+            fingerprint,
+            dangling,
+            |(entry, events)| Ok(fold_group(entry, events)),
+        )
     }
 
     /// Writes the `projections` keyspace from `groups` (one per entry, in entry order, named
@@ -1499,12 +1586,13 @@ impl Store {
         groups: &[G],
         entries: &[&str],
         fingerprint: &Fingerprint,
+        dangling: &[Dangling],
         fold: impl Fn(&G) -> Result<Derived> + Sync,
     ) -> Result<()> {
         let (send, receive) = std::sync::mpsc::sync_channel::<Batch>(1);
         std::thread::scope(|scope| {
             let writer = scope.spawn(move || self.write_projections(&receive));
-            let folded = self.fold_all(groups, entries, fingerprint, &send, fold);
+            let folded = self.fold_all(groups, entries, fingerprint, dangling, &send, fold);
             drop(send);
             let written = match writer.join() {
                 Ok(r) => r,
@@ -1521,6 +1609,7 @@ impl Store {
         groups: &[G],
         entries: &[&str],
         fingerprint: &Fingerprint,
+        dangling: &[Dangling],
         send: &std::sync::mpsc::SyncSender<Batch>,
         fold: impl Fn(&G) -> Result<Derived> + Sync,
     ) -> Result<()> {
@@ -1600,6 +1689,9 @@ impl Store {
                 .iter()
                 .map(|(day, counters)| (stats_day_key(day), to_json(counters))),
         );
+        if !dangling.is_empty() {
+            meta.push((meta_key(DANGLING), to_json(&dangling)));
+        }
         meta.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         let ids = std::sync::Arc::new(entries.iter().map(|e| (*e).to_owned()).collect());
         let index = index.into_sorted_keys(std::sync::Arc::clone(&ids));
@@ -2514,6 +2606,53 @@ mod tests {
         let (left, right) = (dump(&a), dump(&b));
         assert!(left.contains("entries\t"), "{left}");
         assert_eq!(left, right);
+    }
+
+    /// The events whose parents the log lacks are recorded by a build and by each apply, for
+    /// as long as they lack them: an apply that brings the parent clears the record, as a
+    /// build from all the events would.
+    #[test]
+    fn missing_parents_are_kept_until_the_parent_comes() {
+        let create = build("", 1);
+        let deprecate = Event::build(
+            &create.entry,
+            "tester",
+            "2026-01-02T00:00:00.000Z",
+            vec![create.id.clone()],
+            EventData::Deprecate { reason: None },
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let other = build("", 2);
+        let line = |e: &Event| (e.clone(), e.to_line().unwrap_or_default());
+        let fp = Fingerprint {
+            len: 0,
+            lines: 0,
+            hashes: crate::log::stamp::BlockHashes::of(&[]),
+            stamp: None,
+        };
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let (path, whole) = (dir.path().join("s"), dir.path().join("whole"));
+        Store::build_at(&path, vec![line(&deprecate)], &fp).unwrap_or_else(|e| panic!("{e}"));
+        let (store, _) = Store::open(&path).unwrap_or_else(|e| panic!("{e}"));
+        let missing = Dangling {
+            entry: create.entry.clone(),
+            event: deprecate.id.clone(),
+            parent: create.id.clone(),
+        };
+        let dangling = |store: &Store| store.dangling().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(dangling(&store), vec![missing.clone()]);
+        store
+            .apply(vec![line(&other)], &fp)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(dangling(&store), vec![missing]);
+        store
+            .apply(vec![line(&create)], &fp)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(dangling(&store), vec![]);
+        drop(store);
+        let all = vec![line(&deprecate), line(&other), line(&create)];
+        Store::build_at(&whole, all, &fp).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(dump(&path), dump(&whole));
     }
 
     /// A rebuild that writes its common terms' postings by positions holds the same postings,

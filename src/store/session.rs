@@ -623,7 +623,6 @@ impl Session {
             hashes: fp.hashes.extended(from_partial),
             stamp,
         };
-        self.report.missing_parents = self.missing_parents_of(&events)?;
         let created: Vec<String> = if external {
             events
                 .iter()
@@ -632,7 +631,7 @@ impl Session {
         } else {
             Vec::new()
         };
-        let n = self.store().apply(events, &next)?;
+        let n = self.apply_noting_missing_parents(events, &next)?;
         self.report.applied += n;
         self.applied_incrementally += n;
         self.report.duplicates = self.duplicates_of(&created)?;
@@ -673,12 +672,11 @@ impl Session {
             stamp,
         };
         if known.len() == self.store().event_count()? {
-            self.report.missing_parents = self.missing_parents_of(&decoded)?;
             let created: Vec<String> = decoded
                 .iter()
                 .filter_map(|(e, _)| e.created_entry().map(str::to_owned))
                 .collect();
-            let n = self.store().apply(decoded, &next)?;
+            let n = self.apply_noting_missing_parents(decoded, &next)?;
             self.report.applied += n;
             self.applied_incrementally += n;
             self.report.duplicates = self.duplicates_of(&created)?;
@@ -838,9 +836,33 @@ impl Session {
         Ok(out)
     }
 
-    /// Events among `events` (just read) whose parents are neither in `events` nor in the store.
-    fn missing_parents_of(&self, events: &[(Event, String)]) -> Result<Vec<MissingParent>> {
-        missing_parents(events, |p| self.store().has_event(p))
+    /// Applies `events` and reports those whose parents the log lacks that this catch-up
+    /// found (the store keeps them all: [`Session::report_all_missing_parents`]).
+    fn apply_noting_missing_parents(
+        &mut self,
+        events: Vec<(Event, String)>,
+        next: &Fingerprint,
+    ) -> Result<usize> {
+        let before = self.store().dangling()?;
+        let n = self.store().apply(events, next)?;
+        self.report.missing_parents = self
+            .store()
+            .dangling()?
+            .into_iter()
+            .filter(|d| before.binary_search(d).is_err())
+            .collect();
+        Ok(n)
+    }
+
+    /// Puts in the report every event whose parent the log lacks, as long as it does: not only
+    /// those this catch-up found, which an earlier command would have reported once. One read
+    /// of one record of the store.
+    ///
+    /// # Errors
+    /// When the store cannot be read.
+    pub fn report_all_missing_parents(&mut self) -> Result<()> {
+        self.report.missing_parents = self.store().dangling()?;
+        Ok(())
     }
 
     /// The caught-up store.

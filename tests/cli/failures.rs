@@ -106,6 +106,42 @@ fn verify_detects_tampering_and_missing_parents() {
     assert!(problems.contains("is not in the log"), "{problems}");
 }
 
+/// A line deleted by hand leaves events whose parents are missing: `health`, `list` and `stats`
+/// say so every time, as long as the log lacks them (not only the command that first caught
+/// up), and no more once the line is back.
+#[test]
+fn missing_parents_are_reported_as_long_as_they_are_missing() {
+    let env = Env::with_project();
+    let id = env.add("a", "first");
+    env.run(&["update", &id, "--confidence", "0.7"]).ok();
+    let original = std::fs::read_to_string(env.log()).unwrap_or_default();
+    let second_line = original.lines().nth(1).unwrap_or_default();
+    std::fs::write(env.log(), format!("{second_line}\n")).unwrap_or_else(|e| panic!("{e}"));
+    let said = "name a parent that is not in the log";
+    for _ in 0..2 {
+        let r = env.run(&["health"]).ok();
+        assert!(r.stdout.contains(said), "{}", r.stdout);
+        assert!(r.stdout.contains("healthy"), "{}", r.stdout);
+    }
+    let v = env.run(&["health", "--json"]).ok().envelope();
+    // Each project's report holds its own warnings.
+    assert!(
+        v["results"][0]["warnings"].to_string().contains(said),
+        "{v}"
+    );
+    for args in [&["list"][..], &["stats"]] {
+        for _ in 0..2 {
+            let r = env.run(args).ok();
+            assert!(r.stderr.contains(said), "{args:?}: {}", r.stderr);
+        }
+    }
+    std::fs::write(env.log(), &original).unwrap_or_else(|e| panic!("{e}"));
+    let r = env.run(&["health"]).ok();
+    assert!(!r.stdout.contains(said), "{}", r.stdout);
+    let r = env.run(&["list"]).ok();
+    assert!(!r.stderr.contains(said), "{}", r.stderr);
+}
+
 /// A log deleted by hand is said to be missing, by `verify` and `health` (a warning: exit code
 /// 0), not taken for an empty one.
 #[test]
