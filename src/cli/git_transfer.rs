@@ -60,13 +60,24 @@ pub struct ImportArgs {
 }
 
 /// The project and the path of `[PROJECT] PATH` (the positionals are read as one list, so that
-/// options may stand between them, as everywhere else).
-fn project_and_path(args: &[String]) -> (Option<&str>, PathBuf) {
-    match args {
-        [project, path, ..] => (Some(project.as_str()), PathBuf::from(path)),
-        [path] => (None, PathBuf::from(path)),
-        [] => (None, PathBuf::new()),
+/// options may stand between them, as everywhere else). An empty PATH is refused: it would be
+/// taken for the working directory. `what` says what the path is for.
+fn project_and_path<'a>(
+    args: &'a [String],
+    what: &str,
+    stream: &str,
+) -> Result<(Option<&'a str>, PathBuf)> {
+    let (project, path) = match args {
+        [project, path, ..] => (Some(project.as_str()), path.as_str()),
+        [path] => (None, path.as_str()),
+        [] => (None, ""),
+    };
+    if path.is_empty() {
+        return Err(Error::Usage(format!(
+            "`PATH` is empty: give {what}, or `-` for {stream}"
+        )));
     }
+    Ok((project, PathBuf::from(path)))
 }
 
 fn filters(args: &ExportArgs) -> Result<Filters> {
@@ -223,7 +234,11 @@ fn replaceable(file: &Path) -> Result<()> {
 
 pub fn export(ctx: &Ctx, args: ExportArgs, out: &mut Out) -> Result<ExitCode> {
     let filters = filters(&args)?;
-    let (project_name, path) = project_and_path(&args.args);
+    let (project_name, path) = project_and_path(
+        &args.args,
+        "the file to write the export to, inside the workspace",
+        "standard output",
+    )?;
     let project = ctx.project(project_name)?;
     let events = match &ctx.as_of {
         Some(as_of) => crate::git::as_of::events_as_of(&project, as_of)?.0,
@@ -334,7 +349,8 @@ pub fn export(ctx: &Ctx, args: ExportArgs, out: &mut Out) -> Result<ExitCode> {
 
 pub fn import(ctx: &Ctx, args: ImportArgs, out: &mut Out) -> Result<ExitCode> {
     let wctx = ctx.write_context()?;
-    let (project_name, arg_path) = project_and_path(&args.args);
+    let (project_name, arg_path) =
+        project_and_path(&args.args, "the export to read", "standard input")?;
     let project = ctx.project(project_name)?;
     let stdin = if arg_path.as_os_str() == "-" {
         let mut buf = Vec::new();

@@ -449,6 +449,42 @@ fn export_refuses_paths_outside_the_workspace_and_bad_filters() {
     assert!(r.stderr.contains("missing.json"), "{}", r.stderr);
 }
 
+/// An empty PATH is a usage error naming the argument: it would be taken for the working
+/// directory, and an export would scatter entry files there.
+#[test]
+fn an_empty_path_is_refused_by_export_and_import() {
+    let env = Env::with_project();
+    env.add("kept", "Kept entry");
+    let before: Vec<_> = std::fs::read_dir(env.root())
+        .unwrap_or_else(|e| panic!("{e}"))
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    for args in [
+        &["export", "demo", ""][..],
+        &["export", ""],
+        &["import", "demo", ""],
+    ] {
+        let r = env.run(args);
+        assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
+        assert!(
+            r.stderr.contains("`PATH` is empty"),
+            "{args:?}: {}",
+            r.stderr
+        );
+        let mut json = args.to_vec();
+        json.push("--json");
+        let v = env.run(&json).json();
+        assert_eq!(v["error"]["code"], "USAGE_ERROR", "{v}");
+    }
+    let after: Vec<_> = std::fs::read_dir(env.root())
+        .unwrap_or_else(|e| panic!("{e}"))
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(after, before);
+}
+
 #[test]
 fn export_never_writes_over_memlogs_own_files() {
     let env = Env::with_project();
