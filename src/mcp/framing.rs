@@ -4,8 +4,11 @@
 //! is answered `-32700` (id null), a line longer than [`MAX_LINE`] `-32600`, JSON that is not a
 //! message the library can take (a batch, no `method`, another `jsonrpc` version) `-32600` with
 //! its id, and a tool call whose `arguments` is not an object `-32602` (the library would say the
-//! method is unknown). Every error answer carries an `id` (null when the request's cannot be
-//! read), as JSON-RPC requires. The library's answers and these go out one whole line at a time.
+//! method is unknown), as is a tool call without `params`, or whose `name` is missing or not a
+//! string. A blank line is no JSON either: it is answered `-32700` like any other. Every error
+//! answer carries an `id` (null when the request's cannot be read), as JSON-RPC requires, and
+//! the library's `-32601` (whose message is the bare method name) says `unknown method`. The
+//! library's answers and these go out one whole line at a time.
 
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -60,16 +63,30 @@ fn invalid_request(v: &Value) -> Option<(Value, &'static str)> {
     None
 }
 
-/// `line` with `"id": null` added when it is an error answer without an id (the library answers
-/// some requests it cannot read so).
-fn with_id(line: &[u8]) -> Vec<u8> {
-    match serde_json::from_slice::<Value>(line) {
-        Ok(Value::Object(mut m)) if m.contains_key("error") && !m.contains_key("id") => {
-            m.insert("id".into(), Value::Null);
-            Value::Object(m).to_string().into_bytes()
-        }
-        _ => line.to_vec(),
+/// The library's answer `line`, amended: an error answer without an id gets `"id": null` (the
+/// library answers some requests it cannot read so), and a `-32601`, whose message is the bare
+/// method name, says that the method is unknown.
+fn amended(line: &[u8]) -> Vec<u8> {
+    let Ok(Value::Object(mut m)) = serde_json::from_slice::<Value>(line) else {
+        return line.to_vec();
+    };
+    let Some(error) = m.get_mut("error") else {
+        return line.to_vec();
+    };
+    if error["code"] == -32601
+        && let Some(method) = error["message"].as_str()
+    {
+        // A method name that looks like a credential is not repeated.
+        let message = if crate::policy::secret_scan::scan_text(method).is_empty() {
+            format!("Method not found: unknown method `{method}`")
+        } else {
+            "Method not found: unknown method (not repeated: its name looks like a credential)"
+                .to_owned()
+        };
+        error["message"] = message.into();
     }
+    m.entry("id").or_insert(Value::Null);
+    Value::Object(m).to_string().into_bytes()
 }
 
 /// Reads `input` line by line: JSON to `library`, anything else answered on `out`.
@@ -107,10 +124,13 @@ async fn pass_requests(
             write_line(&out, &error_line(&Value::Null, -32600, &message)).await?;
             continue;
         }
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
         let refused = match serde_json::from_slice::<Value>(&line) {
+            // No JSON either; said plainly rather than as an end of input.
+            Err(_) if line.iter().all(u8::is_ascii_whitespace) => Some(error_line(
+                &Value::Null,
+                -32700,
+                "Parse error: a blank line is no JSON-RPC message; send one JSON request per line",
+            )),
             Ok(v) => refusal(&v),
             // Valid JSON nested deeper than the parser goes: a request that can still be
             // answered by its id.
@@ -181,19 +201,27 @@ fn refusal(v: &Value) -> Option<Vec<u8>> {
     if let Some((id, why)) = invalid_request(v) {
         return Some(error_line(&id, -32600, why));
     }
-    // The library takes a call whose `arguments` is not an object for an unknown method: it is
-    // a call with invalid params.
-    let bad_arguments = v["method"] == "tools/call"
-        && v["params"]
-            .get("arguments")
-            .is_some_and(|a| !a.is_object() && !a.is_null());
-    (v.get("id").is_some() && bad_arguments).then(|| {
-        error_line(
-            &v["id"],
-            -32602,
-            "Invalid params: `arguments` must be an object",
-        )
-    })
+    // The library takes a tool call whose params it cannot read for an unknown method: it is
+    // a call with invalid params. (A notification, without an id, gets no answer.)
+    if v["method"] != "tools/call" || v.get("id").is_none() {
+        return None;
+    }
+    let params = &v["params"];
+    let why = if !params.is_object() {
+        "Invalid params: `params` must be an object with the `name` of the tool to call"
+    } else if params.get("name").is_none_or(Value::is_null) {
+        "Invalid params: `name` is missing: give the name of the tool to call (see tools/list)"
+    } else if !params["name"].is_string() {
+        "Invalid params: `name` must be a string, the name of the tool to call (see tools/list)"
+    } else if params
+        .get("arguments")
+        .is_some_and(|a| !a.is_object() && !a.is_null())
+    {
+        "Invalid params: `arguments` must be an object"
+    } else {
+        return None;
+    };
+    Some(error_line(&v["id"], -32602, why))
 }
 
 /// Copies the library's answers to `out`, line by line.
@@ -205,7 +233,7 @@ async fn pass_answers(library: impl AsyncRead + Unpin, out: Out) -> std::io::Res
         if library.read_until(b'\n', &mut line).await? == 0 {
             return Ok(());
         }
-        write_line(&out, &with_id(&line)).await?;
+        write_line(&out, &amended(&line)).await?;
     }
 }
 

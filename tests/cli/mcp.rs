@@ -233,6 +233,70 @@ fn every_invalid_request_is_answered_with_its_id() {
     let _ = child.wait();
 }
 
+/// A tool call without a readable `name` (or without `params`) is a call with invalid params,
+/// naming what is wrong; an unknown method says so; a blank line, which is no JSON, gets a parse
+/// error: every line gets an answer.
+#[test]
+fn bad_tool_calls_unknown_methods_and_blank_lines_are_answered() {
+    let env = Env::with_project();
+    let (mut child, mut stdin, mut lines) = env.mcp(&[]);
+    writeln!(
+        stdin,
+        "{}",
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"}}})
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    stdin.flush().unwrap_or_else(|e| panic!("{e}"));
+    response(&mut lines, 1);
+    for line in [
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{}}"#,
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":5}}"#,
+        r#"{"jsonrpc":"2.0","id":4,"method":"tools/call"}"#,
+        r#"{"jsonrpc":"2.0","id":5,"method":"x"}"#,
+        "",
+        "   ",
+    ] {
+        writeln!(stdin, "{line}").unwrap_or_else(|e| panic!("{e}"));
+    }
+    drop(stdin);
+    let answers: Vec<serde_json::Value> = lines
+        .map(|l| serde_json::from_str(&l.unwrap_or_else(|e| panic!("{e}"))).unwrap_or_default())
+        .collect();
+    let _ = child.wait();
+    let answer = |id: u64| {
+        answers
+            .iter()
+            .find(|v| v["id"] == id)
+            .unwrap_or_else(|| panic!("no answer to {id}: {answers:?}"))
+    };
+    for (id, named) in [
+        (2, "`name` is missing"),
+        (3, "`name` must be a string"),
+        (4, "`params`"),
+    ] {
+        let v = answer(id);
+        assert_eq!(v["error"]["code"], -32602, "{v}");
+        let message = v["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(named), "{v}");
+    }
+    let v = answer(5);
+    assert_eq!(v["error"]["code"], -32601, "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("unknown method `x`")),
+        "{v}"
+    );
+    let blank: Vec<&serde_json::Value> = answers
+        .iter()
+        .filter(|v| v["id"].is_null() && v["error"]["code"] == -32700)
+        .collect();
+    assert_eq!(blank.len(), 2, "{answers:?}");
+}
+
 #[test]
 fn a_missing_workspace_is_refused_before_serving() {
     let env = Env::new();
