@@ -205,6 +205,7 @@ fn respond(tool: &tools::ToolDef, args: &Value, inv: Invocation) -> (bool, Value
             }
             error["error"]["message"] = message.into();
         }
+        details_in_tool_terms(tool, &mut error["error"]["details"]);
         return (false, error);
     }
     let text = inv.stdout.trim_end();
@@ -237,18 +238,117 @@ fn respond(tool: &tools::ToolDef, args: &Value, inv: Invocation) -> (bool, Value
         if let Some(message) = w["message"].as_str() {
             w["message"] = in_tool_terms(tool, message).into();
         }
+        if let Some(field) = w.get("field").and_then(Value::as_str) {
+            w["field"] = field_in_tool_terms(tool, field).into();
+        }
     }
     (true, body)
+}
+
+/// The fields of a memory entry that a tool takes under another name.
+const ENTRY_FIELD_ARGUMENTS: [(&str, &str); 1] = [("related_entries", "related")];
+
+/// The names of the tool's arguments.
+fn argument_names(tool: &tools::ToolDef) -> Vec<String> {
+    let schema = serde_json::to_value((tool.schema)()).unwrap_or_default();
+    schema["properties"]
+        .as_object()
+        .map(|p| p.keys().cloned().collect())
+        .unwrap_or_default()
+}
+
+/// The entry fields of [`ENTRY_FIELD_ARGUMENTS`] that `tool` takes as another argument.
+fn renamed_fields(tool: &tools::ToolDef) -> Vec<(&'static str, &'static str)> {
+    let names = argument_names(tool);
+    let has = |n: &str| names.iter().any(|x| x == n);
+    ENTRY_FIELD_ARGUMENTS
+        .into_iter()
+        .filter(|(field, argument)| has(argument) && !has(field))
+        .collect()
+}
+
+/// A field path of the command (`related_entries[0]`) as the tool's argument (`related[0]`).
+fn field_in_tool_terms(tool: &tools::ToolDef, field: &str) -> String {
+    for (name, argument) in renamed_fields(tool) {
+        if let Some(rest) = field.strip_prefix(name)
+            && (rest.is_empty() || rest.starts_with(['[', '.']))
+        {
+            return format!("{argument}{rest}");
+        }
+    }
+    field.to_owned()
+}
+
+/// The details of a command's error in the tool's terms: fields named by the tool's arguments,
+/// in the problems too, and nothing of the command line (its usage line, its option).
+fn details_in_tool_terms(tool: &tools::ToolDef, details: &mut Value) {
+    let Some(d) = details.as_object_mut() else {
+        return;
+    };
+    d.remove("usage");
+    if let Some(argument) = d.remove("argument").as_ref().and_then(Value::as_str) {
+        // clap's `--from <DATE>`: the tool's `from`, if it has one.
+        let flag = argument.split(' ').next().unwrap_or(argument);
+        let name = flag.trim_start_matches('-').replace('-', "_");
+        if flag.starts_with("--") && argument_names(tool).contains(&name) {
+            d.insert("argument".into(), name.into());
+        }
+    }
+    if let Some(field) = d.get("field").and_then(Value::as_str) {
+        let field = field_in_tool_terms(tool, field);
+        d.insert("field".into(), field.into());
+    }
+    for p in d
+        .get_mut("problems")
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+    {
+        if let Some(field) = p.get("field").and_then(Value::as_str) {
+            p["field"] = field_in_tool_terms(tool, field).into();
+        }
+        if let Some(message) = p.get("message").and_then(Value::as_str) {
+            p["message"] = in_tool_terms(tool, message).into();
+        }
+    }
+}
+
+/// clap quotes an option with the name of its value (`'--range <RANGE>'`): the bare option,
+/// which [`in_tool_terms`] then names as the tool's argument.
+fn unquoted_options(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(i) = rest.find("'--") {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + 1..];
+        let Some(j) = after.find('\'') else {
+            out.push_str(&rest[i..]);
+            rest = "";
+            break;
+        };
+        let inner = &after[..j];
+        let (flag, value) = inner.split_once(' ').unwrap_or((inner, ""));
+        let is_flag = flag.len() > 2
+            && flag[2..]
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+        let is_value = value.is_empty()
+            || (value.starts_with('<') && value.ends_with('>') && !value.contains(' '));
+        if is_flag && is_value {
+            out.push_str(flag);
+        } else {
+            out.push_str(&rest[i..=i + j + 1]);
+        }
+        rest = &after[j + 1..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The argument an error message in the tool's terms names first: `` `limit` `` or, for the
 /// task of `context`, `` the task's `scope` `` (as `task.scope`).
 fn named_argument(tool: &tools::ToolDef, message: &str) -> Option<String> {
-    let schema = serde_json::to_value((tool.schema)()).unwrap_or_default();
-    let names: Vec<String> = schema["properties"]
-        .as_object()
-        .map(|p| p.keys().cloned().collect())
-        .unwrap_or_default();
+    let names = argument_names(tool);
     let mut found: Vec<(usize, String)> = names
         .into_iter()
         .filter_map(|n| message.find(&format!("`{n}`")).map(|at| (at, n)))
@@ -273,18 +373,21 @@ fn in_tool_terms(tool: &tools::ToolDef, message: &str) -> String {
     if let Some(i) = out.find("; usage: ") {
         out.truncate(i);
     }
-    let schema = serde_json::to_value((tool.schema)()).unwrap_or_default();
-    let mut names: Vec<&String> = schema["properties"]
-        .as_object()
-        .map(|p| p.keys().collect())
-        .unwrap_or_default();
+    out = unquoted_options(&out);
+    for (field, argument) in renamed_fields(tool) {
+        out = out.replace(field, argument);
+    }
+    let mut names = argument_names(tool);
     // Longer names first: `--min-confidence` before a `--min` that may prefix it.
     names.sort_by_key(|n| std::cmp::Reverse(n.len()));
     for name in names {
         let flag = format!("--{}", name.replace('_', "-"));
+        // A positional argument goes by its value's name (`PATH`).
+        let positional = format!("`{}`", name.to_uppercase());
         out = out
             .replace(&format!("`{flag}`"), &format!("`{name}`"))
-            .replace(&flag, &format!("`{name}`"));
+            .replace(&flag, &format!("`{name}`"))
+            .replace(&positional, &format!("`{name}`"));
     }
     out
 }

@@ -777,3 +777,53 @@ fn the_create_tool_refuses_a_bidirectional_override() {
     let message = body["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("`summary` contains U+202E"), "{body}");
 }
+
+/// Errors of the command behind a tool name the tool's arguments only: an entry's
+/// `related_entries` is the tool's `related`, clap's `'--range <RANGE>'` is `range`, and
+/// neither the command line's usage line nor its options are in the details.
+#[test]
+fn command_errors_speak_of_the_tools_arguments_only() {
+    let env = Env::with_project();
+    let id = env.add("a", "first");
+    let mut c = Client::start(&env, &["--project", "demo"]);
+    let entry = json!({"section": "learnings", "kind": "other", "subject": "s", "scope": "repo",
+        "summary": "x", "content": "c", "confidence": 0.7, "related": ["x"],
+        "evidence": [{"type": "doc", "uri": "d.md", "note": "n"}]});
+    let created = c.call("create", "add", entry);
+    let updated = c.call("update", "update", json!({"id": id, "related": ["x"]}));
+    for body in [&created, &updated] {
+        let error = &body["error"];
+        assert_eq!(error["details"]["field"], "related[0]", "{body}");
+        assert_eq!(
+            error["details"]["problems"][0]["field"], "related[0]",
+            "{body}"
+        );
+        assert!(!body.to_string().contains("related_entries"), "{body}");
+    }
+    let body = c.call(
+        "stats",
+        "stats",
+        json!({"range": "7d", "from": "2026-01-01"}),
+    );
+    let error = &body["error"];
+    assert_eq!(
+        error["message"], "the argument `range` cannot be used with `from`",
+        "{body}"
+    );
+    assert!(error["details"].get("usage").is_none(), "{body}");
+    assert!(!body.to_string().contains("--"), "{body}");
+    let before = std::fs::read_dir(env.root()).map(Iterator::count).ok();
+    let body = c.call("export", "export", json!({"path": ""}));
+    assert_eq!(body["error"]["code"], "USAGE_ERROR", "{body}");
+    assert_eq!(body["error"]["details"]["field"], "path", "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("`path` is empty")),
+        "{body}"
+    );
+    assert_eq!(
+        std::fs::read_dir(env.root()).map(Iterator::count).ok(),
+        before
+    );
+}
