@@ -421,10 +421,45 @@ pub fn main_with_args(args: Vec<std::ffi::OsString>, bin_name: &str) -> i32 {
     code
 }
 
+/// `usage` without the options that only the environment gave (`MEMLOG_ACTOR` shows as
+/// `--actor <NAME>`, as if it were required); `None` when there were none.
+fn without_env_options(usage: &str, args: &[std::ffi::OsString], bin_name: &str) -> Option<String> {
+    let cmd = Cli::command_with_name(bin_name);
+    let typed = |long: &str| {
+        args.iter().filter_map(|a| a.to_str()).any(|a| {
+            a.strip_prefix("--")
+                .and_then(|a| a.strip_prefix(long))
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('='))
+        })
+    };
+    let mut out = usage.to_owned();
+    for arg in cmd.get_arguments().filter(|a| a.get_env().is_some()) {
+        let Some(long) = arg.get_long() else {
+            continue;
+        };
+        if typed(long) {
+            continue;
+        }
+        let value = arg
+            .get_value_names()
+            .and_then(|names| names.first())
+            .map(|n| format!(" <{n}>"))
+            .unwrap_or_default();
+        out = out.replace(&format!(" --{long}{value}"), "");
+    }
+    (out != usage).then_some(out)
+}
+
 /// clap shows the command's usage line in most of its errors, but not when a value parser
 /// refused a value (`--limit abc`): add it there too, so that every usage error carries it.
 fn with_usage(mut e: clap::Error, args: &[std::ffi::OsString], bin_name: &str) -> clap::Error {
     use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if let Some(ContextValue::StyledStr(usage)) = e.get(ContextKind::Usage) {
+        if let Some(usage) = without_env_options(&usage.to_string(), args, bin_name) {
+            e.insert(ContextKind::Usage, ContextValue::StyledStr(usage.into()));
+        }
+        return e;
+    }
     if e.get(ContextKind::Usage).is_some()
         || !matches!(
             e.kind(),

@@ -274,6 +274,35 @@ fn every_failure_is_the_error_format() {
     );
 }
 
+/// The usage line of an error shows the options typed, not those the environment gave
+/// (`MEMLOG_ACTOR`, `MEMLOG_NOW`), which would look required.
+#[test]
+fn a_usage_line_leaves_out_options_given_by_the_environment() {
+    let env = Env::with_project();
+    let r = env.run(&["purge", "m-x"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("Usage: memlog purge --reason <REASON> <ID>"),
+        "{}",
+        r.stderr
+    );
+    let v = env
+        .run(&["stats", "--range", "7d", "--from", "2026-01-01", "--json"])
+        .json();
+    assert_eq!(
+        v["error"]["details"]["usage"], "memlog stats --range <RANGE> --json [PROJECT]",
+        "{v}"
+    );
+    // Typed, they stay.
+    let r = env.run(&["purge", "m-x", "--actor", "agent-8"]);
+    assert!(
+        r.stderr.contains("--actor <NAME>") && !r.stderr.contains("--now"),
+        "{}",
+        r.stderr
+    );
+}
+
 /// A warning given before an error (a torn last line set aside) stands beside the error, as
 /// docs/JSON.md says, and the schema takes it.
 #[test]
