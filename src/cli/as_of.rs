@@ -23,17 +23,27 @@ pub fn check_command(ctx: &Ctx, command: &Command) -> Result<()> {
     if reads {
         Ok(())
     } else {
-        refuse(ctx, "this command does not read the projections")
+        // Not only writes: `verify`, `health` and the like check the log and the store as
+        // they are now.
+        refused(
+            ctx,
+            "this is no read command: it works on the log and the store as they are now",
+            "drop --as-of",
+        )
     }
 }
 
 /// Errors when `--as-of` was given: `why` says what the command does instead of reading.
 pub fn refuse(ctx: &Ctx, why: &str) -> Result<()> {
+    refused(ctx, why, "drop --as-of to write")
+}
+
+fn refused(ctx: &Ctx, why: &str, fix: &str) -> Result<()> {
     match &ctx.global.as_of {
         Some(t) => Err(Error::Usage(format!(
             "--as-of {t}: {why}; --as-of is for the read commands (show, list, query, context, \
              history, audit, stats, dump, conflicts, sync-context --check/--dry-run, export): \
-             drop --as-of to write"
+             {fix}"
         ))),
         None => Ok(()),
     }

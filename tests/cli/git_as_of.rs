@@ -102,6 +102,17 @@ fn reads_answer_from_the_past_and_writes_refuse() {
     assert_eq!(refused.code, 2, "{}", refused.stderr);
     assert!(refused.stderr.contains("--as-of"), "{}", refused.stderr);
     assert_eq!(std::fs::read(env.log()).unwrap_or_default(), log);
+
+    // Commands that check the present state refuse it too, without speaking of writing.
+    for command in ["verify", "health"] {
+        let refused = env.run(&["--as-of", "2026-11-21", command]);
+        assert_eq!(refused.code, 2, "{}", refused.stderr);
+        assert!(
+            refused.stderr.contains("no read command") && !refused.stderr.contains("write"),
+            "{command}: {}",
+            refused.stderr
+        );
+    }
 }
 
 /// A read `--as-of` leaves nothing behind: its private store and their directory go.
