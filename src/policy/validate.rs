@@ -245,23 +245,29 @@ impl Checker {
     fn no_hidden(&mut self, field: &str, value: &str, name: bool) {
         use crate::safe_text::{describe_invisible, is_invisible, is_unsafe};
         let hidden = |c: char| !c.is_control() && if name { is_invisible(c) } else { is_unsafe(c) };
-        let Some(c) = value.chars().find(|&c| hidden(c)) else {
-            return;
-        };
-        self.push(
-            field,
-            "format",
-            format!(
-                "`{field}` contains U+{:04X}, {}: remove it{}",
-                u32::from(c),
-                describe_invisible(c),
-                if name {
-                    " (a subject, tag or evidence URI holds only visible characters)"
-                } else {
-                    ""
-                }
-            ),
-        );
+        // Every character, once, in the order met: all of them are to be removed.
+        let mut found: Vec<char> = Vec::new();
+        for c in value.chars().filter(|&c| hidden(c)) {
+            if !found.contains(&c) {
+                found.push(c);
+            }
+        }
+        for c in found {
+            self.push(
+                field,
+                "format",
+                format!(
+                    "`{field}` contains U+{:04X}, {}: remove it{}",
+                    u32::from(c),
+                    describe_invisible(c),
+                    if name {
+                        " (a subject, tag or evidence URI holds only visible characters)"
+                    } else {
+                        ""
+                    }
+                ),
+            );
+        }
     }
 }
 
@@ -1125,6 +1131,24 @@ mod tests {
                 "`subject` contains a line break; it must be one line: join the lines",
                 "`summary` contains control characters: remove them",
             ]
+        );
+    }
+
+    /// Every hidden character of a field is named, each once, in the order met: all of them
+    /// are to be removed, so the first alone would leave the writer guessing.
+    #[test]
+    fn every_hidden_character_is_named() {
+        let mut c = Checker::default();
+        c.no_hidden("content", "a\u{200b}b\u{202e}c\u{200b}d", false);
+        let messages: Vec<&str> = c.problems.iter().map(|p| p.message.as_str()).collect();
+        assert_eq!(messages.len(), 2, "{messages:?}");
+        assert!(
+            messages[0].starts_with("`content` contains U+200B"),
+            "{messages:?}"
+        );
+        assert!(
+            messages[1].starts_with("`content` contains U+202E"),
+            "{messages:?}"
         );
     }
 
