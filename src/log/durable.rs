@@ -13,6 +13,7 @@ use std::path::Path;
 /// # Errors
 /// When the file cannot be opened, written or synced (the error names the path).
 pub fn append(path: &Path, bytes: &[u8]) -> Result<crate::log::stamp::FileStamp> {
+    refuse_link(path)?;
     let mut file = fs_err::OpenOptions::new()
         .create(true)
         .append(true)
@@ -54,6 +55,7 @@ pub fn append_unsynced(
     path: &Path,
     bytes: &[u8],
 ) -> Result<(crate::log::stamp::FileStamp, Unsynced)> {
+    refuse_link(path)?;
     let mut file = fs_err::OpenOptions::new()
         .create(true)
         .append(true)
@@ -70,6 +72,23 @@ pub fn append_unsynced(
     }
     let stamp = crate::log::stamp::FileStamp::of(&file.metadata()?);
     Ok((stamp, Unsynced { file }))
+}
+
+/// Refuses to append to, or cut, a file through a symbolic link: a repository can commit a link
+/// that points anywhere. (Replacing a file atomically renames over the link, never through it.)
+fn refuse_link(path: &Path) -> Result<()> {
+    if !fs_err::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Ok(());
+    }
+    Err(crate::Error::Rejected {
+        message: format!(
+            "{} is a symbolic link; memlog never writes through a link (it could lead outside \
+             the workspace, and memlog never writes outside the workspace): remove the link \
+             (`rm {}`) and run the command again",
+            path.display(),
+            path.display()
+        ),
+    })
 }
 
 /// Replaces `path` with `bytes` atomically: write a temporary sibling, fsync, rename, fsync the
@@ -162,6 +181,8 @@ pub fn repair_tail(
     quarantine: &Path,
     is_whole: impl Fn(&[u8]) -> bool,
 ) -> Result<Option<TornTail>> {
+    refuse_link(log)?;
+    refuse_link(quarantine)?;
     let mut file = match fs_err::OpenOptions::new().read(true).write(true).open(log) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -207,4 +228,33 @@ pub fn repair_tail(
         len: len - offset,
         completed: false,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Appending and cutting a torn tail refuse a link (it may lead outside the workspace):
+    /// its target keeps its bytes.
+    #[cfg(unix)]
+    #[test]
+    fn nothing_is_appended_or_cut_through_a_link() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let target = dir.path().join("target");
+        fs_err::write(&target, b"precious").unwrap_or_else(|e| panic!("{e}"));
+        let link = dir.path().join("events.jsonl");
+        std::os::unix::fs::symlink(&target, &link).unwrap_or_else(|e| panic!("{e}"));
+        let refused = |r: Result<()>| {
+            let e = r
+                .err()
+                .unwrap_or_else(|| panic!("written through the link"));
+            assert!(matches!(e, crate::Error::Rejected { .. }), "{e}");
+            assert!(e.to_string().contains("is a symbolic link"), "{e}");
+        };
+        refused(append(&link, b"x\n").map(|_| ()));
+        refused(append_unsynced(&link, b"x\n").map(|_| ()));
+        refused(repair_tail(&link, &dir.path().join("q"), |_| false).map(|_| ()));
+        refused(repair_tail(&target, &link, |_| false).map(|_| ()));
+        assert_eq!(fs_err::read(&target).unwrap_or_default(), b"precious");
+    }
 }

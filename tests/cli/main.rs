@@ -13,6 +13,7 @@ mod foundation;
 mod lifecycle;
 mod lifecycle_decay;
 mod lifecycle_stats;
+mod links;
 mod mcp;
 mod mcp_tools;
 mod merge;
