@@ -57,20 +57,28 @@ pub(super) fn updates_of(value: Value) -> Result<Vec<Value>> {
     }
 }
 
-pub(super) fn project_for(ctx: &Ctx, name: Option<&str>) -> Result<Project> {
+/// The project a write goes to, and whether it is still to be created: a write to memory that
+/// is not initialized initializes it ([`create_for_write`]), but only once something is
+/// written, so that a refused write (to a mistyped project name above all) leaves nothing
+/// behind.
+pub(super) fn write_target(ctx: &Ctx, name: Option<&str>) -> Result<(Project, bool)> {
     match ctx.project(name) {
         Err(Error::NoProject { project, .. }) => {
-            // Requirement: a write to uninitialized memory initializes it.
             let ws = ctx.workspace()?;
-            let pname = ProjectName::new(&project)?;
-            crate::project::init(&ws, &pname, &ctx.now())?;
-            super::output::note(&format!(
-                "project `{pname}` was not initialized: created ai-memory/{pname}/ with the default policies"
-            ));
-            Project::open(&ws, pname)
+            Ok((Project::new(&ws, ProjectName::new(&project)?), true))
         }
-        other => other,
+        other => other.map(|p| (p, false)),
     }
+}
+
+/// Initializes `project` for its first write, saying so on standard error.
+pub(super) fn create_for_write(ctx: &Ctx, project: &Project) -> Result<Project> {
+    let pname = &project.name;
+    crate::project::init(&project.workspace, pname, &ctx.now())?;
+    super::output::note(&format!(
+        "project `{pname}` was not initialized: created ai-memory/{pname}/ with the default policies"
+    ));
+    Project::open(&project.workspace, pname.clone())
 }
 
 fn field_str(
@@ -661,17 +669,27 @@ pub fn run(ctx: &Ctx, args: ApplyArgs, out: &mut Out) -> Result<ExitCode> {
     let (project_name, file) = project_and_file(&args.args);
     let updates = Updates::open(file)?;
     let single_object = updates.single_object;
-    let project = project_for(ctx, project_name)?;
+    let (project, missing) = write_target(ctx, project_name)?;
     let wctx = ctx.write_context()?;
-    let mut batch = Batch::open(&project, &wctx)?;
-    if let Some(q) = &batch.session().report.quarantined {
-        super::output::warn(&super::quarantine_message(q));
-    }
+    // The project once created for the first update that passes (see below).
+    let created;
+    let mut batch = if missing {
+        None
+    } else {
+        let batch = Batch::open(&project, &wctx)?;
+        if let Some(q) = &batch.session().report.quarantined {
+            super::output::warn(&super::quarantine_message(q));
+        }
+        Some(batch)
+    };
     // Other threads read, parse and precheck the updates (see `precheck`) while this one
     // stages them in order. They are not waited for: when staging stops early the reader may
     // be blocked reading a pipe that stays open, and it stops at its next update once
     // `receive` is gone.
-    let policy = batch.policy();
+    let policy = batch.as_ref().map_or_else(
+        || std::sync::Arc::new(crate::policy::Policy::defaults()),
+        Batch::policy,
+    );
     let (send, receive) = crossbeam_channel::bounded(READ_AHEAD);
     let author = (wctx.actor.clone(), wctx.at.clone());
     let reader = std::thread::spawn(move || read_and_precheck(updates, &policy, &author, &send));
@@ -680,25 +698,92 @@ pub fn run(ctx: &Ctx, args: ApplyArgs, out: &mut Out) -> Result<ExitCode> {
         early: std::collections::BTreeMap::new(),
         next: 0,
     };
-    let (report, stopped, index) = stage_all(&mut batch, &mut in_order);
+    let mut run = Run::default();
+    // A project that is not initialized is created only for an update that passes the checks
+    // that need no store; the updates refused before it are reported as any others.
+    let project = if missing {
+        let dry = WriteContext {
+            dry_run: true,
+            ..wctx.clone()
+        };
+        let first = check_until_one_passes(&project, &dry, &mut in_order, &mut run);
+        match first {
+            Some(first) => {
+                created = create_for_write(ctx, &project)?;
+                let opened = Batch::open(&created, &wctx)?;
+                stage_all(
+                    batch.insert(opened),
+                    std::iter::once(first).chain(&mut in_order),
+                    &mut run,
+                );
+                &created
+            }
+            None => &project,
+        }
+    } else if let Some(batch) = batch.as_mut() {
+        stage_all(batch, &mut in_order, &mut run);
+        &project
+    } else {
+        &project
+    };
     drop(in_order);
-    if stopped.is_none() {
+    if run.stopped.is_none() {
         // Every update was received, so the reader has finished (or failed: then the input
         // was not read to its end, and nothing more may be committed as if it had been).
         if let Err(panic) = reader.join() {
             std::panic::resume_unwind(panic);
         }
     }
-    finish_run(
-        ctx,
-        &project,
-        batch,
-        report,
-        stopped,
-        index,
-        single_object,
-        out,
+    finish_run(ctx, project, batch, run, single_object, out)
+}
+
+/// Checks updates against a project that does not exist yet (the checks that need no store),
+/// recording those refused, until one passes: that one is returned, to be staged once the
+/// project is created. `None` when none passed or reading stopped.
+fn check_until_one_passes(
+    project: &Project,
+    dry: &WriteContext,
+    updates: &mut impl Iterator<Item = ReadUpdate>,
+    run: &mut Run,
+) -> Option<ReadUpdate> {
+    for (item, pre) in updates.by_ref() {
+        let this = run.index;
+        run.index += 1;
+        let operation = operation_of(&item);
+        let checked = item.and_then(|update| {
+            apply_one(&mut Sink::NoProject(project, dry), &update).map(|_| update)
+        });
+        match checked {
+            Ok(update) => {
+                // Staged again, for real, under the same number.
+                run.index -= 1;
+                return Some((Ok(update), pre));
+            }
+            Err(e) if stops(&e) => {
+                run.stopped = Some(e);
+                return None;
+            }
+            Err(e) => run.report.skip(this, operation, e),
+        }
+    }
+    None
+}
+
+/// An error that stops a run (reading the input or the log failed) rather than refusing one
+/// update.
+fn stops(e: &Error) -> bool {
+    matches!(
+        e,
+        Error::LockTimeout { .. } | Error::Io(_) | Error::Store { .. } | Error::CorruptLog { .. }
     )
+}
+
+fn operation_of(item: &Result<Value>) -> Option<String> {
+    item.as_ref()
+        .ok()
+        .and_then(|u| u.get("operation"))
+        .and_then(Value::as_str)
+        .map(str::to_owned)
 }
 
 /// An update as read, and its [`Prechecked`] part.
@@ -775,25 +860,35 @@ impl Iterator for InOrder {
     }
 }
 
-/// Stages `updates` in order, appending every few thousand; returns what was done, the error
-/// that stopped it if one did, and the number the next update would have had.
+/// What a run did so far, the error that stopped it if one did, and the number the next update
+/// will have (updates are numbered from 1, as people count them).
+struct Run {
+    report: Report,
+    stopped: Option<Error>,
+    index: usize,
+}
+
+impl Default for Run {
+    fn default() -> Self {
+        Self {
+            report: Report::default(),
+            stopped: None,
+            index: 1,
+        }
+    }
+}
+
+/// Stages `updates` in order, appending every few thousand, recording what was done in `run`.
 fn stage_all(
     batch: &mut Batch<'_>,
     updates: impl Iterator<Item = (Result<Value>, Option<Prechecked>)>,
-) -> (Report, Option<Error>, usize) {
-    let mut report = Report::default();
-    let mut stopped: Option<Error> = None;
-    // Updates are numbered from 1, as people count them.
-    let mut index = 1usize;
+    run: &mut Run,
+) {
+    let report = &mut run.report;
     for (item, pre) in updates {
-        let this = index;
-        index += 1;
-        let operation = item
-            .as_ref()
-            .ok()
-            .and_then(|u| u.get("operation"))
-            .and_then(Value::as_str)
-            .map(str::to_owned);
+        let this = run.index;
+        run.index += 1;
+        let operation = operation_of(&item);
         let result =
             item.and_then(|update| apply_prechecked(&mut Sink::Batch(batch), &update, pre));
         // Staging may have committed earlier updates (a later one touched their entry).
@@ -807,13 +902,8 @@ fn stage_all(
         }
         match result {
             Ok(_) => report.staged.push(this),
-            Err(
-                e @ (Error::LockTimeout { .. }
-                | Error::Io(_)
-                | Error::Store { .. }
-                | Error::CorruptLog { .. }),
-            ) => {
-                stopped = Some(e);
+            Err(e) if stops(&e) => {
+                run.stopped = Some(e);
                 break;
             }
             Err(e) => report.skip(this, operation, e),
@@ -822,51 +912,52 @@ fn stage_all(
             match batch.append() {
                 Ok(c) => report.committed(c),
                 Err(e) => {
-                    stopped = Some(e);
+                    run.stopped = Some(e);
                     break;
                 }
             }
         }
     }
-    (report, stopped, index)
 }
 
-/// Commits what is staged and reports the whole run.
-#[expect(
-    clippy::too_many_arguments,
-    reason = "the state of one run, handed over once"
-)]
+/// Commits what is staged and reports the whole run. Without a batch nothing was written (the
+/// project was never created).
 fn finish_run(
     ctx: &Ctx,
     project: &Project,
-    batch: Batch<'_>,
-    mut report: Report,
-    mut stopped: Option<Error>,
-    index: usize,
+    batch: Option<Batch<'_>>,
+    run: Run,
     single_object: bool,
     out: &mut Out,
 ) -> Result<ExitCode> {
-    if stopped.is_none() {
-        match batch.finish() {
-            Ok(c) => report.committed(c),
-            Err(e) => stopped = Some(e),
+    let Run {
+        mut report,
+        mut stopped,
+        index,
+    } = run;
+    if let Some(batch) = batch {
+        if stopped.is_none() {
+            match batch.finish() {
+                Ok(c) => report.committed(c),
+                Err(e) => stopped = Some(e),
+            }
+        } else {
+            drop(batch);
         }
-    } else {
-        drop(batch);
+        // The updates are in the log whatever happens to this record of the skipped ones: a
+        // failure to keep it is a warning, so that the output still lists what was written.
+        if let Err(e) = log_skipped(ctx, project, &report.skipped) {
+            report.warnings.push(crate::policy::Warning {
+                field: "apply-log".into(),
+                rule: "apply_log_unwritten",
+                message: format!(
+                    "the skipped updates could not be recorded in .memlog/apply-log.jsonl \
+                     ({e}); the output lists them"
+                ),
+            });
+        }
     }
     report.staged.clear();
-    // The updates are in the log whatever happens to this record of the skipped ones: a failure
-    // to keep it is a warning, so that the output still lists what was written.
-    if let Err(e) = log_skipped(ctx, project, &report.skipped) {
-        report.warnings.push(crate::policy::Warning {
-            field: "apply-log".into(),
-            rule: "apply_log_unwritten",
-            message: format!(
-                "the skipped updates could not be recorded in .memlog/apply-log.jsonl ({e}); \
-                 the output lists them"
-            ),
-        });
-    }
     // `index` is the number the next update would have had: 2 after exactly one.
     let single = single_object && index == 2;
     if let Some(e) = stopped {

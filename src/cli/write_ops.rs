@@ -73,19 +73,34 @@ pub fn print_written(ctx: &Ctx, w: &Written, verb: &str, out: &mut Out) {
 pub fn add(ctx: &Ctx, args: AddArgs, out: &mut Out) -> Result<ExitCode> {
     let input = args.entry.to_input()?;
     let (fields, status) = check_create(&input)?;
-    let project = super::apply::project_for(ctx, args.project.as_deref())?;
+    let (project, missing) = super::apply::write_target(ctx, args.project.as_deref())?;
     let wctx = ctx.write_context()?;
-    let w = write(
-        &project,
-        &wctx,
-        Change::Create { fields, status },
-        |_, _| {
-            Ok(Change::Create {
-                fields: check_create(&input)?.0,
+    let check = |_: &crate::store::session::Session, _: Option<&projections::EntryState>| {
+        Ok(Change::Create {
+            fields: check_create(&input)?.0,
+            status,
+        })
+    };
+    let project = if missing {
+        // Every check that needs no store, before the project is created for the write.
+        let dry = crate::writer::WriteContext {
+            dry_run: true,
+            ..wctx.clone()
+        };
+        write(
+            &project,
+            &dry,
+            Change::Create {
+                fields: fields.clone(),
                 status,
-            })
-        },
-    )?;
+            },
+            check,
+        )?;
+        super::apply::create_for_write(ctx, &project)?
+    } else {
+        project
+    };
+    let w = write(&project, &wctx, Change::Create { fields, status }, check)?;
     print_written(ctx, &w, "added", out);
     Ok(ExitCode::Ok)
 }

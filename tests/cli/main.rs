@@ -2,6 +2,7 @@
 
 mod agents;
 mod analytics;
+mod apply_input;
 mod common;
 mod compaction;
 mod contract;

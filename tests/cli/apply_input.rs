@@ -1,0 +1,76 @@
+//! `apply`'s input as people write it: refused updates name their line, a byte order mark is
+//! named, and a refused write to a project that does not exist leaves nothing behind.
+
+use crate::common::{Env, Run, add_args};
+use std::io::Write;
+
+fn stdin_run(env: &Env, args: &[&str], input: &[u8]) -> Run {
+    let mut child = env
+        .command(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin.write_all(input).unwrap_or_else(|e| panic!("{e}"));
+    }
+    crate::common::output(child.wait_with_output())
+}
+
+/// A valid create of a learning, on one line.
+fn create_line(subject: &str) -> String {
+    serde_json::json!({"operation": "create", "entry": {
+        "section": "learnings", "kind": "other", "subject": subject, "scope": "repo",
+        "summary": format!("Learning about {subject}"), "content": "c", "confidence": 0.9,
+        "evidence": [{"type": "assumption", "uri": "none", "note": "n"}]}})
+    .to_string()
+}
+
+/// A refused write to a project that is not initialized (a mistyped name) creates nothing;
+/// the first update that passes creates it, and the ones refused before it are reported.
+#[test]
+fn a_refused_write_to_a_missing_project_creates_nothing() {
+    let env = Env::with_project();
+    let tyop = env.root().join("ai-memory/tyop");
+    let r = stdin_run(
+        &env,
+        &["apply", "tyop", "-"],
+        br#"{"operation":"create","entry":{"section":"bogus"}}"#,
+    );
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(!tyop.exists(), "{}", r.stderr);
+    let refused = format!(
+        "{}\n{}\n",
+        r#"{"operation":"deprecate","target_id":"m-zzzzzzzzzz"}"#,
+        r#"{"operation":"create","entry":{"section":"bogus"}}"#
+    );
+    let r = stdin_run(&env, &["apply", "tyop", "-", "--json"], refused.as_bytes());
+    assert_eq!(r.code, 3, "{}", r.stdout);
+    assert!(!tyop.exists());
+    // A decision with weak evidence passes the schema but not the policy.
+    let mut args = add_args(
+        ("decisions", "decision"),
+        "s",
+        "A decision",
+        "c",
+        "0.9",
+        "assumption:none:n",
+    );
+    args.insert(1, "tyop");
+    assert_eq!(env.run(&args).code, 3);
+    assert!(!tyop.exists());
+    // Then one that passes: the project is created, and every update keeps its number.
+    let input = format!("{refused}{}\n", create_line("tyop.a"));
+    let r = stdin_run(&env, &["apply", "tyop", "-", "--json"], input.as_bytes());
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    let report = r.json();
+    assert_eq!(report["skipped"][0]["index"], 1, "{report}");
+    assert_eq!(report["skipped"][1]["index"], 2, "{report}");
+    assert_eq!(report["applied"][0]["index"], 3, "{report}");
+    assert!(tyop.join("memlog.json").is_file());
+    let listed = env.run(&["list", "tyop", "--json"]).ok().json();
+    assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed}");
+    let kept = std::fs::read_to_string(tyop.join(".memlog/apply-log.jsonl")).unwrap_or_default();
+    assert_eq!(kept.lines().count(), 2, "{kept}");
+}
