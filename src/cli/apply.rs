@@ -26,6 +26,9 @@ const MAX_INPUT_BYTES: usize = 16 * 1024 * 1024;
 #[derive(Debug, Serialize)]
 struct Skipped {
     index: usize,
+    /// Its line, when the input is JSON Lines.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    line: Option<usize>,
     operation: Option<String>,
     code: &'static str,
     message: String,
@@ -381,8 +384,8 @@ pub(super) struct Updates {
     /// The document was a single object (not an array or a stream).
     pub single_object: bool,
     next_line: usize,
-    /// Why the first line of JSON Lines is not an update, reported before the others.
-    first_error: Option<Error>,
+    /// The first line of JSON Lines: its number, and its update or why it is not one.
+    first: Option<(usize, Result<Value>)>,
 }
 
 impl Updates {
@@ -462,15 +465,8 @@ impl Updates {
             }
             // Several lines, the first a whole JSON value: JSON Lines.
             let rest = std::io::Cursor::new(probe).chain(reader);
-            let mut me = Self::document(
-                if first_error.is_some() {
-                    Vec::new()
-                } else {
-                    updates_of_line(value)
-                },
-                false,
-            );
-            me.first_error = first_error;
+            let mut me = Self::document(Vec::new(), false);
+            me.first = Some((first_number, first_error.map_or(Ok(value), Err)));
             me.lines = Some(Box::new(std::io::BufReader::new(rest)));
             me.next_line = probe_number;
             return Ok(me);
@@ -507,17 +503,18 @@ impl Updates {
             document: items.into_iter(),
             single_object,
             next_line: 0,
-            first_error: None,
+            first: None,
         }
     }
 
-    /// The next update, or why its line is not one.
-    pub(super) fn next_update(&mut self) -> Option<Result<Value>> {
-        if let Some(e) = self.first_error.take() {
-            return Some(Err(e));
+    /// The next update, or why its line is not one, with the number of its line in JSON Lines
+    /// (blank lines counted, as an editor shows them); an update of a JSON document has none.
+    pub(super) fn next_update(&mut self) -> Option<(Option<usize>, Result<Value>)> {
+        if let Some((number, item)) = self.first.take() {
+            return Some((Some(number), item));
         }
         if let Some(v) = self.document.next() {
-            return Some(Ok(v));
+            return Some((None, Ok(v)));
         }
         let reader = self.lines.as_mut()?;
         let mut line = Vec::new();
@@ -529,7 +526,7 @@ impl Updates {
             {
                 Ok(0) => return None,
                 Ok(_) => {}
-                Err(e) => return Some(Err(e.into())),
+                Err(e) => return Some((None, Err(e.into()))),
             }
             let number = self.next_line;
             self.next_line += 1;
@@ -542,28 +539,39 @@ impl Updates {
                 if line.last() != Some(&b'\n')
                     && let Err(e) = skip_past_newline(reader)
                 {
-                    return Some(Err(e.into()));
+                    return Some((Some(number), Err(e.into())));
                 }
-                return Some(Err(Error::Invalid(Invalid::one(
-                    "input",
-                    "max_length",
-                    format!(
-                        "line {number} is longer than 16 MiB; split it into one Memory_Update \
+                return Some((
+                    Some(number),
+                    Err(Error::Invalid(Invalid::one(
+                        "input",
+                        "max_length",
+                        format!(
+                            "line {number} is longer than 16 MiB; split it into one Memory_Update \
                          per line"
-                    ),
-                ))));
+                        ),
+                    ))),
+                ));
             }
-            return Some(super::strict_json::from_slice(&line).map_err(|e| line_error(number, &e)));
+            let update = super::strict_json::from_slice(&line).map_err(|e| line_error(number, &e));
+            return Some((Some(number), update));
         }
     }
 }
 
 /// Why line `number` of JSON Lines is not an update.
 fn line_error(number: usize, e: &serde_json::Error) -> Error {
+    // serde_json places the problem within the line it was given: "at line 1 column 2".
+    let text = e.to_string();
+    let within = format!(" at line {} column {}", e.line(), e.column());
+    let problem = match text.strip_suffix(&within) {
+        Some(problem) if e.line() == 1 => format!("{problem} at column {}", e.column()),
+        _ => text,
+    };
     Error::Invalid(Invalid::one(
         "input",
         "format",
-        format!("line {number} is not valid JSON: {e}"),
+        format!("line {number} is not valid JSON: {problem}"),
     ))
 }
 
@@ -583,11 +591,6 @@ fn skip_past_newline(reader: &mut dyn std::io::BufRead) -> std::io::Result<()> {
     }
 }
 
-/// In JSON Lines every line is one Memory_Update.
-fn updates_of_line(value: Value) -> Vec<Value> {
-    vec![value]
-}
-
 /// Skipped updates kept in full; beyond them only index and code are kept, so that a hostile
 /// input of any size costs bounded memory.
 const SKIPPED_IN_FULL: usize = 1000;
@@ -598,6 +601,9 @@ const SKIPPED_SHOWN: usize = 10;
 #[derive(Debug, Serialize)]
 struct Applied {
     index: usize,
+    /// Its line, when the input is JSON Lines.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    line: Option<usize>,
     id: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     superseded: Option<String>,
@@ -606,9 +612,10 @@ struct Applied {
 }
 
 impl Applied {
-    fn of(index: usize, w: Written) -> Self {
+    fn of(place: Place, w: Written) -> Self {
         Self {
-            index,
+            index: place.index,
+            line: place.line,
             id: w.id,
             superseded: w.superseded,
             events: w.events,
@@ -621,8 +628,8 @@ impl Applied {
 #[derive(Default)]
 struct Report {
     applied: Vec<Applied>,
-    /// Indexes of staged updates, in staging order, matched to written results on commit.
-    staged: Vec<usize>,
+    /// Places of staged updates, in staging order, matched to written results on commit.
+    staged: Vec<Place>,
     skipped: Vec<Skipped>,
     skipped_count: usize,
     warnings: Vec<crate::policy::Warning>,
@@ -632,20 +639,21 @@ struct Report {
 
 impl Report {
     fn committed(&mut self, c: crate::writer::Committed) {
-        let indexes = std::mem::take(&mut self.staged);
-        for (index, w) in indexes.into_iter().zip(c.written) {
-            self.applied.push(Applied::of(index, w));
+        let places = std::mem::take(&mut self.staged);
+        for (place, w) in places.into_iter().zip(c.written) {
+            self.applied.push(Applied::of(place, w));
         }
         self.warnings.extend(c.store_warning);
     }
 
     /// Records a refused update. What it echoes of the input (its operation, the target id a
     /// not-found names) is redacted: it is printed, and kept in `.memlog/apply-log.jsonl`.
-    fn skip(&mut self, index: usize, operation: Option<String>, e: Error) {
+    fn skip(&mut self, place: Place, operation: Option<String>, e: Error) {
         self.skipped_count += 1;
         let full = self.skipped.len() < SKIPPED_IN_FULL;
         self.skipped.push(Skipped {
-            index,
+            index: place.index,
+            line: place.line,
             operation: operation.as_deref().map(redact_secrets),
             code: super::output::error_code(&e),
             message: if full {
@@ -746,8 +754,11 @@ fn check_until_one_passes(
     updates: &mut impl Iterator<Item = ReadUpdate>,
     run: &mut Run,
 ) -> Option<ReadUpdate> {
-    for (item, pre) in updates.by_ref() {
-        let this = run.index;
+    for ReadUpdate { line, item, pre } in updates.by_ref() {
+        let this = Place {
+            index: run.index,
+            line,
+        };
         run.index += 1;
         let operation = operation_of(&item);
         let checked = item.and_then(|update| {
@@ -757,7 +768,11 @@ fn check_until_one_passes(
             Ok(update) => {
                 // Staged again, for real, under the same number.
                 run.index -= 1;
-                return Some((Ok(update), pre));
+                return Some(ReadUpdate {
+                    line,
+                    item: Ok(update),
+                    pre,
+                });
             }
             Err(e) if stops(&e) => {
                 run.stopped = Some(e);
@@ -786,8 +801,31 @@ fn operation_of(item: &Result<Value>) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// An update as read, and its [`Prechecked`] part.
-type ReadUpdate = (Result<Value>, Option<Prechecked>);
+/// An update as read: the number of its line in JSON Lines, the update or why it is not one,
+/// and its [`Prechecked`] part.
+struct ReadUpdate {
+    line: Option<usize>,
+    item: Result<Value>,
+    pre: Option<Prechecked>,
+}
+
+/// Where an update is in the input: its number (from 1) and, in JSON Lines, its line.
+#[derive(Debug, Clone, Copy)]
+struct Place {
+    index: usize,
+    line: Option<usize>,
+}
+
+impl std::fmt::Display for Place {
+    /// `update 2 (line 5)`, or `update 2` in a JSON document.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "update {}", self.index)?;
+        if let Some(line) = self.line {
+            write!(f, " (line {line})")?;
+        }
+        Ok(())
+    }
+}
 
 /// Reads `updates` and sends each on with its number (from 0) and its [`Prechecked`] part. The
 /// prechecks (the secret scan above all) cost more than the staging that waits for them, so
@@ -803,23 +841,24 @@ fn read_and_precheck(
     let workers = crate::parallel::threads();
     let mut n = 0;
     if workers < 2 {
-        while let Some(item) = updates.next_update() {
+        while let Some((line, item)) = updates.next_update() {
             let pre = item.as_ref().ok().and_then(|u| precheck(u, policy, author));
-            if send.send((n, (item, pre))).is_err() {
+            if send.send((n, ReadUpdate { line, item, pre })).is_err() {
                 break;
             }
             n += 1;
         }
         return;
     }
-    let (to_check, unchecked) = crossbeam_channel::bounded::<(usize, Result<Value>)>(READ_AHEAD);
+    let (to_check, unchecked) =
+        crossbeam_channel::bounded::<(usize, (Option<usize>, Result<Value>))>(READ_AHEAD);
     std::thread::scope(|scope| {
         for _ in 0..workers {
             let unchecked = unchecked.clone();
             scope.spawn(move || {
-                for (n, item) in unchecked {
+                for (n, (line, item)) in unchecked {
                     let pre = item.as_ref().ok().and_then(|u| precheck(u, policy, author));
-                    if send.send((n, (item, pre))).is_err() {
+                    if send.send((n, ReadUpdate { line, item, pre })).is_err() {
                         break;
                     }
                 }
@@ -879,14 +918,13 @@ impl Default for Run {
 }
 
 /// Stages `updates` in order, appending every few thousand, recording what was done in `run`.
-fn stage_all(
-    batch: &mut Batch<'_>,
-    updates: impl Iterator<Item = (Result<Value>, Option<Prechecked>)>,
-    run: &mut Run,
-) {
+fn stage_all(batch: &mut Batch<'_>, updates: impl Iterator<Item = ReadUpdate>, run: &mut Run) {
     let report = &mut run.report;
-    for (item, pre) in updates {
-        let this = run.index;
+    for ReadUpdate { line, item, pre } in updates {
+        let this = Place {
+            index: run.index,
+            line,
+        };
         run.index += 1;
         let operation = operation_of(&item);
         let result =
@@ -1009,7 +1047,11 @@ fn print_report(ctx: &Ctx, report: &Report, out: &mut Out, _single: bool) {
             if w.field == "project" && !said.insert(w.rule) {
                 continue;
             }
-            super::output::warn(&format!("update {}: {}: {}", a.index, w.field, w.message));
+            let place = Place {
+                index: a.index,
+                line: a.line,
+            };
+            super::output::warn(&format!("{place}: {}: {}", w.field, w.message));
         }
         ids.push_str(&a.id);
         if let Some(old) = &a.superseded {
@@ -1027,9 +1069,12 @@ fn print_report(ctx: &Ctx, report: &Report, out: &mut Out, _single: bool) {
         super::output::warn(&w.message);
     }
     for s in report.skipped.iter().take(SKIPPED_SHOWN) {
+        let place = Place {
+            index: s.index,
+            line: s.line,
+        };
         super::output::warn(&format!(
-            "skipped update {}: {}",
-            s.index,
+            "skipped {place}: {}",
             super::output::safe(&s.message)
         ));
     }
@@ -1057,7 +1102,10 @@ fn log_skipped(ctx: &Ctx, project: &Project, skipped: &[Skipped]) -> Result<()> 
     let actor = redact_secrets(&ctx.actor().unwrap_or_default());
     let mut bytes = Vec::new();
     for s in skipped {
-        let line = json!({"at": ctx.now(), "actor": actor, "index": s.index, "operation": s.operation, "code": s.code, "message": s.message});
+        let mut line = json!({"at": ctx.now(), "actor": actor, "index": s.index, "operation": s.operation, "code": s.code, "message": s.message});
+        if let Some(number) = s.line {
+            line["line"] = json!(number);
+        }
         bytes.extend_from_slice(line.to_string().as_bytes());
         bytes.push(b'\n');
     }

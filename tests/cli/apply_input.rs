@@ -74,3 +74,80 @@ fn a_refused_write_to_a_missing_project_creates_nothing() {
     let kept = std::fs::read_to_string(tyop.join(".memlog/apply-log.jsonl")).unwrap_or_default();
     assert_eq!(kept.lines().count(), 2, "{kept}");
 }
+
+/// In JSON Lines every refusal names its line in the input (blank lines counted), in the text
+/// output, the `--json` report (`line`), the apply log and `validate`; a line that is not JSON
+/// names its column, not "line 1" of itself.
+#[test]
+fn refused_json_lines_are_named_by_their_line() {
+    let env = Env::with_project();
+    let id = env.add("lines.a", "An entry to deprecate");
+    let input = format!(
+        "\n\n{}\n\n{}\nnot json\n{}\n",
+        serde_json::json!({"operation": "deprecate", "target_id": id}),
+        r#"{"operation":"deprecate"}"#,
+        create_line("lines.b")
+    );
+    let r = stdin_run(&env, &["apply", "demo", "-"], input.as_bytes());
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("skipped update 2 (line 5): invalid memory entry: target_id")
+            && r.stderr.contains(
+                "skipped update 3 (line 6): invalid memory entry: input: line 6 is not valid \
+                 JSON: expected ident at column 2\n"
+            ),
+        "{}",
+        r.stderr
+    );
+    let kept = std::fs::read_to_string(env.root().join("ai-memory/demo/.memlog/apply-log.jsonl"))
+        .unwrap_or_default();
+    let lines: Vec<serde_json::Value> = kept
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_default())
+        .collect();
+    assert_eq!(lines.len(), 2, "{kept}");
+    assert_eq!(
+        (&lines[0]["index"], &lines[0]["line"]),
+        (&2.into(), &5.into())
+    );
+    assert_eq!(
+        (&lines[1]["index"], &lines[1]["line"]),
+        (&3.into(), &6.into())
+    );
+    // Again: the deprecate is now refused too, and every record has its line.
+    let r = stdin_run(&env, &["apply", "demo", "-", "--json"], input.as_bytes());
+    let report = r.json();
+    let places = |key: &str| -> Vec<(u64, u64)> {
+        report[key]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|s| {
+                (
+                    s["index"].as_u64().unwrap_or_default(),
+                    s["line"].as_u64().unwrap_or_default(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(
+        places("skipped"),
+        [(1, 3), (2, 5), (3, 6), (4, 7)],
+        "{report}"
+    );
+    let r = stdin_run(&env, &["validate", "demo", "-", "--json"], input.as_bytes());
+    let verdicts = r.json();
+    assert_eq!(verdicts[1]["line"], 5, "{verdicts}");
+    let r = stdin_run(&env, &["validate", "demo", "-"], input.as_bytes());
+    assert!(
+        r.stdout.contains("update 2 (line 5, deprecate): invalid"),
+        "{}",
+        r.stdout
+    );
+    // A JSON document has no lines to name.
+    let document = format!("[{}]", r#"{"operation":"deprecate"}"#);
+    let r = stdin_run(&env, &["apply", "demo", "-", "--json"], document.as_bytes());
+    let report = r.json();
+    assert!(report["skipped"][0].get("line").is_none(), "{report}");
+}

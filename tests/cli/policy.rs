@@ -499,7 +499,9 @@ fn apply_and_validate_redact_the_input_they_echo() {
     assert_eq!(single.code, 3, "{}", single.stdout);
     let checked = run_stdin(&env, &["validate", "-"], input.as_bytes());
     assert!(
-        checked.stdout.contains("update 3 ([redacted]): invalid")
+        checked
+            .stdout
+            .contains("update 3 (line 3, [redacted]): invalid")
             && checked
                 .stdout
                 .contains("no entry matches `m-… (40 characters"),
