@@ -430,6 +430,16 @@ impl Updates {
                 break;
             }
         }
+        if first.starts_with(BOM) {
+            return Err(bom_error(
+                if first_number == 1 {
+                    None
+                } else {
+                    Some(first_number)
+                },
+                path,
+            ));
+        }
         // A first line that is a whole JSON value except for a key stated twice is still the
         // first line of JSON Lines (or the whole input): refused alone, with its line number.
         let (first_value, first_error) = match super::strict_json::from_slice(&first) {
@@ -553,10 +563,40 @@ impl Updates {
                     ))),
                 ));
             }
+            if line.starts_with(BOM) {
+                return Some((Some(number), Err(bom_error(Some(number), None))));
+            }
             let update = super::strict_json::from_slice(&line).map_err(|e| line_error(number, &e));
             return Some((Some(number), update));
         }
     }
+}
+
+/// A UTF-8 byte order mark: JSON has none (RFC 8259), and the parser would only say "expected
+/// value at line 1 column 1".
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// An input (or its line `number`) that starts with a byte order mark, named with the fix: the
+/// words of the log reader's message.
+fn bom_error(number: Option<usize>, path: Option<&str>) -> Error {
+    let fix = match (number, path) {
+        (Some(n), _) => format!("remove those 3 bytes from line {n}"),
+        (None, Some(p)) if p != "-" => format!(
+            "remove those 3 bytes, e.g. `sed -i '1s/^\\xEF\\xBB\\xBF//' {}`",
+            p.escape_debug()
+        ),
+        (None, _) => "remove those 3 bytes, e.g. pipe the input through \
+                      `sed '1s/^\\xEF\\xBB\\xBF//'`"
+            .to_owned(),
+    };
+    Error::Invalid(Invalid::one(
+        "input",
+        "format",
+        format!(
+            "{} starts with a UTF-8 byte order mark (EF BB BF, added by an editor): {fix}",
+            number.map_or_else(|| "the input".to_owned(), |n| format!("line {n}"))
+        ),
+    ))
 }
 
 /// Why line `number` of JSON Lines is not an update.

@@ -151,3 +151,55 @@ fn refused_json_lines_are_named_by_their_line() {
     let report = r.json();
     assert!(report["skipped"][0].get("line").is_none(), "{report}");
 }
+
+/// A byte order mark at the start of the input is named with the fix, as the log reader names
+/// one, for a file and for standard input, by `apply` and `validate`; nothing is written.
+#[test]
+fn a_byte_order_mark_is_named_with_the_fix() {
+    let env = Env::with_project();
+    let mut input = b"\xEF\xBB\xBF".to_vec();
+    input.extend_from_slice(create_line("bom.a").as_bytes());
+    input.push(b'\n');
+    let file = env.root().join("bom.json");
+    std::fs::write(&file, &input).unwrap_or_else(|e| panic!("{e}"));
+    let path = file.display().to_string();
+    let named = "starts with a UTF-8 byte order mark (EF BB BF, added by an editor): remove \
+                 those 3 bytes";
+    let sed_file = format!("`sed -i '1s/^\\xEF\\xBB\\xBF//' {path}`");
+    // `validate` reports it as the verdict on the input (exit 1), `apply` as its error.
+    for (args, code, fix) in [
+        (&["apply", "demo", path.as_str()][..], 3, sed_file.as_str()),
+        (
+            &["validate", "demo", path.as_str()][..],
+            1,
+            sed_file.as_str(),
+        ),
+        (
+            &["apply", "demo", "-"][..],
+            3,
+            "`sed '1s/^\\xEF\\xBB\\xBF//'`",
+        ),
+    ] {
+        let r = stdin_run(&env, args, &input);
+        let said = format!("{}{}", r.stdout, r.stderr);
+        assert_eq!(r.code, code, "{args:?}: {said}");
+        assert!(
+            said.contains(&format!("the input {named}")) && said.contains(fix),
+            "{args:?}: {said}"
+        );
+    }
+    assert_eq!(env.listed(), Some(0));
+    // On a later line of JSON Lines (files put together), that line is named.
+    let mut later = create_line("bom.b").into_bytes();
+    later.push(b'\n');
+    later.extend_from_slice(&input);
+    let r = stdin_run(&env, &["apply", "demo", "-"], &later);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains(&format!(
+            "skipped update 2 (line 2): invalid memory entry: input: line 2 {named} from line 2"
+        )),
+        "{}",
+        r.stderr
+    );
+}
