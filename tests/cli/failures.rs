@@ -784,3 +784,50 @@ fn a_damaged_store_block_is_rebuilt_by_the_next_command() {
     let after = env.run(&["dump", "demo"]).ok();
     assert!(!after.stderr.contains("damaged"), "{}", after.stderr);
 }
+
+/// A bad actor name is named by where it came from — `--actor`, `MEMLOG_ACTOR` or `$USER` —
+/// with the fix, not always as `--actor`; nothing is written.
+#[test]
+fn a_bad_actor_is_named_by_where_it_came_from() {
+    let env = Env::with_project();
+    let add = crate::common::add_args(
+        ("learnings", "other"),
+        "actor.a",
+        "An entry",
+        "c",
+        "0.9",
+        "assumption:none:n",
+    );
+    let run = |c: &mut std::process::Command| crate::common::output(c.output());
+    let from_user = run(env
+        .command(&add)
+        .env_remove("MEMLOG_ACTOR")
+        .env("USER", "bad\nuser"));
+    let from_env = run(env.command(&add).env("MEMLOG_ACTOR", "x\u{200b}y"));
+    let mut with_option = add.clone();
+    with_option.extend(["--actor", ""]);
+    let from_option = run(&mut env.command(&with_option));
+    for (r, said) in [
+        (
+            &from_user,
+            "the actor from $USER (used when neither --actor nor MEMLOG_ACTOR is set) must be 1 \
+             to 128 characters without control characters; it has 8, control characters among \
+             them: give a name with --actor NAME or MEMLOG_ACTOR",
+        ),
+        (
+            &from_env,
+            "the actor from MEMLOG_ACTOR contains U+200B, a zero-width character, which cannot \
+             be seen: remove it (an actor holds only visible characters), or set MEMLOG_ACTOR \
+             to another name, or give --actor NAME",
+        ),
+        (
+            &from_option,
+            "--actor must be 1 to 128 characters without control characters; it has 0: give \
+             another name with --actor NAME",
+        ),
+    ] {
+        assert_eq!(r.code, 2, "{}", r.stderr);
+        assert_eq!(r.stderr, format!("error: {said}\n"));
+    }
+    assert_eq!(env.listed(), Some(0));
+}
