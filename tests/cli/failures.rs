@@ -831,3 +831,63 @@ fn a_bad_actor_is_named_by_where_it_came_from() {
     }
     assert_eq!(env.listed(), Some(0));
 }
+
+/// A log the system will not let memlog write (immutable, or without write permission for a
+/// user other than root) is named with the fix, not as a bare "Operation not permitted".
+#[test]
+fn an_unwritable_log_is_named_with_the_fix() {
+    let env = Env::with_project();
+    env.add("before", "An entry before");
+    let log = env.log();
+    let shown = log.display().to_string();
+    // As root, permissions do not stop a write: the immutable flag does, where the file system
+    // has it.
+    let mut perms = std::fs::metadata(&log)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .permissions();
+    perms.set_readonly(true);
+    std::fs::set_permissions(&log, perms.clone()).unwrap_or_else(|e| panic!("{e}"));
+    let mut immutable = false;
+    if std::fs::OpenOptions::new().append(true).open(&log).is_ok() {
+        immutable = std::process::Command::new("chattr")
+            .args(["+i", &shown])
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !immutable {
+            eprintln!("skipped: this user can write read-only files, and chattr +i failed");
+            return;
+        }
+    }
+    let r = env.run(&crate::common::add_args(
+        ("learnings", "other"),
+        "after",
+        "An entry after",
+        "c",
+        "0.9",
+        "assumption:none:n",
+    ));
+    if immutable {
+        let _ = std::process::Command::new("chattr")
+            .args(["-i", &shown])
+            .status();
+    }
+    #[expect(
+        clippy::permissions_set_readonly_false,
+        reason = "the test's own file, made writable again"
+    )]
+    perms.set_readonly(false);
+    std::fs::set_permissions(&log, perms).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(r.code, 7, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .starts_with(&format!("error: cannot write {shown}: "))
+            && r.stderr.contains(&format!(
+                "every write appends to this log: make it writable (`chmod u+w {shown}`"
+            ))
+            && r.stderr.contains(&format!("`chattr -i {shown}` as root")),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(env.listed(), Some(1));
+}
