@@ -189,6 +189,7 @@ pub fn update(ctx: &Ctx, args: UpdateArgs, out: &mut Out) -> Result<ExitCode> {
     let w = write(&project, &wctx, template, |_, state| {
         let old = state.ok_or_else(|| crate::Error::Usage("update needs a target".into()))?;
         let set = check_patch(&input, &old.fields)?;
+        refuse_no_op(old, &set, reason.as_deref())?;
         Ok(Change::Update {
             target: old.id.clone(),
             set,
@@ -197,6 +198,33 @@ pub fn update(ctx: &Ctx, args: UpdateArgs, out: &mut Out) -> Result<ExitCode> {
     })?;
     print_written(ctx, &w, "updated", out);
     Ok(ExitCode::Ok)
+}
+
+/// Refuses an update that would write a version identical to the current one, as a repeated
+/// pin or deprecate is refused: nothing would change but the log's length. With a reason it is
+/// a review that found nothing to change, and is recorded (it renews `review_interval`).
+fn refuse_no_op(
+    old: &projections::EntryState,
+    set: &serde_json::Map<String, serde_json::Value>,
+    reason: Option<&str>,
+) -> Result<()> {
+    if reason.is_some() {
+        return Ok(());
+    }
+    let (fields, status) = projections::fold::apply_set_to(&old.fields, set).map_err(|m| {
+        crate::Error::Invalid(crate::policy::validate::Invalid::one("set", "type", m))
+    })?;
+    if fields != old.fields || status.is_some_and(|s| s != old.status) {
+        return Ok(());
+    }
+    Err(crate::Error::Rejected {
+        message: format!(
+            "{} already has these values: the update would change nothing, and nothing was \
+             written; give a value that differs, or --reason TEXT to record a review that \
+             found nothing to change",
+            old.id
+        ),
+    })
 }
 
 #[derive(Debug, clap::Args)]
