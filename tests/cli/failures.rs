@@ -524,6 +524,43 @@ fn example_ids_in_messages_have_the_current_form() {
     }
 }
 
+/// An id too long or in upper case names no entry, and the message says what an id looks
+/// like: `m-` and 26 lower-case characters (not "28 characters after m-" for `M-` and 26).
+#[test]
+fn an_id_in_upper_case_or_too_long_is_named_with_its_form() {
+    let env = Env::with_project();
+    let id = env.add("ids.a", "An entry");
+    let upper = id.to_ascii_uppercase();
+    let form = "an id is m- and 26 lower-case letters and digits";
+    let upper_message = format!(
+        "error: no entry matches `M-… (in upper case; {form}: type it in lower case)` in \
+         project `demo`\n"
+    );
+    for (args, said) in [
+        (vec!["show", upper.as_str()], upper_message.clone()),
+        (vec!["show", &upper[..10]], upper_message),
+        (
+            vec!["show", &upper[2..]],
+            format!(
+                "error: no entry matches `m-… (in upper case; {form}: type it in lower case)` in \
+                 project `demo`\n"
+            ),
+        ),
+        (
+            vec!["show", &format!("{id}0000")],
+            format!(
+                "error: no entry matches `m-… (30 characters after m-; {form})` in project \
+                 `demo`\n"
+            ),
+        ),
+    ] {
+        let r = env.run(&args);
+        assert_eq!(r.code, 4, "{args:?}: {}", r.stderr);
+        assert_eq!(r.stderr, said, "{args:?}");
+    }
+    env.run(&["show", &id]).ok();
+}
+
 /// A disk that fills up in the middle of an append: the log keeps all of the lines or none, and
 /// the command reports none of them as written (a file size limit stands in for the full disk).
 #[cfg(unix)]

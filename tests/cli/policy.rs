@@ -482,7 +482,8 @@ fn apply_and_validate_redact_the_input_they_echo() {
     // A token is longer than an id: it names no entry, and none of it is repeated.
     assert_eq!(
         skipped[3]["message"],
-        "no entry matches `m-… (40 characters after m-; an id has 26)` in project `demo`",
+        "no entry matches `m-… (40 characters after m-; an id is m- and 26 lower-case letters and \
+         digits)` in project `demo`",
         "{report}"
     );
     let text = run_stdin(&env, &["apply", "-"], input.as_bytes());
