@@ -203,3 +203,52 @@ fn a_byte_order_mark_is_named_with_the_fix() {
         r.stderr
     );
 }
+
+/// What docs/CLI.md says of `apply -` from a pipe that pauses: no lock is held until the input's
+/// shape is known (its second non-blank line of JSON Lines), so a write beside it runs at once;
+/// from then on the locks are held until the input ends, and other commands wait.
+#[test]
+fn apply_from_a_pausing_pipe_holds_the_locks_only_after_its_second_line() {
+    let env = Env::with_project();
+    let mut apply = env
+        .command(&["apply", "demo", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut stdin = apply.stdin.take().unwrap_or_else(|| panic!("stdin"));
+    writeln!(stdin, "{}", create_line("pipe.a")).unwrap_or_else(|e| panic!("{e}"));
+    stdin.flush().unwrap_or_else(|e| panic!("{e}"));
+    let mut add = add_args(
+        ("learnings", "other"),
+        "pipe.beside",
+        "Added while apply waits",
+        "c",
+        "0.9",
+        "assumption:none:n",
+    );
+    add.extend(["--lock-timeout", "5000"]);
+    env.run(&add).ok();
+    writeln!(stdin, "{}", create_line("pipe.b")).unwrap_or_else(|e| panic!("{e}"));
+    stdin.flush().unwrap_or_else(|e| panic!("{e}"));
+    // The second line read, apply takes the locks and keeps them while the pipe stays open.
+    let started = std::time::Instant::now();
+    let blocked = loop {
+        let r = env.run(&["list", "--lock-timeout", "100"]);
+        if r.code == 5 {
+            break true;
+        }
+        if started.elapsed() > std::time::Duration::from_secs(20) {
+            break false;
+        }
+    };
+    drop(stdin);
+    let done = crate::common::output(apply.wait_with_output());
+    assert!(
+        blocked,
+        "no command was kept waiting while apply read its input"
+    );
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    assert_eq!(env.listed(), Some(3));
+}
