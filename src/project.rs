@@ -323,31 +323,45 @@ impl Project {
             (self.log_path(), "file"),
             (self.state_dir(), "directory"),
         ] {
-            let Ok(meta) = fs_err::symlink_metadata(&path) else {
-                continue;
-            };
-            if !meta.file_type().is_symlink() {
-                continue;
+            if is_link(&path) {
+                return Err(self.link_error(&path, &format!("put the {what} itself in its place")));
             }
-            let target = fs_err::read_link(&path)
-                .map(|t| t.display().to_string())
-                .unwrap_or_else(|_| "an unreadable target".into());
-            let shown = path
-                .strip_prefix(self.workspace.root())
-                .unwrap_or(&path)
-                .display()
-                .to_string();
-            return Err(Error::Rejected {
-                message: format!(
-                    "{} is a symbolic link to {target}; memlog never reads or writes through a \
-                     link in ai-memory/ (a repository can commit one that points outside the \
-                     workspace, and memlog never writes outside the workspace): remove the link \
-                     (`rm {shown}`) and put the {what} itself in its place",
-                    path.display()
-                ),
-            });
+        }
+        // What memlog keeps in `.memlog/` (the store, locks, local logs) is never committed, but
+        // a repository can force it in: a link there is refused too.
+        if let Ok(entries) = std::fs::read_dir(self.state_dir()) {
+            for entry in entries.flatten() {
+                if entry.file_type().is_ok_and(|t| t.is_symlink()) {
+                    return Err(self.link_error(
+                        &entry.path(),
+                        "memlog creates what it needs in .memlog/ again (local state, rebuilt \
+                         from the log)",
+                    ));
+                }
+            }
         }
         Ok(())
+    }
+
+    /// Why the link `path` is refused, and `fix` after removing it.
+    fn link_error(&self, path: &std::path::Path, fix: &str) -> Error {
+        let target = fs_err::read_link(path)
+            .map(|t| t.display().to_string())
+            .unwrap_or_else(|_| "an unreadable target".into());
+        let shown = path
+            .strip_prefix(self.workspace.root())
+            .unwrap_or(path)
+            .display()
+            .to_string();
+        Error::Rejected {
+            message: format!(
+                "{} is a symbolic link to {target}; memlog never reads or writes through a link \
+                 in ai-memory/ (a repository can commit one that points outside the workspace, \
+                 and memlog never writes outside the workspace): remove the link (`rm {shown}`) \
+                 and {fix}",
+                path.display()
+            ),
+        }
     }
 
     /// Creates the local state directory if needed.
@@ -396,10 +410,14 @@ pub fn init(workspace: &Workspace, project: &ProjectName, now: &str) -> Result<I
     })
 }
 
+fn is_link(path: &std::path::Path) -> bool {
+    fs_err::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
+}
+
 /// Refuses an `ai-memory/` that is a link resolving outside the workspace (or nowhere).
 fn refuse_memory_outside(workspace: &Workspace) -> Result<()> {
     let memory = workspace.memory_dir();
-    if !fs_err::symlink_metadata(&memory).is_ok_and(|m| m.file_type().is_symlink()) {
+    if !is_link(&memory) {
         return Ok(());
     }
     let resolved = fs_err::canonicalize(&memory).unwrap_or_else(|_| {

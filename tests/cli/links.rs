@@ -156,3 +156,29 @@ fn a_memory_directory_outside_the_workspace_is_refused_by_reads() {
     }
     assert_eq!(listing(&outside), before);
 }
+
+/// A link inside `.memlog/` (local state a repository can still force into git: the store, a
+/// lock, a local log) is refused before memlog writes through it.
+#[test]
+fn a_link_inside_the_state_directory_is_refused() {
+    let (env, outside) = setup();
+    let state = env.root().join("ai-memory/demo/.memlog");
+    std::fs::create_dir(outside.join("store")).unwrap_or_else(|e| panic!("{e}"));
+    for name in ["store", "quarantine.jsonl", "write.lock"] {
+        let path = state.join(name);
+        if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir()) {
+            std::fs::remove_dir_all(&path).unwrap_or_else(|e| panic!("{e}"));
+        } else if path.exists() {
+            std::fs::remove_file(&path).unwrap_or_else(|e| panic!("{e}"));
+        }
+        let target = if name == "store" { "store" } else { "victim" };
+        symlink(outside.join(target), &path).unwrap_or_else(|e| panic!("{e}"));
+        let before = listing(&outside);
+        let shown = format!("ai-memory/demo/.memlog/{name}");
+        assert_refused(&env.run(&["list"]), &shown);
+        assert_refused(&add(&env, "demo"), &shown);
+        assert_eq!(listing(&outside), before, "{name}");
+        std::fs::remove_file(&path).unwrap_or_else(|e| panic!("{e}"));
+    }
+    env.run(&["list"]).ok();
+}
