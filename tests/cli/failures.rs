@@ -872,6 +872,10 @@ fn a_bad_actor_is_named_by_where_it_came_from() {
 /// A log the system will not let memlog write (immutable, or without write permission for a
 /// user other than root) is named with the fix, not as a bare "Operation not permitted".
 #[test]
+#[expect(
+    clippy::print_stderr,
+    reason = "a skipped test says why, in the test output"
+)]
 fn an_unwritable_log_is_named_with_the_fix() {
     let env = Env::with_project();
     env.add("before", "An entry before");
@@ -892,7 +896,7 @@ fn an_unwritable_log_is_named_with_the_fix() {
             .status()
             .is_ok_and(|s| s.success());
         if !immutable {
-            eprintln!("skipped: this user can write read-only files, and chattr +i failed");
+            eprintln!("SKIPPED: this user can write read-only files, and chattr +i failed");
             return;
         }
     }
