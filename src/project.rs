@@ -208,6 +208,7 @@ impl Project {
     /// [`Error::NoProject`] when it has no `memlog.json`.
     pub fn open(workspace: &Workspace, name: ProjectName) -> Result<Self> {
         let p = Self::new(workspace, name);
+        p.refuse_links()?;
         p.refuse_config_directory()?;
         if !p.config_path().is_file() && p.log_path().is_file() {
             return Err(Error::CorruptFile {
@@ -307,11 +308,68 @@ impl Project {
         Ok(config)
     }
 
+    /// Refuses a project whose directory, `memlog.json`, `events.jsonl` or `.memlog/` is a
+    /// symbolic link, or whose `ai-memory/` resolves outside the workspace. A repository can
+    /// commit a link that points anywhere: a read would recover a "torn tail" of whatever file
+    /// it names (truncating it), and a write would append there.
+    ///
+    /// # Errors
+    /// [`Error::Rejected`] naming the link, where it points and the fix.
+    pub fn refuse_links(&self) -> Result<()> {
+        refuse_memory_outside(&self.workspace)?;
+        for (path, what) in [
+            (self.dir.clone(), "directory"),
+            (self.config_path(), "file"),
+            (self.log_path(), "file"),
+            (self.state_dir(), "directory"),
+        ] {
+            if is_link(&path) {
+                return Err(self.link_error(&path, &format!("put the {what} itself in its place")));
+            }
+        }
+        // What memlog keeps in `.memlog/` (the store, locks, local logs) is never committed, but
+        // a repository can force it in: a link there is refused too.
+        if let Ok(entries) = std::fs::read_dir(self.state_dir()) {
+            for entry in entries.flatten() {
+                if entry.file_type().is_ok_and(|t| t.is_symlink()) {
+                    return Err(self.link_error(
+                        &entry.path(),
+                        "memlog creates what it needs in .memlog/ again (local state, rebuilt \
+                         from the log)",
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Why the link `path` is refused, and `fix` after removing it.
+    fn link_error(&self, path: &std::path::Path, fix: &str) -> Error {
+        let target = fs_err::read_link(path)
+            .map(|t| t.display().to_string())
+            .unwrap_or_else(|_| "an unreadable target".into());
+        let shown = path
+            .strip_prefix(self.workspace.root())
+            .unwrap_or(path)
+            .display()
+            .to_string();
+        Error::Rejected {
+            message: format!(
+                "{} is a symbolic link to {target}; memlog never reads or writes through a link \
+                 in ai-memory/ (a repository can commit one that points outside the workspace, \
+                 and memlog never writes outside the workspace): remove the link (`rm {shown}`) \
+                 and {fix}",
+                path.display()
+            ),
+        }
+    }
+
     /// Creates the local state directory if needed.
     ///
     /// # Errors
-    /// When it cannot be created.
+    /// When it cannot be created, or a link leads to it (see [`Project::refuse_links`]).
     pub fn ensure_state_dir(&self) -> Result<()> {
+        self.refuse_links()?;
         fs_err::create_dir_all(self.state_dir())?;
         Ok(())
     }
@@ -333,18 +391,8 @@ pub struct InitReport {
 /// When a file cannot be written, or `ai-memory/` resolves outside the workspace (a symlink).
 pub fn init(workspace: &Workspace, project: &ProjectName, now: &str) -> Result<InitReport> {
     let memory = workspace.memory_dir();
+    refuse_memory_outside(workspace)?;
     fs_err::create_dir_all(&memory)?;
-    let resolved = fs_err::canonicalize(&memory)?;
-    if !resolved.starts_with(workspace.root()) {
-        return Err(Error::Rejected {
-            message: format!(
-                "{} resolves to {}, outside the workspace {}; memlog never writes outside the workspace: replace the link with a directory",
-                memory.display(),
-                resolved.display(),
-                workspace.root().display()
-            ),
-        });
-    }
     durable::create_if_missing(&memory.join(".gitattributes"), GITATTRIBUTES.as_bytes())?;
     durable::create_if_missing(&memory.join(".gitignore"), GITIGNORE.as_bytes())?;
     let global = ProjectName::new(GLOBAL_PROJECT)?;
@@ -362,8 +410,37 @@ pub fn init(workspace: &Workspace, project: &ProjectName, now: &str) -> Result<I
     })
 }
 
+fn is_link(path: &std::path::Path) -> bool {
+    fs_err::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
+}
+
+/// Refuses an `ai-memory/` that is a link resolving outside the workspace (or nowhere).
+fn refuse_memory_outside(workspace: &Workspace) -> Result<()> {
+    let memory = workspace.memory_dir();
+    if !is_link(&memory) {
+        return Ok(());
+    }
+    let resolved = fs_err::canonicalize(&memory).unwrap_or_else(|_| {
+        // A dangling link: creating the directory would create its target.
+        fs_err::read_link(&memory).unwrap_or_default()
+    });
+    if resolved.starts_with(workspace.root()) && resolved.is_dir() {
+        return Ok(());
+    }
+    Err(Error::Rejected {
+        message: format!(
+            "{} resolves to {}, outside the workspace {}; memlog never writes outside the \
+             workspace: replace the link with a directory",
+            memory.display(),
+            resolved.display(),
+            workspace.root().display()
+        ),
+    })
+}
+
 fn init_one(workspace: &Workspace, name: &ProjectName, now: &str) -> Result<bool> {
     let p = Project::new(workspace, name.clone());
+    p.refuse_links()?;
     p.refuse_config_directory()?;
     fs_err::create_dir_all(&p.dir)?;
     let config = ProjectConfig {

@@ -26,6 +26,9 @@ const MAX_INPUT_BYTES: usize = 16 * 1024 * 1024;
 #[derive(Debug, Serialize)]
 struct Skipped {
     index: usize,
+    /// Its line, when the input is JSON Lines.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    line: Option<usize>,
     operation: Option<String>,
     code: &'static str,
     message: String,
@@ -57,20 +60,28 @@ pub(super) fn updates_of(value: Value) -> Result<Vec<Value>> {
     }
 }
 
-pub(super) fn project_for(ctx: &Ctx, name: Option<&str>) -> Result<Project> {
+/// The project a write goes to, and whether it is still to be created: a write to memory that
+/// is not initialized initializes it ([`create_for_write`]), but only once something is
+/// written, so that a refused write (to a mistyped project name above all) leaves nothing
+/// behind.
+pub(super) fn write_target(ctx: &Ctx, name: Option<&str>) -> Result<(Project, bool)> {
     match ctx.project(name) {
         Err(Error::NoProject { project, .. }) => {
-            // Requirement: a write to uninitialized memory initializes it.
             let ws = ctx.workspace()?;
-            let pname = ProjectName::new(&project)?;
-            crate::project::init(&ws, &pname, &ctx.now())?;
-            super::output::note(&format!(
-                "project `{pname}` was not initialized: created ai-memory/{pname}/ with the default policies"
-            ));
-            Project::open(&ws, pname)
+            Ok((Project::new(&ws, ProjectName::new(&project)?), true))
         }
-        other => other,
+        other => other.map(|p| (p, false)),
     }
+}
+
+/// Initializes `project` for its first write, saying so on standard error.
+pub(super) fn create_for_write(ctx: &Ctx, project: &Project) -> Result<Project> {
+    let pname = &project.name;
+    crate::project::init(&project.workspace, pname, &ctx.now())?;
+    super::output::note(&format!(
+        "project `{pname}` was not initialized: created ai-memory/{pname}/ with the default policies"
+    ));
+    Project::open(&project.workspace, pname.clone())
 }
 
 fn field_str(
@@ -389,8 +400,8 @@ pub(super) struct Updates {
     /// The document was a single object (not an array or a stream).
     pub single_object: bool,
     next_line: usize,
-    /// Why the first line of JSON Lines is not an update, reported before the others.
-    first_error: Option<Error>,
+    /// The first line of JSON Lines: its number, and its update or why it is not one.
+    first: Option<(usize, Result<Value>)>,
 }
 
 impl Updates {
@@ -435,6 +446,16 @@ impl Updates {
                 break;
             }
         }
+        if first.starts_with(BOM) {
+            return Err(bom_error(
+                if first_number == 1 {
+                    None
+                } else {
+                    Some(first_number)
+                },
+                path,
+            ));
+        }
         // A first line that is a whole JSON value except for a key stated twice is still the
         // first line of JSON Lines (or the whole input): refused alone, with its line number.
         let (first_value, first_error) = match super::strict_json::from_slice(&first) {
@@ -470,15 +491,8 @@ impl Updates {
             }
             // Several lines, the first a whole JSON value: JSON Lines.
             let rest = std::io::Cursor::new(probe).chain(reader);
-            let mut me = Self::document(
-                if first_error.is_some() {
-                    Vec::new()
-                } else {
-                    updates_of_line(value)
-                },
-                false,
-            );
-            me.first_error = first_error;
+            let mut me = Self::document(Vec::new(), false);
+            me.first = Some((first_number, first_error.map_or(Ok(value), Err)));
             me.lines = Some(Box::new(std::io::BufReader::new(rest)));
             me.next_line = probe_number;
             return Ok(me);
@@ -515,17 +529,18 @@ impl Updates {
             document: items.into_iter(),
             single_object,
             next_line: 0,
-            first_error: None,
+            first: None,
         }
     }
 
-    /// The next update, or why its line is not one.
-    pub(super) fn next_update(&mut self) -> Option<Result<Value>> {
-        if let Some(e) = self.first_error.take() {
-            return Some(Err(e));
+    /// The next update, or why its line is not one, with the number of its line in JSON Lines
+    /// (blank lines counted, as an editor shows them); an update of a JSON document has none.
+    pub(super) fn next_update(&mut self) -> Option<(Option<usize>, Result<Value>)> {
+        if let Some((number, item)) = self.first.take() {
+            return Some((Some(number), item));
         }
         if let Some(v) = self.document.next() {
-            return Some(Ok(v));
+            return Some((None, Ok(v)));
         }
         let reader = self.lines.as_mut()?;
         let mut line = Vec::new();
@@ -537,7 +552,7 @@ impl Updates {
             {
                 Ok(0) => return None,
                 Ok(_) => {}
-                Err(e) => return Some(Err(e.into())),
+                Err(e) => return Some((None, Err(e.into()))),
             }
             let number = self.next_line;
             self.next_line += 1;
@@ -550,28 +565,69 @@ impl Updates {
                 if line.last() != Some(&b'\n')
                     && let Err(e) = skip_past_newline(reader)
                 {
-                    return Some(Err(e.into()));
+                    return Some((Some(number), Err(e.into())));
                 }
-                return Some(Err(Error::Invalid(Invalid::one(
-                    "input",
-                    "max_length",
-                    format!(
-                        "line {number} is longer than 16 MiB; split it into one Memory_Update \
+                return Some((
+                    Some(number),
+                    Err(Error::Invalid(Invalid::one(
+                        "input",
+                        "max_length",
+                        format!(
+                            "line {number} is longer than 16 MiB; split it into one Memory_Update \
                          per line"
-                    ),
-                ))));
+                        ),
+                    ))),
+                ));
             }
-            return Some(super::strict_json::from_slice(&line).map_err(|e| line_error(number, &e)));
+            if line.starts_with(BOM) {
+                return Some((Some(number), Err(bom_error(Some(number), None))));
+            }
+            let update = super::strict_json::from_slice(&line).map_err(|e| line_error(number, &e));
+            return Some((Some(number), update));
         }
     }
 }
 
-/// Why line `number` of JSON Lines is not an update.
-fn line_error(number: usize, e: &serde_json::Error) -> Error {
+/// A UTF-8 byte order mark: JSON has none (RFC 8259), and the parser would only say "expected
+/// value at line 1 column 1".
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// An input (or its line `number`) that starts with a byte order mark, named with the fix: the
+/// words of the log reader's message.
+fn bom_error(number: Option<usize>, path: Option<&str>) -> Error {
+    let fix = match (number, path) {
+        (Some(n), _) => format!("remove those 3 bytes from line {n}"),
+        (None, Some(p)) if p != "-" => format!(
+            "remove those 3 bytes, e.g. `sed -i '1s/^\\xEF\\xBB\\xBF//' {}`",
+            p.escape_debug()
+        ),
+        (None, _) => "remove those 3 bytes, e.g. pipe the input through \
+                      `sed '1s/^\\xEF\\xBB\\xBF//'`"
+            .to_owned(),
+    };
     Error::Invalid(Invalid::one(
         "input",
         "format",
-        format!("line {number} is not valid JSON: {e}"),
+        format!(
+            "{} starts with a UTF-8 byte order mark (EF BB BF, added by an editor): {fix}",
+            number.map_or_else(|| "the input".to_owned(), |n| format!("line {n}"))
+        ),
+    ))
+}
+
+/// Why line `number` of JSON Lines is not an update.
+fn line_error(number: usize, e: &serde_json::Error) -> Error {
+    // serde_json places the problem within the line it was given: "at line 1 column 2".
+    let text = e.to_string();
+    let within = format!(" at line {} column {}", e.line(), e.column());
+    let problem = match text.strip_suffix(&within) {
+        Some(problem) if e.line() == 1 => format!("{problem} at column {}", e.column()),
+        _ => text,
+    };
+    Error::Invalid(Invalid::one(
+        "input",
+        "format",
+        format!("line {number} is not valid JSON: {problem}"),
     ))
 }
 
@@ -591,11 +647,6 @@ fn skip_past_newline(reader: &mut dyn std::io::BufRead) -> std::io::Result<()> {
     }
 }
 
-/// In JSON Lines every line is one Memory_Update.
-fn updates_of_line(value: Value) -> Vec<Value> {
-    vec![value]
-}
-
 /// Skipped updates kept in full; beyond them only index and code are kept, so that a hostile
 /// input of any size costs bounded memory.
 const SKIPPED_IN_FULL: usize = 1000;
@@ -606,6 +657,9 @@ const SKIPPED_SHOWN: usize = 10;
 #[derive(Debug, Serialize)]
 struct Applied {
     index: usize,
+    /// Its line, when the input is JSON Lines.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    line: Option<usize>,
     id: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     superseded: Option<String>,
@@ -614,9 +668,10 @@ struct Applied {
 }
 
 impl Applied {
-    fn of(index: usize, w: Written) -> Self {
+    fn of(place: Place, w: Written) -> Self {
         Self {
-            index,
+            index: place.index,
+            line: place.line,
             id: w.id,
             superseded: w.superseded,
             events: w.events,
@@ -629,8 +684,8 @@ impl Applied {
 #[derive(Default)]
 struct Report {
     applied: Vec<Applied>,
-    /// Indexes of staged updates, in staging order, matched to written results on commit.
-    staged: Vec<usize>,
+    /// Places of staged updates, in staging order, matched to written results on commit.
+    staged: Vec<Place>,
     skipped: Vec<Skipped>,
     skipped_count: usize,
     warnings: Vec<crate::policy::Warning>,
@@ -640,20 +695,21 @@ struct Report {
 
 impl Report {
     fn committed(&mut self, c: crate::writer::Committed) {
-        let indexes = std::mem::take(&mut self.staged);
-        for (index, w) in indexes.into_iter().zip(c.written) {
-            self.applied.push(Applied::of(index, w));
+        let places = std::mem::take(&mut self.staged);
+        for (place, w) in places.into_iter().zip(c.written) {
+            self.applied.push(Applied::of(place, w));
         }
         self.warnings.extend(c.store_warning);
     }
 
     /// Records a refused update. What it echoes of the input (its operation, the target id a
     /// not-found names) is redacted: it is printed, and kept in `.memlog/apply-log.jsonl`.
-    fn skip(&mut self, index: usize, operation: Option<String>, e: Error) {
+    fn skip(&mut self, place: Place, operation: Option<String>, e: Error) {
         self.skipped_count += 1;
         let full = self.skipped.len() < SKIPPED_IN_FULL;
         self.skipped.push(Skipped {
-            index,
+            index: place.index,
+            line: place.line,
             operation: operation.as_deref().map(redact_secrets),
             code: super::output::error_code(&e),
             message: if full {
@@ -677,17 +733,27 @@ pub fn run(ctx: &Ctx, args: ApplyArgs, out: &mut Out) -> Result<ExitCode> {
     let (project_name, file) = project_and_file(&args.args);
     let updates = Updates::open(file)?;
     let single_object = updates.single_object;
-    let project = project_for(ctx, project_name)?;
+    let (project, missing) = write_target(ctx, project_name)?;
     let wctx = ctx.write_context()?;
-    let mut batch = Batch::open(&project, &wctx)?;
-    if let Some(q) = &batch.session().report.quarantined {
-        super::output::warn(&super::quarantine_message(q));
-    }
+    // The project once created for the first update that passes (see below).
+    let created;
+    let mut batch = if missing {
+        None
+    } else {
+        let batch = Batch::open(&project, &wctx)?;
+        if let Some(q) = &batch.session().report.quarantined {
+            super::output::warn(&super::quarantine_message(q));
+        }
+        Some(batch)
+    };
     // Other threads read, parse and precheck the updates (see `precheck`) while this one
     // stages them in order. They are not waited for: when staging stops early the reader may
     // be blocked reading a pipe that stays open, and it stops at its next update once
     // `receive` is gone.
-    let policy = batch.policy();
+    let policy = batch.as_ref().map_or_else(
+        || std::sync::Arc::new(crate::policy::Policy::defaults()),
+        Batch::policy,
+    );
     let (send, receive) = crossbeam_channel::bounded(READ_AHEAD);
     let author = (wctx.actor.clone(), wctx.at.clone());
     let reader = std::thread::spawn(move || read_and_precheck(updates, &policy, &author, &send));
@@ -696,29 +762,126 @@ pub fn run(ctx: &Ctx, args: ApplyArgs, out: &mut Out) -> Result<ExitCode> {
         early: std::collections::BTreeMap::new(),
         next: 0,
     };
-    let (report, stopped, index) = stage_all(&mut batch, &mut in_order);
+    let mut run = Run::default();
+    // A project that is not initialized is created only for an update that passes the checks
+    // that need no store; the updates refused before it are reported as any others.
+    let project = if missing {
+        let dry = WriteContext {
+            dry_run: true,
+            ..wctx.clone()
+        };
+        let first = check_until_one_passes(&project, &dry, &mut in_order, &mut run);
+        match first {
+            Some(first) => {
+                created = create_for_write(ctx, &project)?;
+                let opened = Batch::open(&created, &wctx)?;
+                stage_all(
+                    batch.insert(opened),
+                    std::iter::once(first).chain(&mut in_order),
+                    &mut run,
+                );
+                &created
+            }
+            None => &project,
+        }
+    } else if let Some(batch) = batch.as_mut() {
+        stage_all(batch, &mut in_order, &mut run);
+        &project
+    } else {
+        &project
+    };
     drop(in_order);
-    if stopped.is_none() {
+    if run.stopped.is_none() {
         // Every update was received, so the reader has finished (or failed: then the input
         // was not read to its end, and nothing more may be committed as if it had been).
         if let Err(panic) = reader.join() {
             std::panic::resume_unwind(panic);
         }
     }
-    finish_run(
-        ctx,
-        &project,
-        batch,
-        report,
-        stopped,
-        index,
-        single_object,
-        out,
+    finish_run(ctx, project, batch, run, single_object, out)
+}
+
+/// Checks updates against a project that does not exist yet (the checks that need no store),
+/// recording those refused, until one passes: that one is returned, to be staged once the
+/// project is created. `None` when none passed or reading stopped.
+fn check_until_one_passes(
+    project: &Project,
+    dry: &WriteContext,
+    updates: &mut impl Iterator<Item = ReadUpdate>,
+    run: &mut Run,
+) -> Option<ReadUpdate> {
+    for ReadUpdate { line, item, pre } in updates.by_ref() {
+        let this = Place {
+            index: run.index,
+            line,
+        };
+        run.index += 1;
+        let operation = operation_of(&item);
+        let checked = item.and_then(|update| {
+            apply_one(&mut Sink::NoProject(project, dry), &update).map(|_| update)
+        });
+        match checked {
+            Ok(update) => {
+                // Staged again, for real, under the same number.
+                run.index -= 1;
+                return Some(ReadUpdate {
+                    line,
+                    item: Ok(update),
+                    pre,
+                });
+            }
+            Err(e) if stops(&e) => {
+                run.stopped = Some(e);
+                return None;
+            }
+            Err(e) => run.report.skip(this, operation, e),
+        }
+    }
+    None
+}
+
+/// An error that stops a run (reading the input or the log failed) rather than refusing one
+/// update.
+fn stops(e: &Error) -> bool {
+    matches!(
+        e,
+        Error::LockTimeout { .. } | Error::Io(_) | Error::Store { .. } | Error::CorruptLog { .. }
     )
 }
 
-/// An update as read, and its [`Prechecked`] part.
-type ReadUpdate = (Result<Value>, Option<Prechecked>);
+fn operation_of(item: &Result<Value>) -> Option<String> {
+    item.as_ref()
+        .ok()
+        .and_then(|u| u.get("operation"))
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+}
+
+/// An update as read: the number of its line in JSON Lines, the update or why it is not one,
+/// and its [`Prechecked`] part.
+struct ReadUpdate {
+    line: Option<usize>,
+    item: Result<Value>,
+    pre: Option<Prechecked>,
+}
+
+/// Where an update is in the input: its number (from 1) and, in JSON Lines, its line.
+#[derive(Debug, Clone, Copy)]
+struct Place {
+    index: usize,
+    line: Option<usize>,
+}
+
+impl std::fmt::Display for Place {
+    /// `update 2 (line 5)`, or `update 2` in a JSON document.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "update {}", self.index)?;
+        if let Some(line) = self.line {
+            write!(f, " (line {line})")?;
+        }
+        Ok(())
+    }
+}
 
 /// Reads `updates` and sends each on with its number (from 0) and its [`Prechecked`] part. The
 /// prechecks (the secret scan above all) cost more than the staging that waits for them, so
@@ -734,23 +897,24 @@ fn read_and_precheck(
     let workers = crate::parallel::threads();
     let mut n = 0;
     if workers < 2 {
-        while let Some(item) = updates.next_update() {
+        while let Some((line, item)) = updates.next_update() {
             let pre = item.as_ref().ok().and_then(|u| precheck(u, policy, author));
-            if send.send((n, (item, pre))).is_err() {
+            if send.send((n, ReadUpdate { line, item, pre })).is_err() {
                 break;
             }
             n += 1;
         }
         return;
     }
-    let (to_check, unchecked) = crossbeam_channel::bounded::<(usize, Result<Value>)>(READ_AHEAD);
+    let (to_check, unchecked) =
+        crossbeam_channel::bounded::<(usize, (Option<usize>, Result<Value>))>(READ_AHEAD);
     std::thread::scope(|scope| {
         for _ in 0..workers {
             let unchecked = unchecked.clone();
             scope.spawn(move || {
-                for (n, item) in unchecked {
+                for (n, (line, item)) in unchecked {
                     let pre = item.as_ref().ok().and_then(|u| precheck(u, policy, author));
-                    if send.send((n, (item, pre))).is_err() {
+                    if send.send((n, ReadUpdate { line, item, pre })).is_err() {
                         break;
                     }
                 }
@@ -791,25 +955,34 @@ impl Iterator for InOrder {
     }
 }
 
-/// Stages `updates` in order, appending every few thousand; returns what was done, the error
-/// that stopped it if one did, and the number the next update would have had.
-fn stage_all(
-    batch: &mut Batch<'_>,
-    updates: impl Iterator<Item = (Result<Value>, Option<Prechecked>)>,
-) -> (Report, Option<Error>, usize) {
-    let mut report = Report::default();
-    let mut stopped: Option<Error> = None;
-    // Updates are numbered from 1, as people count them.
-    let mut index = 1usize;
-    for (item, pre) in updates {
-        let this = index;
-        index += 1;
-        let operation = item
-            .as_ref()
-            .ok()
-            .and_then(|u| u.get("operation"))
-            .and_then(Value::as_str)
-            .map(str::to_owned);
+/// What a run did so far, the error that stopped it if one did, and the number the next update
+/// will have (updates are numbered from 1, as people count them).
+struct Run {
+    report: Report,
+    stopped: Option<Error>,
+    index: usize,
+}
+
+impl Default for Run {
+    fn default() -> Self {
+        Self {
+            report: Report::default(),
+            stopped: None,
+            index: 1,
+        }
+    }
+}
+
+/// Stages `updates` in order, appending every few thousand, recording what was done in `run`.
+fn stage_all(batch: &mut Batch<'_>, updates: impl Iterator<Item = ReadUpdate>, run: &mut Run) {
+    let report = &mut run.report;
+    for ReadUpdate { line, item, pre } in updates {
+        let this = Place {
+            index: run.index,
+            line,
+        };
+        run.index += 1;
+        let operation = operation_of(&item);
         let result =
             item.and_then(|update| apply_prechecked(&mut Sink::Batch(batch), &update, pre));
         // Staging may have committed earlier updates (a later one touched their entry).
@@ -823,13 +996,8 @@ fn stage_all(
         }
         match result {
             Ok(_) => report.staged.push(this),
-            Err(
-                e @ (Error::LockTimeout { .. }
-                | Error::Io(_)
-                | Error::Store { .. }
-                | Error::CorruptLog { .. }),
-            ) => {
-                stopped = Some(e);
+            Err(e) if stops(&e) => {
+                run.stopped = Some(e);
                 break;
             }
             Err(e) => report.skip(this, operation, e),
@@ -838,51 +1006,52 @@ fn stage_all(
             match batch.append() {
                 Ok(c) => report.committed(c),
                 Err(e) => {
-                    stopped = Some(e);
+                    run.stopped = Some(e);
                     break;
                 }
             }
         }
     }
-    (report, stopped, index)
 }
 
-/// Commits what is staged and reports the whole run.
-#[expect(
-    clippy::too_many_arguments,
-    reason = "the state of one run, handed over once"
-)]
+/// Commits what is staged and reports the whole run. Without a batch nothing was written (the
+/// project was never created).
 fn finish_run(
     ctx: &Ctx,
     project: &Project,
-    batch: Batch<'_>,
-    mut report: Report,
-    mut stopped: Option<Error>,
-    index: usize,
+    batch: Option<Batch<'_>>,
+    run: Run,
     single_object: bool,
     out: &mut Out,
 ) -> Result<ExitCode> {
-    if stopped.is_none() {
-        match batch.finish() {
-            Ok(c) => report.committed(c),
-            Err(e) => stopped = Some(e),
+    let Run {
+        mut report,
+        mut stopped,
+        index,
+    } = run;
+    if let Some(batch) = batch {
+        if stopped.is_none() {
+            match batch.finish() {
+                Ok(c) => report.committed(c),
+                Err(e) => stopped = Some(e),
+            }
+        } else {
+            drop(batch);
         }
-    } else {
-        drop(batch);
+        // The updates are in the log whatever happens to this record of the skipped ones: a
+        // failure to keep it is a warning, so that the output still lists what was written.
+        if let Err(e) = log_skipped(ctx, project, &report.skipped) {
+            report.warnings.push(crate::policy::Warning {
+                field: "apply-log".into(),
+                rule: "apply_log_unwritten",
+                message: format!(
+                    "the skipped updates could not be recorded in .memlog/apply-log.jsonl \
+                     ({e}); the output lists them"
+                ),
+            });
+        }
     }
     report.staged.clear();
-    // The updates are in the log whatever happens to this record of the skipped ones: a failure
-    // to keep it is a warning, so that the output still lists what was written.
-    if let Err(e) = log_skipped(ctx, project, &report.skipped) {
-        report.warnings.push(crate::policy::Warning {
-            field: "apply-log".into(),
-            rule: "apply_log_unwritten",
-            message: format!(
-                "the skipped updates could not be recorded in .memlog/apply-log.jsonl ({e}); \
-                 the output lists them"
-            ),
-        });
-    }
     // `index` is the number the next update would have had: 2 after exactly one.
     let single = single_object && index == 2;
     if let Some(e) = stopped {
@@ -934,7 +1103,11 @@ fn print_report(ctx: &Ctx, report: &Report, out: &mut Out, _single: bool) {
             if w.field == "project" && !said.insert(w.rule) {
                 continue;
             }
-            super::output::warn(&format!("update {}: {}: {}", a.index, w.field, w.message));
+            let place = Place {
+                index: a.index,
+                line: a.line,
+            };
+            super::output::warn(&format!("{place}: {}: {}", w.field, w.message));
         }
         ids.push_str(&a.id);
         if let Some(old) = &a.superseded {
@@ -952,9 +1125,12 @@ fn print_report(ctx: &Ctx, report: &Report, out: &mut Out, _single: bool) {
         super::output::warn(&w.message);
     }
     for s in report.skipped.iter().take(SKIPPED_SHOWN) {
+        let place = Place {
+            index: s.index,
+            line: s.line,
+        };
         super::output::warn(&format!(
-            "skipped update {}: {}",
-            s.index,
+            "skipped {place}: {}",
             super::output::safe(&s.message)
         ));
     }
@@ -982,7 +1158,10 @@ fn log_skipped(ctx: &Ctx, project: &Project, skipped: &[Skipped]) -> Result<()> 
     let actor = redact_secrets(&ctx.actor().unwrap_or_default());
     let mut bytes = Vec::new();
     for s in skipped {
-        let line = json!({"at": ctx.now(), "actor": actor, "index": s.index, "operation": s.operation, "code": s.code, "message": s.message});
+        let mut line = json!({"at": ctx.now(), "actor": actor, "index": s.index, "operation": s.operation, "code": s.code, "message": s.message});
+        if let Some(number) = s.line {
+            line["line"] = json!(number);
+        }
         bytes.extend_from_slice(line.to_string().as_bytes());
         bytes.push(b'\n');
     }

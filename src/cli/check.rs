@@ -24,6 +24,9 @@ pub struct ValidateArgs {
 #[derive(Debug, Serialize)]
 struct Verdict {
     index: usize,
+    /// Its line, when the input is JSON Lines.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    line: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     operation: Option<String>,
     valid: bool,
@@ -97,6 +100,7 @@ pub fn validate(ctx: &Ctx, args: ValidateArgs, out: &mut Out) -> Result<ExitCode
     let (project_name, file) = project_and_file(&args.args);
     let refused = |e: &Error| Verdict {
         index: 1,
+        line: None,
         operation: None,
         valid: false,
         errors: errors_of(e),
@@ -119,7 +123,7 @@ pub fn validate(ctx: &Ctx, args: ValidateArgs, out: &mut Out) -> Result<ExitCode
             let mut verdicts = Vec::new();
             // Updates are numbered from 1, as people count them.
             let mut index = 1;
-            while let Some(item) = updates.next_update() {
+            while let Some((line, item)) = updates.next_update() {
                 let operation = item
                     .as_ref()
                     .ok()
@@ -136,6 +140,7 @@ pub fn validate(ctx: &Ctx, args: ValidateArgs, out: &mut Out) -> Result<ExitCode
                 verdicts.push(match result {
                     Ok(w) => Verdict {
                         index,
+                        line,
                         operation,
                         valid: true,
                         errors: Vec::new(),
@@ -146,6 +151,7 @@ pub fn validate(ctx: &Ctx, args: ValidateArgs, out: &mut Out) -> Result<ExitCode
                     }
                     Err(e) => Verdict {
                         index,
+                        line,
                         operation,
                         valid: false,
                         errors: errors_of(&e),
@@ -167,10 +173,13 @@ pub fn validate(ctx: &Ctx, args: ValidateArgs, out: &mut Out) -> Result<ExitCode
             out.line(format!(
                 "update {}{}: {}",
                 v.index,
-                v.operation
-                    .as_deref()
-                    .map(|o| format!(" ({})", safe(o)))
-                    .unwrap_or_default(),
+                // `(line 3, deprecate)`: where it is in JSON Lines, and what it does.
+                match (v.line, v.operation.as_deref()) {
+                    (Some(l), Some(o)) => format!(" (line {l}, {})", safe(o)),
+                    (Some(l), None) => format!(" (line {l})"),
+                    (None, Some(o)) => format!(" ({})", safe(o)),
+                    (None, None) => String::new(),
+                },
                 if v.valid { "valid" } else { "invalid" }
             ));
             for e in &v.errors {

@@ -206,15 +206,58 @@ pub enum Command {
     Completions(completions::CompletionsArgs),
 }
 
+/// Where the actor's name came from, so that a bad one is named by the place to fix it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ActorFrom {
+    /// `--actor NAME`.
+    Option,
+    /// The `MEMLOG_ACTOR` environment variable.
+    Environment,
+    /// `$USER` (or the fallback `memlog`): neither was given.
+    User,
+}
+
+impl ActorFrom {
+    /// Where the parsed arguments `m` took `--actor` from.
+    pub fn of(m: &clap::ArgMatches) -> Self {
+        match m.value_source("actor") {
+            Some(clap::parser::ValueSource::EnvVariable) => Self::Environment,
+            Some(clap::parser::ValueSource::CommandLine) => Self::Option,
+            _ => Self::User,
+        }
+    }
+
+    /// The actor as the message about a bad one names it.
+    fn named(self) -> &'static str {
+        match self {
+            Self::Option => "--actor",
+            Self::Environment => "the actor from MEMLOG_ACTOR",
+            Self::User => {
+                "the actor from $USER (used when neither --actor nor MEMLOG_ACTOR is set)"
+            }
+        }
+    }
+
+    /// How to give a good one instead.
+    fn fix(self) -> &'static str {
+        match self {
+            Self::Option => "give another name with --actor NAME",
+            Self::Environment => "set MEMLOG_ACTOR to another name, or give --actor NAME",
+            Self::User => "give a name with --actor NAME or MEMLOG_ACTOR",
+        }
+    }
+}
+
 /// Resolved global context for a command.
 pub struct Ctx {
     pub global: GlobalArgs,
     clock: Box<dyn Clock>,
     as_of: Option<crate::git::as_of::AsOf>,
+    actor_from: ActorFrom,
 }
 
 impl Ctx {
-    fn new(global: GlobalArgs) -> Result<Self> {
+    fn new(global: GlobalArgs, actor_from: ActorFrom) -> Result<Self> {
         let clock: Box<dyn Clock> = match &global.now {
             Some(s) => Box::new(FixedClock(
                 parse_time(s).map_err(|m| Error::Usage(format!("--now: {m}")))?,
@@ -230,6 +273,7 @@ impl Ctx {
             global,
             clock,
             as_of,
+            actor_from,
         })
     }
 
@@ -241,28 +285,45 @@ impl Ctx {
         Duration::from_millis(self.global.lock_timeout)
     }
 
+    /// The actor of writes: `--actor`, else `MEMLOG_ACTOR`, else `$USER`, else `memlog`.
+    ///
+    /// # Errors
+    /// [`Error::Usage`] for a name that is empty, too long, or holds control or invisible
+    /// characters, naming where it came from and the fix.
     pub fn actor(&self) -> Result<String> {
-        let actor = match &self.global.actor {
-            Some(a) => a.clone(),
-            None => std::env::var("USER")
-                .ok()
-                .filter(|u| !u.is_empty())
-                .unwrap_or_else(|| "memlog".into()),
+        let (actor, from) = match &self.global.actor {
+            Some(a) => (a.clone(), self.actor_from),
+            None => (
+                std::env::var("USER")
+                    .ok()
+                    .filter(|u| !u.is_empty())
+                    .unwrap_or_else(|| "memlog".into()),
+                ActorFrom::User,
+            ),
         };
         let n = actor.chars().count();
         if n == 0 || n > projections::event::MAX_ACTOR_CHARS || actor.chars().any(char::is_control)
         {
             return Err(Error::Usage(format!(
-                "--actor must be 1 to {} characters without control characters",
-                projections::event::MAX_ACTOR_CHARS
+                "{} must be 1 to {} characters without control characters; it has {n}{}: {}",
+                from.named(),
+                projections::event::MAX_ACTOR_CHARS,
+                if actor.chars().any(char::is_control) {
+                    ", control characters among them"
+                } else {
+                    ""
+                },
+                from.fix()
             )));
         }
         if let Some(c) = actor.chars().find(|&c| crate::safe_text::is_invisible(c)) {
             return Err(Error::Usage(format!(
-                "--actor contains U+{:04X}, {}: remove it (an actor holds only visible \
-                 characters)",
+                "{} contains U+{:04X}, {}: remove it (an actor holds only visible characters), \
+                 or {}",
+                from.named(),
                 u32::from(c),
-                crate::safe_text::describe_invisible(c)
+                crate::safe_text::describe_invisible(c),
+                from.fix()
             )));
         }
         Ok(actor)
@@ -391,9 +452,9 @@ pub fn quarantine_message(q: &crate::store::session::QuarantineNote) -> String {
 /// Runs the CLI with `args` (program name first) and returns the process exit code.
 pub fn main_with_args(args: Vec<std::ffi::OsString>, bin_name: &str) -> i32 {
     let json = args.iter().any(|a| a == "--json");
-    let cli = match Cli::command_with_name(bin_name).try_get_matches_from(&args) {
+    let (cli, actor_from) = match Cli::command_with_name(bin_name).try_get_matches_from(&args) {
         Ok(m) => match <Cli as clap::FromArgMatches>::from_arg_matches(&m) {
-            Ok(cli) => cli,
+            Ok(cli) => (cli, ActorFrom::of(&m)),
             Err(e) => return output::clap_error(&with_usage(e, &args, bin_name), json),
         },
         Err(e) => return output::clap_error(&with_usage(e, &args, bin_name), json),
@@ -406,7 +467,7 @@ pub fn main_with_args(args: Vec<std::ffi::OsString>, bin_name: &str) -> i32 {
     // Under `--json` warnings go into the JSON document only.
     output::set_warnings_in_json(json);
     let mut out = Out::new(json);
-    let result = Ctx::new(cli.global).and_then(|ctx| run(&ctx, cli.command, &mut out));
+    let result = Ctx::new(cli.global, actor_from).and_then(|ctx| run(&ctx, cli.command, &mut out));
     let code = match result {
         Ok(code) => {
             out.finish();

@@ -48,6 +48,21 @@ fn object(props: &[(&str, Value)]) -> Value {
     json!({"type": "object", "required": required, "properties": properties})
 }
 
+/// `object` with more properties that may be absent.
+fn with_optional(mut object: Value, props: &[(&str, Value)]) -> Value {
+    if let Some(properties) = object["properties"].as_object_mut() {
+        for (k, v) in props {
+            properties.insert((*k).to_owned(), v.clone());
+        }
+    }
+    object
+}
+
+/// The line of an update in JSON Lines input (absent for a JSON document).
+fn input_line() -> Value {
+    json!({"type": "integer", "minimum": 1, "description": "The update's line in JSON Lines input (blank lines counted); absent for a JSON document."})
+}
+
 fn definitions() -> Value {
     json!({
         "Warning": {
@@ -89,7 +104,7 @@ fn definitions() -> Value {
             ("events", array(string())),
             ("entry", json!({"$ref": "#/$defs/Entry"})),
         ]),
-        "Verdict": object(&[
+        "Verdict": with_optional(object(&[
             ("index", json!({"type": "integer", "minimum": 1})),
             ("valid", boolean()),
             ("errors", array(object(&[
@@ -99,7 +114,7 @@ fn definitions() -> Value {
                 ("message", string()),
             ]))),
             ("warnings", array(json!({"$ref": "#/$defs/Warning"}))),
-        ]),
+        ]), &[("line", input_line())]),
         "Error": {
             "type": "object",
             "required": ["success", "error"],
@@ -192,18 +207,24 @@ fn results() -> Vec<(&'static str, &'static str, Value)> {
             object(&[
                 (
                     "applied",
-                    array(object(&[
-                        ("index", json!({"type": "integer", "minimum": 1})),
-                        ("id", string()),
-                        ("events", array(string())),
-                    ])),
+                    array(with_optional(
+                        object(&[
+                            ("index", json!({"type": "integer", "minimum": 1})),
+                            ("id", string()),
+                            ("events", array(string())),
+                        ]),
+                        &[("line", input_line())],
+                    )),
                 ),
                 (
                     "skipped",
-                    array(object(&[
-                        ("index", json!({"type": "integer", "minimum": 1})),
-                        ("code", json!({"enum": ERROR_CODES})),
-                    ])),
+                    array(with_optional(
+                        object(&[
+                            ("index", json!({"type": "integer", "minimum": 1})),
+                            ("code", json!({"enum": ERROR_CODES})),
+                        ]),
+                        &[("line", input_line())],
+                    )),
                 ),
             ]),
         ),

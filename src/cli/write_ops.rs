@@ -74,19 +74,34 @@ pub fn add(ctx: &Ctx, args: AddArgs, out: &mut Out) -> Result<ExitCode> {
     let refused = |e| ctx.refused(args.project.as_deref(), "create", e);
     let input = args.entry.to_input().map_err(refused)?;
     let (fields, status) = check_create(&input).map_err(refused)?;
-    let project = super::apply::project_for(ctx, args.project.as_deref())?;
+    let (project, missing) = super::apply::write_target(ctx, args.project.as_deref())?;
     let wctx = ctx.write_context()?;
-    let w = write(
-        &project,
-        &wctx,
-        Change::Create { fields, status },
-        |_, _| {
-            Ok(Change::Create {
-                fields: check_create(&input)?.0,
+    let check = |_: &crate::store::session::Session, _: Option<&projections::EntryState>| {
+        Ok(Change::Create {
+            fields: check_create(&input)?.0,
+            status,
+        })
+    };
+    let project = if missing {
+        // Every check that needs no store, before the project is created for the write.
+        let dry = crate::writer::WriteContext {
+            dry_run: true,
+            ..wctx.clone()
+        };
+        write(
+            &project,
+            &dry,
+            Change::Create {
+                fields: fields.clone(),
                 status,
-            })
-        },
-    )?;
+            },
+            check,
+        )?;
+        super::apply::create_for_write(ctx, &project)?
+    } else {
+        project
+    };
+    let w = write(&project, &wctx, Change::Create { fields, status }, check)?;
     print_written(ctx, &w, "added", out);
     Ok(ExitCode::Ok)
 }
@@ -179,6 +194,7 @@ pub fn update(ctx: &Ctx, args: UpdateArgs, out: &mut Out) -> Result<ExitCode> {
         let old = state.ok_or_else(|| crate::Error::Usage("update needs a target".into()))?;
         let set = check_patch(&input, &old.fields)
             .map_err(|e| crate::writer::refused(&project, &wctx, "update", e))?;
+        refuse_no_op(old, &set, reason.as_deref())?;
         Ok(Change::Update {
             target: old.id.clone(),
             set,
@@ -187,6 +203,33 @@ pub fn update(ctx: &Ctx, args: UpdateArgs, out: &mut Out) -> Result<ExitCode> {
     })?;
     print_written(ctx, &w, "updated", out);
     Ok(ExitCode::Ok)
+}
+
+/// Refuses an update that would write a version identical to the current one, as a repeated
+/// pin or deprecate is refused: nothing would change but the log's length. With a reason it is
+/// a review that found nothing to change, and is recorded (it renews `review_interval`).
+fn refuse_no_op(
+    old: &projections::EntryState,
+    set: &serde_json::Map<String, serde_json::Value>,
+    reason: Option<&str>,
+) -> Result<()> {
+    if reason.is_some() {
+        return Ok(());
+    }
+    let (fields, status) = projections::fold::apply_set_to(&old.fields, set).map_err(|m| {
+        crate::Error::Invalid(crate::policy::validate::Invalid::one("set", "type", m))
+    })?;
+    if fields != old.fields || status.is_some_and(|s| s != old.status) {
+        return Ok(());
+    }
+    Err(crate::Error::Rejected {
+        message: format!(
+            "{} already has these values: the update would change nothing, and nothing was \
+             written; give a value that differs, or --reason TEXT to record a review that \
+             found nothing to change",
+            old.id
+        ),
+    })
 }
 
 #[derive(Debug, clap::Args)]

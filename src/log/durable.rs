@@ -13,10 +13,8 @@ use std::path::Path;
 /// # Errors
 /// When the file cannot be opened, written or synced (the error names the path).
 pub fn append(path: &Path, bytes: &[u8]) -> Result<crate::log::stamp::FileStamp> {
-    let mut file = fs_err::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)?;
+    refuse_link(path)?;
+    let mut file = open_to_write(std::fs::OpenOptions::new().create(true).append(true), path)?;
     file.write_all(bytes)?;
     file.sync_data()?;
     // The stamp of the file just written, from the open handle: what the store records as the
@@ -54,10 +52,8 @@ pub fn append_unsynced(
     path: &Path,
     bytes: &[u8],
 ) -> Result<(crate::log::stamp::FileStamp, Unsynced)> {
-    let mut file = fs_err::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)?;
+    refuse_link(path)?;
+    let mut file = open_to_write(std::fs::OpenOptions::new().create(true).append(true), path)?;
     // The caller holds the write lock: nobody else appends meanwhile.
     let before = file.metadata()?.len();
     if let Err(e) = file.write_all(bytes) {
@@ -70,6 +66,64 @@ pub fn append_unsynced(
     }
     let stamp = crate::log::stamp::FileStamp::of(&file.metadata()?);
     Ok((stamp, Unsynced { file }))
+}
+
+/// Refuses to append to, or cut, a file through a symbolic link: a repository can commit a link
+/// that points anywhere. (Replacing a file atomically renames over the link, never through it.)
+fn refuse_link(path: &Path) -> Result<()> {
+    if !fs_err::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Ok(());
+    }
+    Err(crate::Error::Rejected {
+        message: format!(
+            "{} is a symbolic link; memlog never writes through a link (it could lead outside \
+             the workspace, and memlog never writes outside the workspace): remove the link \
+             (`rm {}`) and run the command again",
+            path.display(),
+            path.display()
+        ),
+    })
+}
+
+/// Opens `path` with `options` to write to it; a file that may not be written is named with
+/// the fix.
+fn open_to_write(options: &std::fs::OpenOptions, path: &Path) -> Result<fs_err::File> {
+    options
+        .open(path)
+        .map(|f| fs_err::File::from_parts(f, path))
+        .map_err(|e| unwritable(path, e))
+}
+
+/// A file memlog must write that the system will not let it (no write permission, an
+/// immutable file, a read-only file system): say which and how to allow it. Other errors name
+/// the path, as every I/O error does.
+fn unwritable(path: &Path, e: std::io::Error) -> crate::Error {
+    use std::io::ErrorKind;
+    if !matches!(
+        e.kind(),
+        ErrorKind::PermissionDenied | ErrorKind::ReadOnlyFilesystem
+    ) {
+        return std::io::Error::new(
+            e.kind(),
+            format!("failed to open file `{}`: {e}", path.display()),
+        )
+        .into();
+    }
+    let shown = path.display();
+    let why = if path.file_name() == Some(std::ffi::OsStr::new(crate::project::LOG_FILE)) {
+        "every write appends to this log"
+    } else {
+        "memlog keeps the project's local state there"
+    };
+    std::io::Error::new(
+        e.kind(),
+        format!(
+            "cannot write {shown}: {e}; {why}: make it writable (`chmod u+w {shown}`; if \
+             `lsattr {shown}` shows the immutable flag `i`, `chattr -i {shown}` as root; on a \
+             read-only file system, work in a writable copy of the repository)"
+        ),
+    )
+    .into()
 }
 
 /// Replaces `path` with `bytes` atomically: write a temporary sibling, fsync, rename, fsync the
@@ -162,10 +216,12 @@ pub fn repair_tail(
     quarantine: &Path,
     is_whole: impl Fn(&[u8]) -> bool,
 ) -> Result<Option<TornTail>> {
-    let mut file = match fs_err::OpenOptions::new().read(true).write(true).open(log) {
-        Ok(f) => f,
+    refuse_link(log)?;
+    refuse_link(quarantine)?;
+    let mut file = match std::fs::OpenOptions::new().read(true).write(true).open(log) {
+        Ok(f) => fs_err::File::from_parts(f, log),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e.into()),
+        Err(e) => return Err(unwritable(log, e)),
     };
     let Some(len) = torn_len(&mut file)? else {
         return Ok(None);
@@ -207,4 +263,61 @@ pub fn repair_tail(
         len: len - offset,
         completed: false,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Appending and cutting a torn tail refuse a link (it may lead outside the workspace):
+    /// its target keeps its bytes.
+    #[cfg(unix)]
+    #[test]
+    fn nothing_is_appended_or_cut_through_a_link() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let target = dir.path().join("target");
+        fs_err::write(&target, b"precious").unwrap_or_else(|e| panic!("{e}"));
+        let link = dir.path().join("events.jsonl");
+        std::os::unix::fs::symlink(&target, &link).unwrap_or_else(|e| panic!("{e}"));
+        let refused = |r: Result<()>| {
+            let e = r
+                .err()
+                .unwrap_or_else(|| panic!("written through the link"));
+            assert!(matches!(e, crate::Error::Rejected { .. }), "{e}");
+            assert!(e.to_string().contains("is a symbolic link"), "{e}");
+        };
+        refused(append(&link, b"x\n").map(|_| ()));
+        refused(append_unsynced(&link, b"x\n").map(|_| ()));
+        refused(repair_tail(&link, &dir.path().join("q"), |_| false).map(|_| ()));
+        refused(repair_tail(&target, &link, |_| false).map(|_| ()));
+        assert_eq!(fs_err::read(&target).unwrap_or_default(), b"precious");
+    }
+
+    /// A file the system will not let memlog write is named with the fix; other errors keep
+    /// their own words, and the path.
+    #[test]
+    fn an_unwritable_file_is_named_with_the_fix() {
+        let log = Path::new("/repo/ai-memory/demo/events.jsonl");
+        for kind in [
+            std::io::ErrorKind::PermissionDenied,
+            std::io::ErrorKind::ReadOnlyFilesystem,
+        ] {
+            let text =
+                unwritable(log, std::io::Error::new(kind, "Operation not permitted")).to_string();
+            assert_eq!(
+                text,
+                "cannot write /repo/ai-memory/demo/events.jsonl: Operation not permitted; every \
+                 write appends to this log: make it writable (`chmod u+w \
+                 /repo/ai-memory/demo/events.jsonl`; if `lsattr \
+                 /repo/ai-memory/demo/events.jsonl` shows the immutable flag `i`, `chattr -i \
+                 /repo/ai-memory/demo/events.jsonl` as root; on a read-only file system, work in \
+                 a writable copy of the repository)"
+            );
+        }
+        let other = unwritable(log, std::io::Error::other("disk on fire")).to_string();
+        assert_eq!(
+            other,
+            "failed to open file `/repo/ai-memory/demo/events.jsonl`: disk on fire"
+        );
+    }
 }

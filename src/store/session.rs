@@ -1064,17 +1064,27 @@ impl Session {
                     .into(),
             ));
         }
+        // Ids are lower case: `M-…` (which callers may have prefixed with `m-`) names no entry.
+        let (typed, rest) = match rest.strip_prefix("M-") {
+            Some(after) => ("M-", after),
+            None => (ENTRY_PREFIX, rest),
+        };
+        let upper = typed == "M-" || rest.chars().any(|c| c.is_ascii_uppercase());
         // Checked before the store is asked: its keys are bounded in length.
         // It names no entry. None of it is echoed: it may be anything pasted, a credential
         // too, and a part of one is not recognised as one.
-        if rest.chars().count() > ENTRY_ID_CHARS {
+        let n = rest.chars().count();
+        if n > ENTRY_ID_CHARS || upper {
+            let form = format!(
+                "an id is {ENTRY_PREFIX} and {ENTRY_ID_CHARS} lower-case letters and digits"
+            );
             return Err(Error::NotFound {
                 project: self.project.name.to_string(),
-                prefix: format!(
-                    "{ENTRY_PREFIX}… ({} characters after {ENTRY_PREFIX}; an id has \
-                     {ENTRY_ID_CHARS})",
-                    rest.chars().count()
-                ),
+                prefix: if n > ENTRY_ID_CHARS {
+                    format!("{typed}… ({n} characters after {typed}; {form})")
+                } else {
+                    format!("{typed}… (in upper case; {form}: type it in lower case)")
+                },
             });
         }
         let full = format!("{ENTRY_PREFIX}{rest}");

@@ -603,6 +603,43 @@ fn example_ids_in_messages_have_the_current_form() {
     }
 }
 
+/// An id too long or in upper case names no entry, and the message says what an id looks
+/// like: `m-` and 26 lower-case characters (not "28 characters after m-" for `M-` and 26).
+#[test]
+fn an_id_in_upper_case_or_too_long_is_named_with_its_form() {
+    let env = Env::with_project();
+    let id = env.add("ids.a", "An entry");
+    let upper = id.to_ascii_uppercase();
+    let form = "an id is m- and 26 lower-case letters and digits";
+    let upper_message = format!(
+        "error: no entry matches `M-… (in upper case; {form}: type it in lower case)` in \
+         project `demo`\n"
+    );
+    for (args, said) in [
+        (vec!["show", upper.as_str()], upper_message.clone()),
+        (vec!["show", &upper[..10]], upper_message),
+        (
+            vec!["show", &upper[2..]],
+            format!(
+                "error: no entry matches `m-… (in upper case; {form}: type it in lower case)` in \
+                 project `demo`\n"
+            ),
+        ),
+        (
+            vec!["show", &format!("{id}0000")],
+            format!(
+                "error: no entry matches `m-… (30 characters after m-; {form})` in project \
+                 `demo`\n"
+            ),
+        ),
+    ] {
+        let r = env.run(&args);
+        assert_eq!(r.code, 4, "{args:?}: {}", r.stderr);
+        assert_eq!(r.stderr, said, "{args:?}");
+    }
+    env.run(&["show", &id]).ok();
+}
+
 /// A disk that fills up in the middle of an append: the log keeps all of the lines or none, and
 /// the command reports none of them as written (a file size limit stands in for the full disk).
 #[cfg(unix)]
@@ -862,4 +899,115 @@ fn a_damaged_store_block_is_rebuilt_by_the_next_command() {
     env.run(&["rebuild", "demo"]).ok();
     let after = env.run(&["dump", "demo"]).ok();
     assert!(!after.stderr.contains("damaged"), "{}", after.stderr);
+}
+
+/// A bad actor name is named by where it came from — `--actor`, `MEMLOG_ACTOR` or `$USER` —
+/// with the fix, not always as `--actor`; nothing is written.
+#[test]
+fn a_bad_actor_is_named_by_where_it_came_from() {
+    let env = Env::with_project();
+    let add = crate::common::add_args(
+        ("learnings", "other"),
+        "actor.a",
+        "An entry",
+        "c",
+        "0.9",
+        "assumption:none:n",
+    );
+    let run = |c: &mut std::process::Command| crate::common::output(c.output());
+    let from_user = run(env
+        .command(&add)
+        .env_remove("MEMLOG_ACTOR")
+        .env("USER", "bad\nuser"));
+    let from_env = run(env.command(&add).env("MEMLOG_ACTOR", "x\u{200b}y"));
+    let mut with_option = add.clone();
+    with_option.extend(["--actor", ""]);
+    let from_option = run(&mut env.command(&with_option));
+    for (r, said) in [
+        (
+            &from_user,
+            "the actor from $USER (used when neither --actor nor MEMLOG_ACTOR is set) must be 1 \
+             to 128 characters without control characters; it has 8, control characters among \
+             them: give a name with --actor NAME or MEMLOG_ACTOR",
+        ),
+        (
+            &from_env,
+            "the actor from MEMLOG_ACTOR contains U+200B, a zero-width character, which cannot \
+             be seen: remove it (an actor holds only visible characters), or set MEMLOG_ACTOR \
+             to another name, or give --actor NAME",
+        ),
+        (
+            &from_option,
+            "--actor must be 1 to 128 characters without control characters; it has 0: give \
+             another name with --actor NAME",
+        ),
+    ] {
+        assert_eq!(r.code, 2, "{}", r.stderr);
+        assert_eq!(r.stderr, format!("error: {said}\n"));
+    }
+    assert_eq!(env.listed(), Some(0));
+}
+
+/// A log the system will not let memlog write (immutable, or without write permission for a
+/// user other than root) is named with the fix, not as a bare "Operation not permitted".
+#[test]
+#[expect(
+    clippy::print_stderr,
+    reason = "a skipped test says why, in the test output"
+)]
+fn an_unwritable_log_is_named_with_the_fix() {
+    let env = Env::with_project();
+    env.add("before", "An entry before");
+    let log = env.log();
+    let shown = log.display().to_string();
+    // As root, permissions do not stop a write: the immutable flag does, where the file system
+    // has it.
+    let mut perms = std::fs::metadata(&log)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .permissions();
+    perms.set_readonly(true);
+    std::fs::set_permissions(&log, perms.clone()).unwrap_or_else(|e| panic!("{e}"));
+    let mut immutable = false;
+    if std::fs::OpenOptions::new().append(true).open(&log).is_ok() {
+        immutable = std::process::Command::new("chattr")
+            .args(["+i", &shown])
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !immutable {
+            eprintln!("SKIPPED: this user can write read-only files, and chattr +i failed");
+            return;
+        }
+    }
+    let r = env.run(&crate::common::add_args(
+        ("learnings", "other"),
+        "after",
+        "An entry after",
+        "c",
+        "0.9",
+        "assumption:none:n",
+    ));
+    if immutable {
+        let _ = std::process::Command::new("chattr")
+            .args(["-i", &shown])
+            .status();
+    }
+    #[expect(
+        clippy::permissions_set_readonly_false,
+        reason = "the test's own file, made writable again"
+    )]
+    perms.set_readonly(false);
+    std::fs::set_permissions(&log, perms).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(r.code, 7, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .starts_with(&format!("error: cannot write {shown}: "))
+            && r.stderr.contains(&format!(
+                "every write appends to this log: make it writable (`chmod u+w {shown}`"
+            ))
+            && r.stderr.contains(&format!("`chattr -i {shown}` as root")),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(env.listed(), Some(1));
 }

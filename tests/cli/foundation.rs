@@ -222,6 +222,42 @@ fn preconditions_are_checked_against_the_real_change() {
     );
 }
 
+/// An update that would change nothing is refused, as a repeated pin is, and writes no
+/// version; with a reason it is a review that found nothing to change, and is recorded.
+#[test]
+fn an_update_that_changes_nothing_is_refused() {
+    let env = Env::with_project();
+    let id = env.add("same", "Unchanged entry");
+    let before = read(&env.log());
+    let shown = env.run(&["show", &id, "--json"]).ok().json();
+    let confidence = shown["confidence"].to_string();
+    let content = shown["content"].as_str().unwrap_or_default().to_owned();
+    for args in [
+        vec!["--content", content.as_str()],
+        vec!["--confidence", confidence.as_str(), "--status", "active"],
+        vec!["--tag", "test"],
+        vec!["--clear-valid-to"],
+    ] {
+        let mut update = vec!["update", id.as_str()];
+        update.extend(args.iter().copied());
+        let r = env.run(&update);
+        assert_eq!(r.code, 3, "{args:?}: {}", r.stderr);
+        assert_eq!(
+            r.stderr,
+            format!(
+                "error: {id} already has these values: the update would change nothing, and \
+                 nothing was written; give a value that differs, or --reason TEXT to record a \
+                 review that found nothing to change\n"
+            )
+        );
+    }
+    assert_eq!(read(&env.log()), before);
+    env.run(&["update", &id, "--content", &content, "--reason", "reviewed"])
+        .ok();
+    let versions = env.run(&["history", &id, "--json"]).ok().json();
+    assert_eq!(versions.as_array().map(Vec::len), Some(2), "{versions}");
+}
+
 #[test]
 fn a_missing_configuration_is_named_and_no_other_project_is_used() {
     let env = Env::with_project();

@@ -2,6 +2,7 @@
 
 mod agents;
 mod analytics;
+mod apply_input;
 mod common;
 mod compaction;
 mod contract;
@@ -13,6 +14,7 @@ mod foundation;
 mod lifecycle;
 mod lifecycle_decay;
 mod lifecycle_stats;
+mod links;
 mod mcp;
 mod mcp_tools;
 mod merge;

@@ -482,7 +482,8 @@ fn apply_and_validate_redact_the_input_they_echo() {
     // A token is longer than an id: it names no entry, and none of it is repeated.
     assert_eq!(
         skipped[3]["message"],
-        "no entry matches `m-… (40 characters after m-; an id has 26)` in project `demo`",
+        "no entry matches `m-… (40 characters after m-; an id is m- and 26 lower-case letters and \
+         digits)` in project `demo`",
         "{report}"
     );
     let text = run_stdin(&env, &["apply", "-"], input.as_bytes());
@@ -499,7 +500,9 @@ fn apply_and_validate_redact_the_input_they_echo() {
     assert_eq!(single.code, 3, "{}", single.stdout);
     let checked = run_stdin(&env, &["validate", "-"], input.as_bytes());
     assert!(
-        checked.stdout.contains("update 3 ([redacted]): invalid")
+        checked
+            .stdout
+            .contains("update 3 (line 3, [redacted]): invalid")
             && checked
                 .stdout
                 .contains("no entry matches `m-… (40 characters"),

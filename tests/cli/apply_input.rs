@@ -1,0 +1,254 @@
+//! `apply`'s input as people write it: refused updates name their line, a byte order mark is
+//! named, and a refused write to a project that does not exist leaves nothing behind.
+
+use crate::common::{Env, Run, add_args};
+use std::io::Write;
+
+fn stdin_run(env: &Env, args: &[&str], input: &[u8]) -> Run {
+    let mut child = env
+        .command(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin.write_all(input).unwrap_or_else(|e| panic!("{e}"));
+    }
+    crate::common::output(child.wait_with_output())
+}
+
+/// A valid create of a learning, on one line.
+fn create_line(subject: &str) -> String {
+    serde_json::json!({"operation": "create", "entry": {
+        "section": "learnings", "kind": "other", "subject": subject, "scope": "repo",
+        "summary": format!("Learning about {subject}"), "content": "c", "confidence": 0.9,
+        "evidence": [{"type": "assumption", "uri": "none", "note": "n"}]}})
+    .to_string()
+}
+
+/// A refused write to a project that is not initialized (a mistyped name) creates nothing;
+/// the first update that passes creates it, and the ones refused before it are reported.
+#[test]
+fn a_refused_write_to_a_missing_project_creates_nothing() {
+    let env = Env::with_project();
+    let tyop = env.root().join("ai-memory/tyop");
+    let r = stdin_run(
+        &env,
+        &["apply", "tyop", "-"],
+        br#"{"operation":"create","entry":{"section":"bogus"}}"#,
+    );
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(!tyop.exists(), "{}", r.stderr);
+    let refused = format!(
+        "{}\n{}\n",
+        r#"{"operation":"deprecate","target_id":"m-zzzzzzzzzz"}"#,
+        r#"{"operation":"create","entry":{"section":"bogus"}}"#
+    );
+    let r = stdin_run(&env, &["apply", "tyop", "-", "--json"], refused.as_bytes());
+    assert_eq!(r.code, 3, "{}", r.stdout);
+    assert!(!tyop.exists());
+    // A decision with weak evidence passes the schema but not the policy.
+    let mut args = add_args(
+        ("decisions", "decision"),
+        "s",
+        "A decision",
+        "c",
+        "0.9",
+        "assumption:none:n",
+    );
+    args.insert(1, "tyop");
+    assert_eq!(env.run(&args).code, 3);
+    assert!(!tyop.exists());
+    // Then one that passes: the project is created, and every update keeps its number.
+    let input = format!("{refused}{}\n", create_line("tyop.a"));
+    let r = stdin_run(&env, &["apply", "tyop", "-", "--json"], input.as_bytes());
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    let report = r.json();
+    assert_eq!(report["skipped"][0]["index"], 1, "{report}");
+    assert_eq!(report["skipped"][1]["index"], 2, "{report}");
+    assert_eq!(report["applied"][0]["index"], 3, "{report}");
+    assert!(tyop.join("memlog.json").is_file());
+    let listed = env.run(&["list", "tyop", "--json"]).ok().json();
+    assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed}");
+    let kept = std::fs::read_to_string(tyop.join(".memlog/apply-log.jsonl")).unwrap_or_default();
+    assert_eq!(kept.lines().count(), 2, "{kept}");
+}
+
+/// In JSON Lines every refusal names its line in the input (blank lines counted), in the text
+/// output, the `--json` report (`line`), the apply log and `validate`; a line that is not JSON
+/// names its column, not "line 1" of itself.
+#[test]
+fn refused_json_lines_are_named_by_their_line() {
+    let env = Env::with_project();
+    let id = env.add("lines.a", "An entry to deprecate");
+    let input = format!(
+        "\n\n{}\n\n{}\nnot json\n{}\n",
+        serde_json::json!({"operation": "deprecate", "target_id": id}),
+        r#"{"operation":"deprecate"}"#,
+        create_line("lines.b")
+    );
+    let r = stdin_run(&env, &["apply", "demo", "-"], input.as_bytes());
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("skipped update 2 (line 5): invalid memory entry: target_id")
+            && r.stderr.contains(
+                "skipped update 3 (line 6): invalid memory entry: input: line 6 is not valid \
+                 JSON: expected ident at column 2\n"
+            ),
+        "{}",
+        r.stderr
+    );
+    let kept = std::fs::read_to_string(env.root().join("ai-memory/demo/.memlog/apply-log.jsonl"))
+        .unwrap_or_default();
+    let lines: Vec<serde_json::Value> = kept
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_default())
+        .collect();
+    assert_eq!(lines.len(), 2, "{kept}");
+    assert_eq!(
+        (&lines[0]["index"], &lines[0]["line"]),
+        (&2.into(), &5.into())
+    );
+    assert_eq!(
+        (&lines[1]["index"], &lines[1]["line"]),
+        (&3.into(), &6.into())
+    );
+    // Again: the deprecate is now refused too, and every record has its line.
+    let r = stdin_run(&env, &["apply", "demo", "-", "--json"], input.as_bytes());
+    let report = r.json();
+    let places = |key: &str| -> Vec<(u64, u64)> {
+        report[key]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|s| {
+                (
+                    s["index"].as_u64().unwrap_or_default(),
+                    s["line"].as_u64().unwrap_or_default(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(
+        places("skipped"),
+        [(1, 3), (2, 5), (3, 6), (4, 7)],
+        "{report}"
+    );
+    let r = stdin_run(&env, &["validate", "demo", "-", "--json"], input.as_bytes());
+    let verdicts = r.json();
+    assert_eq!(verdicts[1]["line"], 5, "{verdicts}");
+    let r = stdin_run(&env, &["validate", "demo", "-"], input.as_bytes());
+    assert!(
+        r.stdout.contains("update 2 (line 5, deprecate): invalid"),
+        "{}",
+        r.stdout
+    );
+    // A JSON document has no lines to name.
+    let document = format!("[{}]", r#"{"operation":"deprecate"}"#);
+    let r = stdin_run(&env, &["apply", "demo", "-", "--json"], document.as_bytes());
+    let report = r.json();
+    assert!(report["skipped"][0].get("line").is_none(), "{report}");
+}
+
+/// A byte order mark at the start of the input is named with the fix, as the log reader names
+/// one, for a file and for standard input, by `apply` and `validate`; nothing is written.
+#[test]
+fn a_byte_order_mark_is_named_with_the_fix() {
+    let env = Env::with_project();
+    let mut input = b"\xEF\xBB\xBF".to_vec();
+    input.extend_from_slice(create_line("bom.a").as_bytes());
+    input.push(b'\n');
+    let file = env.root().join("bom.json");
+    std::fs::write(&file, &input).unwrap_or_else(|e| panic!("{e}"));
+    let path = file.display().to_string();
+    let named = "starts with a UTF-8 byte order mark (EF BB BF, added by an editor): remove \
+                 those 3 bytes";
+    let sed_file = format!("`sed -i '1s/^\\xEF\\xBB\\xBF//' {path}`");
+    // `validate` reports it as the verdict on the input (exit 1), `apply` as its error.
+    for (args, code, fix) in [
+        (&["apply", "demo", path.as_str()][..], 3, sed_file.as_str()),
+        (
+            &["validate", "demo", path.as_str()][..],
+            1,
+            sed_file.as_str(),
+        ),
+        (
+            &["apply", "demo", "-"][..],
+            3,
+            "`sed '1s/^\\xEF\\xBB\\xBF//'`",
+        ),
+    ] {
+        let r = stdin_run(&env, args, &input);
+        let said = format!("{}{}", r.stdout, r.stderr);
+        assert_eq!(r.code, code, "{args:?}: {said}");
+        assert!(
+            said.contains(&format!("the input {named}")) && said.contains(fix),
+            "{args:?}: {said}"
+        );
+    }
+    assert_eq!(env.listed(), Some(0));
+    // On a later line of JSON Lines (files put together), that line is named.
+    let mut later = create_line("bom.b").into_bytes();
+    later.push(b'\n');
+    later.extend_from_slice(&input);
+    let r = stdin_run(&env, &["apply", "demo", "-"], &later);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains(&format!(
+            "skipped update 2 (line 2): invalid memory entry: input: line 2 {named} from line 2"
+        )),
+        "{}",
+        r.stderr
+    );
+}
+
+/// What docs/CLI.md says of `apply -` from a pipe that pauses: no lock is held until the input's
+/// shape is known (its second non-blank line of JSON Lines), so a write beside it runs at once;
+/// from then on the locks are held until the input ends, and other commands wait.
+#[test]
+fn apply_from_a_pausing_pipe_holds_the_locks_only_after_its_second_line() {
+    let env = Env::with_project();
+    let mut apply = env
+        .command(&["apply", "demo", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut stdin = apply.stdin.take().unwrap_or_else(|| panic!("stdin"));
+    writeln!(stdin, "{}", create_line("pipe.a")).unwrap_or_else(|e| panic!("{e}"));
+    stdin.flush().unwrap_or_else(|e| panic!("{e}"));
+    let mut add = add_args(
+        ("learnings", "other"),
+        "pipe.beside",
+        "Added while apply waits",
+        "c",
+        "0.9",
+        "assumption:none:n",
+    );
+    add.extend(["--lock-timeout", "5000"]);
+    env.run(&add).ok();
+    writeln!(stdin, "{}", create_line("pipe.b")).unwrap_or_else(|e| panic!("{e}"));
+    stdin.flush().unwrap_or_else(|e| panic!("{e}"));
+    // The second line read, apply takes the locks and keeps them while the pipe stays open.
+    let started = std::time::Instant::now();
+    let blocked = loop {
+        let r = env.run(&["list", "--lock-timeout", "100"]);
+        if r.code == 5 {
+            break true;
+        }
+        if started.elapsed() > std::time::Duration::from_secs(20) {
+            break false;
+        }
+    };
+    drop(stdin);
+    let done = crate::common::output(apply.wait_with_output());
+    assert!(
+        blocked,
+        "no command was kept waiting while apply read its input"
+    );
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    assert_eq!(env.listed(), Some(3));
+}
