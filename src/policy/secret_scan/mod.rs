@@ -270,7 +270,7 @@ const TEXT_RULES: &[(&str, &str, &str, Check)] = &[
         "private key block",
         // The header, then the rest of the block through its END line (or through the end of
         // the text when that is missing), which the finding spans too: see `BLOCK_RULES`.
-        r"(-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----)(?:[^-][\s\S]*?(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|$)|$)",
+        r"(-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----)[\s\S]*?(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|$)",
         Check::None,
     ),
     (
@@ -667,9 +667,12 @@ fn scan_with(rules: &'static [Rule], text: &str) -> Vec<Raw> {
             let example = !matches!(rule.check, Check::Card | Check::Ssn)
                 && rule.id != "private-key"
                 && is_example_value(value.as_str());
-            // `xoxp-123…-####`, `sk-abc…`, `<…>`: the value is cut short by a placeholder.
+            // `xoxp-123…-####`, `sk-abc…`, `<…>`: the value is cut short by a placeholder. Not
+            // for a key block, whose value is its header: what follows it (`<br>`, `*`) is no
+            // placeholder of the header.
             let rest = text[value.end()..].trim_start_matches(['-', '_']);
-            let cut_short = rest.starts_with(['#', '*', '<', '\u{2026}']) || rest.starts_with("..");
+            let cut_short = !BLOCK_RULES.contains(&rule.id)
+                && (rest.starts_with(['#', '*', '<', '\u{2026}']) || rest.starts_with(".."));
             if !example
                 && !cut_short
                 && confirm(rule.check, value.as_str(), text, whole.start())

@@ -282,6 +282,17 @@ fn a_key_block_is_found_whole() {
     let two = format!("{a} and {a}");
     assert_eq!(scan_text(&two).len(), 2);
     assert_eq!(redact_secrets(&two), "[redacted] and [redacted]");
+    // Whatever follows the header (`<br>` line breaks, `*`, `#`, `..`, a sixth dash) does not
+    // make it a placeholder: the block is found whole all the same.
+    let body = fake_key_block("PRIVATE KEY", true);
+    let body = body
+        .strip_prefix("-----BEGIN PRIVATE KEY-----")
+        .unwrap_or_else(|| panic!("a header"));
+    for glue in ["<br>", "*", "#", "..", "-", "\u{2026}"] {
+        let text = format!("-----BEGIN PRIVATE KEY-----{glue}{body}");
+        assert_eq!(redact_secrets(&text), "[redacted]", "{glue:?}");
+        assert_eq!(scan_text(&text).len(), 1, "{glue:?}");
+    }
     // A PuTTY key file, through its Private-MAC line.
     let putty = "PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\nPrivate-Lines: 1\n\
                  AAAAIFAKEFAKEFAKEFAKEFAKEFAKEFAKE\nPrivate-MAC: 0123fake";
