@@ -440,8 +440,19 @@ impl Session {
         // No store yet (first use, or deleted): it is built from the log below, in one step.
         // Opening it first would create an empty database only to replace it.
         let absent = !project.store_dir().exists();
-        let opened = (!absent).then(|| Store::open(&project.store_dir()));
+        let odd = (!absent).then(|| odd_entry(&project.store_dir())).flatten();
+        let opened = (!absent && odd.is_none()).then(|| Store::open(&project.store_dir()));
         let (store, broken) = match opened {
+            None if odd.is_some() => (
+                None,
+                odd.map(|path| {
+                    format!(
+                        "the store holds `{}`, which is not what the store engine writes there \
+                         (a link, or a directory for a file)",
+                        path.display()
+                    )
+                }),
+            ),
             None => (None, None),
             Some(Ok(_)) if damaged.is_some() => (
                 None,
@@ -1186,6 +1197,37 @@ fn missing_parents(
 
 pub(super) fn io_context(path: &std::path::Path, e: std::io::Error) -> std::io::Error {
     std::io::Error::new(e.kind(), format!("{}: {e}", path.display()))
+}
+
+/// The first entry under a store's directory that the store engine would trip over (it asserts
+/// rather than fails on them): a symbolic link or special file anywhere, or a directory where
+/// it keeps a file (a journal `*.jnl`, a table, `version`, `current`, `lock`). The store is then
+/// rebuilt from the log, as when it cannot be opened. A few dozen entries: one `lstat` each.
+fn odd_entry(dir: &std::path::Path) -> Option<std::path::PathBuf> {
+    let entries = std::fs::read_dir(dir).ok()?;
+    let in_tables = dir.file_name().is_some_and(|n| n == "tables");
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        let file_named = in_tables
+            || name.ends_with(".jnl")
+            || matches!(name.as_ref(), "version" | "current" | "lock");
+        if meta.is_dir() {
+            if file_named {
+                return Some(path);
+            }
+            if let Some(odd) = odd_entry(&path) {
+                return Some(odd);
+            }
+        } else if !meta.is_file() {
+            return Some(path);
+        }
+    }
+    None
 }
 
 #[cfg(test)]

@@ -844,6 +844,58 @@ fn an_unwritable_apply_log_still_lists_what_was_applied() {
     assert_eq!(env.listed(), Some(1));
 }
 
+/// A link or a directory where the store engine keeps a file (its journal, a table) made every
+/// command panic inside the engine; the store is now rebuilt from the log, with a warning.
+#[test]
+fn a_store_entry_of_the_wrong_kind_is_rebuilt_from_the_log() {
+    let env = Env::with_project();
+    env.add("a", "first");
+    let before = env.run(&["dump", "demo"]).ok().stdout;
+    let store = env.root().join("ai-memory/demo/.memlog/store");
+    let journal = std::fs::read_dir(&store)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "jnl"))
+        .unwrap_or_else(|| panic!("a journal"));
+    let tables = store.join("keyspaces/1/tables");
+    type Spoil = Box<dyn Fn(&std::path::Path)>;
+    let spoils: [(std::path::PathBuf, Spoil); 3] = [
+        (
+            journal.clone(),
+            Box::new(|p| {
+                std::fs::remove_file(p).unwrap_or_else(|e| panic!("{e}"));
+                std::os::unix::fs::symlink("/nonexistent", p).unwrap_or_else(|e| panic!("{e}"));
+            }),
+        ),
+        (
+            journal,
+            Box::new(|p| {
+                std::fs::remove_file(p).unwrap_or_else(|e| panic!("{e}"));
+                std::fs::create_dir(p).unwrap_or_else(|e| panic!("{e}"));
+            }),
+        ),
+        (
+            tables.join("999"),
+            Box::new(|p| std::fs::create_dir_all(p).unwrap_or_else(|e| panic!("{e}"))),
+        ),
+    ];
+    for (path, spoil) in spoils {
+        if !path.exists() && path.extension().is_some() {
+            // The journal of the rebuilt store may have another name.
+            continue;
+        }
+        spoil(&path);
+        for command in [&["health", "demo"][..], &["dump", "demo"]] {
+            let r = env.run(command);
+            assert_ne!(r.code, 101, "{command:?}: {}", r.stderr);
+        }
+        let again = env.run(&["dump", "demo"]).ok();
+        assert_eq!(again.stdout, before, "{}", path.display());
+    }
+    env.run(&["verify", "demo"]).ok();
+}
+
 /// A damaged block of the store (a flipped bit in a table) is found by the read that needs it,
 /// after the store opened fine: that command fails naming the damage, and the next command
 /// rebuilds the store from the log, which was never at risk.
