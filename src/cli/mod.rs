@@ -316,6 +316,18 @@ impl Ctx {
                 from.fix()
             )));
         }
+        // Blank: spaces of any width, or the characters that show as a blank (U+2800, the
+        // Hangul fillers). `history` and `audit` would show no author.
+        let blank =
+            |c: char| c.is_whitespace() || matches!(c, '\u{2800}' | '\u{3164}' | '\u{FFA0}');
+        if actor.chars().all(blank) {
+            return Err(Error::Usage(format!(
+                "{} is blank (only spaces or blank characters): an actor names who wrote, in \
+                 visible characters; {}",
+                from.named(),
+                from.fix()
+            )));
+        }
         if let Some(c) = actor.chars().find(|&c| crate::safe_text::is_invisible(c)) {
             return Err(Error::Usage(format!(
                 "{} contains U+{:04X}, {}: remove it (an actor holds only visible characters), \

@@ -990,3 +990,52 @@ fn an_empty_environment_variable_counts_as_unset() {
         crate::common::output(env.command(&["list"]).env("MEMLOG_PROJECT", "").output()).ok();
     assert!(listed.stdout.contains(&id[..10]), "{}", listed.stdout);
 }
+
+/// An actor of only spaces or blank characters is refused, naming where it came from:
+/// `history` and `audit` would show no author.
+#[test]
+fn a_blank_actor_is_refused() {
+    let env = Env::with_project();
+    let add = [
+        "add",
+        "demo",
+        "--section",
+        "learnings",
+        "--kind",
+        "other",
+        "--subject",
+        "s.x",
+        "--scope",
+        "repo",
+        "--summary",
+        "e",
+        "--content",
+        "c",
+        "--confidence",
+        "0.9",
+        "--evidence",
+        "doc:a.md:n",
+    ];
+    for blank in [" ", "\u{3000}", "\u{a0}", "\u{2800}", "  "] {
+        let r = crate::common::output(env.command(&add).env("MEMLOG_ACTOR", blank).output());
+        assert_eq!(r.code, 2, "{blank:?}: {}", r.stderr);
+        assert!(
+            r.stderr.contains("MEMLOG_ACTOR") && r.stderr.contains("blank"),
+            "{}",
+            r.stderr
+        );
+        let mut with_option = vec!["--actor", blank];
+        with_option.extend(add);
+        let r = env.run(&with_option);
+        assert_eq!(r.code, 2, "{blank:?}: {}", r.stderr);
+        assert!(r.stderr.contains("--actor"), "{}", r.stderr);
+    }
+    assert_eq!(
+        env.run(&["list", "demo", "--json"])
+            .ok()
+            .json()
+            .as_array()
+            .map(Vec::len),
+        Some(0)
+    );
+}
