@@ -1215,6 +1215,37 @@ impl Batch<'_> {
                 });
             }
         }
+        // A supersede without a replacement, or a consolidation, names the entry that takes
+        // over: it must be another entry, one this log or this import holds (memlog writes
+        // nothing else; pointing at nothing or at itself hid the entry with no successor).
+        let target = match &event.data {
+            EventData::Supersede {
+                by,
+                replacement: None,
+                ..
+            } => Some(("superseded by", by)),
+            EventData::Consolidate { into, .. } => Some(("consolidated into", into)),
+            _ => None,
+        };
+        if let Some((how, target)) = target {
+            let known =
+                self.foreign_entries.contains(target.as_str()) || store.entry(target)?.is_some();
+            if target == &event.entry || !known {
+                return Err(Error::Rejected {
+                    message: format!(
+                        "event {} has entry {} {how} {target}, {}: import the entry that takes \
+                         over with it, or leave the event out",
+                        event.id,
+                        event.entry,
+                        if target == &event.entry {
+                            "itself"
+                        } else {
+                            "which has no create event in this log or in this import"
+                        }
+                    ),
+                });
+            }
+        }
         // Replay orders an entry's events by their parents: one that names none could come
         // before its entry's create, which `verify` refuses, and it forks the entry anyway.
         if event.parents.is_empty() && event.creation_of(&event.entry).is_none() {

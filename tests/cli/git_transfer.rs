@@ -1171,6 +1171,66 @@ fn an_event_that_verify_would_refuse_for_its_place_is_not_imported() {
     assert_eq!(v["conflicts"], json!([]), "{v}");
 }
 
+/// A supersede without a replacement, or a consolidation, must name another entry the log or
+/// the import holds: one pointing at nothing or at its own entry hid the entry with no
+/// successor, and `verify` found nothing wrong.
+#[test]
+fn a_supersede_or_consolidation_into_nothing_is_not_imported() {
+    let env = two_projects();
+    let a = add(&env, "demo", NOW, "learnings", "a", "0.7", "t");
+    let b = add(&env, "demo", NOW, "learnings", "b", "0.7", "t");
+    let events = exported_events(&env);
+    env.run(&["import", "copy", "ev.jsonl"]).ok();
+    let head = events
+        .iter()
+        .find(|(e, _)| e.entry == a)
+        .map(|(e, _)| e.id.clone())
+        .unwrap_or_default();
+    let change = |data| {
+        projections::Event::build(
+            &a,
+            "elsewhere",
+            "2026-11-23T10:00:00.000Z",
+            vec![head.clone()],
+            data,
+        )
+        .unwrap_or_else(|e| panic!("{e}"))
+    };
+    let missing = "m-aaaaaaaaaaaaaaaaaaaaaaaaaa".to_owned();
+    let supersede = |by: &str| projections::EventData::Supersede {
+        by: by.to_owned(),
+        reason: None,
+        replacement: None,
+    };
+    let consolidate = |into: &str| projections::EventData::Consolidate {
+        into: into.to_owned(),
+        reason: None,
+    };
+    let bad = [
+        change(supersede(&missing)),
+        change(supersede(&a)),
+        change(consolidate(&missing)),
+        change(consolidate(&a)),
+    ];
+    for event in &bad {
+        write_lines(&env, "bad.jsonl", &[line_of(event)]);
+        let r = env.run(&["import", "copy", "bad.jsonl", "--json"]).json();
+        assert_eq!(r["imported"], json!([]), "{r}");
+        let why = reasons(&r, "rejected");
+        assert!(
+            why.first()
+                .is_some_and(|w| w.contains("itself") || w.contains("no create event")),
+            "{r}"
+        );
+    }
+    let shown = env.run(&["-p", "copy", "--json", "show", &a]).ok().json();
+    assert_eq!(shown["status"], "active", "{shown}");
+    // Into an entry the log holds, the same event is taken.
+    write_lines(&env, "good.jsonl", &[line_of(&change(supersede(&b)))]);
+    let r = env.run(&["import", "copy", "good.jsonl", "--json"]).json();
+    assert_eq!(r["rejected"], json!([]), "{r}");
+}
+
 /// A purged entry whose confidence changed before the purge moves by `merge-project` after
 /// `gc`: the change is checked on the entry as `gc` left it, whose content (summary, content,
 /// evidence) is gone by design.
