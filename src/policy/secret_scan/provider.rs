@@ -197,10 +197,65 @@ pub(super) fn scan(text: &str) -> Vec<Hit> {
             if rule_allows || allowed(&GLOBAL_ALLOW, &GLOBAL, value, value) {
                 continue;
             }
-            out.push((i, rule.id, rule.description, start, end));
+            out.push((i, rule.id, named(rule.description), start, end));
         }
     }
     out
+}
+
+/// What a provider rule's description names, for a message that reads "looks like a …": the
+/// descriptions are sentences ("Uncovered a GitHub Personal Access Token, potentially leading
+/// to …"), and quoted whole they read "looks like an Uncovered a GitHub …". A description that
+/// does not shorten to a name gives "credential".
+fn named(description: &'static str) -> &'static str {
+    let mut t = description;
+    for verb in [
+        "Uncovered ",
+        "Identified ",
+        "Detected ",
+        "Discovered ",
+        "Found ",
+    ] {
+        if let Some(rest) = t.strip_prefix(verb) {
+            t = rest;
+            break;
+        }
+    }
+    for lead in ["a pattern that resembles ", "a pattern resembling "] {
+        if let Some(rest) = t.strip_prefix(lead) {
+            t = rest;
+        }
+    }
+    while let Some(rest) = ["a ", "an ", "possible ", "potential "]
+        .iter()
+        .find_map(|lead| t.strip_prefix(lead))
+    {
+        t = rest;
+    }
+    let cut = [
+        ",",
+        ". ",
+        " which",
+        " posing",
+        " that ",
+        " potentially",
+        " risking",
+        " leading",
+        " could ",
+        " exposing",
+        " enabling",
+        " allowing",
+    ]
+    .iter()
+    .filter_map(|c| t.find(c))
+    .min()
+    .unwrap_or(t.len());
+    let name = t[..cut].trim_end_matches('.');
+    if name.contains(' ') && !name.contains(" is ") {
+        name
+    } else {
+        "credential"
+    }
 }
 
 /// Whether a value found by another rule is one that gitleaks lists as a known non-secret:
@@ -279,4 +334,32 @@ pub(super) fn uncompilable() -> Vec<String> {
         }
     }
     bad
+}
+
+#[cfg(test)]
+mod named_tests {
+    /// Every provider rule's description reads as a name after "looks like a": no leading
+    /// verb, no sentence after it.
+    #[test]
+    fn every_description_names_a_credential() {
+        for (_, description) in super::rules() {
+            let name = super::named(description);
+            assert!(
+                !name.is_empty()
+                    && name.len() <= 60
+                    && !name.contains(',')
+                    && !["Uncovered", "Identified", "Detected", "Discovered", "Found"]
+                        .iter()
+                        .any(|v| name.starts_with(v)),
+                "{description} -> {name}"
+            );
+        }
+        assert_eq!(
+            super::named(
+                "Uncovered a GitHub Personal Access Token, potentially leading to unauthorized \
+                 repository access and sensitive content exposure."
+            ),
+            "GitHub Personal Access Token"
+        );
+    }
 }
