@@ -1,22 +1,8 @@
 //! `apply`'s input as people write it: refused updates name their line, a byte order mark is
 //! named, and a refused write to a project that does not exist leaves nothing behind.
 
-use crate::common::{Env, Run, add_args};
+use crate::common::{Env, add_args, stdin_run};
 use std::io::Write;
-
-fn stdin_run(env: &Env, args: &[&str], input: &[u8]) -> Run {
-    let mut child = env
-        .command(args)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{e}"));
-    if let Some(mut stdin) = child.stdin.take() {
-        stdin.write_all(input).unwrap_or_else(|e| panic!("{e}"));
-    }
-    crate::common::output(child.wait_with_output())
-}
 
 /// A valid create of a learning, on one line.
 fn create_line(subject: &str) -> String {

@@ -383,3 +383,19 @@ pub fn assert_nowhere(env: &Env, runs: &[&Run], secret: &str) {
         }
     }
 }
+
+/// Runs memlog in `env` with `args`, `input` on its standard input.
+pub fn stdin_run(env: &Env, args: &[&str], input: &[u8]) -> Run {
+    use std::io::Write;
+    let mut child = env
+        .command(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin.write_all(input).unwrap_or_else(|e| panic!("{e}"));
+    }
+    output(child.wait_with_output())
+}

@@ -1,7 +1,7 @@
 //! The foundation's promises under abuse: reads answer for the log on disk, nothing committed is
 //! dropped, a broken store heals, and every text that enters the log is checked.
 
-use crate::common::{Env, Run, git};
+use crate::common::{Env, Run, add_args, git, stdin_run};
 use std::io::Write;
 
 /// `add` of a learning (kind other, scope repo, confidence 0.7).
@@ -34,20 +34,6 @@ fn pinned(env: &Env, id: &str) -> bool {
 
 fn read(path: &std::path::Path) -> Vec<u8> {
     std::fs::read(path).unwrap_or_default()
-}
-
-fn stdin_run(env: &Env, args: &[&str], input: &[u8]) -> Run {
-    let mut child = env
-        .command(args)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{e}"));
-    if let Some(mut stdin) = child.stdin.take() {
-        stdin.write_all(input).unwrap_or_else(|e| panic!("{e}"));
-    }
-    crate::common::output(child.wait_with_output())
 }
 
 #[test]
@@ -957,26 +943,14 @@ fn apply_names_a_refused_line_by_its_place_in_the_input() {
 fn an_empty_environment_variable_counts_as_unset() {
     let env = Env::with_project();
     let r = env
-        .command(&[
-            "add",
-            "demo",
-            "--section",
-            "learnings",
-            "--kind",
-            "other",
-            "--subject",
+        .command(&add_args(
+            ("learnings", "other"),
             "s.x",
-            "--scope",
-            "repo",
-            "--summary",
             "e",
-            "--content",
             "c",
-            "--confidence",
             "0.9",
-            "--evidence",
             "doc:a.md:n",
-        ])
+        ))
         .env("MEMLOG_ACTOR", "")
         .env("USER", "ops-bot")
         .env("MEMLOG_NOW", "")
@@ -996,26 +970,7 @@ fn an_empty_environment_variable_counts_as_unset() {
 #[test]
 fn a_blank_actor_is_refused() {
     let env = Env::with_project();
-    let add = [
-        "add",
-        "demo",
-        "--section",
-        "learnings",
-        "--kind",
-        "other",
-        "--subject",
-        "s.x",
-        "--scope",
-        "repo",
-        "--summary",
-        "e",
-        "--content",
-        "c",
-        "--confidence",
-        "0.9",
-        "--evidence",
-        "doc:a.md:n",
-    ];
+    let add = add_args(("learnings", "other"), "s.x", "e", "c", "0.9", "doc:a.md:n");
     for blank in [" ", "\u{3000}", "\u{a0}", "\u{2800}", "  "] {
         let r = crate::common::output(env.command(&add).env("MEMLOG_ACTOR", blank).output());
         assert_eq!(r.code, 2, "{blank:?}: {}", r.stderr);
@@ -1025,7 +980,7 @@ fn a_blank_actor_is_refused() {
             r.stderr
         );
         let mut with_option = vec!["--actor", blank];
-        with_option.extend(add);
+        with_option.extend(&add);
         let r = env.run(&with_option);
         assert_eq!(r.code, 2, "{blank:?}: {}", r.stderr);
         assert!(r.stderr.contains("--actor"), "{}", r.stderr);
