@@ -550,6 +550,7 @@ fn check_evidence(c: &mut Checker, items: &[EvidenceInput]) -> Vec<Evidence> {
                             EvidenceType::choices()
                         ),
                     );
+                    c.secrets(&format!("{f}.type"), k, false);
                 }
                 parsed
             }
@@ -704,6 +705,9 @@ fn parse_enum<T>(
                     "enum",
                     format!("`{field}` is `{}`; use one of {choices}", v.escape_debug()),
                 );
+                // Refused, the value is still echoed (redacted) and must be logged as any
+                // secret in a refused write is.
+                c.secrets(field, v, false);
             }
             parsed
         }

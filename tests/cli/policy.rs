@@ -697,6 +697,37 @@ fn a_write_refused_for_other_reasons_too_logs_its_secrets() {
     crate::common::assert_nowhere(&env, &runs.iter().collect::<Vec<_>>(), t);
 }
 
+/// A credential given where a value from a fixed set belongs (`--kind`, an evidence type) is
+/// refused as no such value, redacted in the message, and logged as a secret like any other.
+#[test]
+fn a_secret_in_a_field_of_fixed_values_is_logged() {
+    let env = Env::with_project();
+    let t = LEAK_TOKEN;
+    let mut bad_kind = add_args("s", "c", "doc:docs/a.md:n");
+    bad_kind[4] = t;
+    let json_entry = json!({"operation": "create", "entry": {"section": "learnings",
+        "kind": "other", "subject": "a", "scope": "repo", "summary": "s", "content": "c",
+        "confidence": 0.8, "evidence": [{"type": t, "uri": "a.md", "note": "n"}]}})
+    .to_string();
+    let runs = [
+        env.run(&bad_kind),
+        run_stdin(&env, &["apply", "-"], json_entry.as_bytes()),
+    ];
+    for r in &runs {
+        assert_eq!(r.code, 3, "{}{}", r.stdout, r.stderr);
+    }
+    let security =
+        std::fs::read_to_string(env.root().join("ai-memory/demo/.memlog/security.jsonl"))
+            .unwrap_or_default();
+    let fields: Vec<String> = security
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .map(|r| r["field"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(fields, ["kind", "evidence[0].type"], "{security}");
+    crate::common::assert_nowhere(&env, &runs.iter().collect::<Vec<_>>(), t);
+}
+
 /// The query log keeps every query's filters, with a credential in them redacted; `--debug`
 /// does not show the words searched for it either (the index lowercases and splits them).
 #[test]
