@@ -527,6 +527,29 @@ fn without_env_options(usage: &str, args: &[std::ffi::OsString], bin_name: &str)
 /// refused a value (`--limit abc`): add it there too, so that every usage error carries it.
 fn with_usage(mut e: clap::Error, args: &[std::ffi::OsString], bin_name: &str) -> clap::Error {
     use clap::error::{ContextKind, ContextValue, ErrorKind};
+    // A bad value that only the environment gave (`MEMLOG_NOW=' '`) is named by its variable:
+    // the option clap names was never typed.
+    if let Some(ContextValue::String(arg)) = e.get(ContextKind::InvalidArg) {
+        let from_env = ENV_OPTIONS.iter().find(|(id, var)| {
+            let long = format!("--{}", id.replace('_', "-"));
+            (arg == &long || arg.starts_with(&format!("{long} ")))
+                && std::env::var_os(var).is_some()
+                && !args.iter().filter_map(|a| a.to_str()).any(|a| {
+                    a.strip_prefix(long.as_str())
+                        .is_some_and(|rest| rest.is_empty() || rest.starts_with('='))
+                        || (*id == "project" && a.starts_with("-p"))
+                })
+        });
+        if let Some((_, var)) = from_env {
+            e.insert(
+                ContextKind::Suggested,
+                ContextValue::StyledStrs(vec![
+                    format!("the value comes from {var}: set it to a valid value, or unset it")
+                        .into(),
+                ]),
+            );
+        }
+    }
     if let Some(ContextValue::StyledStr(usage)) = e.get(ContextKind::Usage) {
         if let Some(usage) = without_env_options(&usage.to_string(), args, bin_name) {
             e.insert(ContextKind::Usage, ContextValue::StyledStr(usage.into()));

@@ -994,3 +994,33 @@ fn a_blank_actor_is_refused() {
         Some(0)
     );
 }
+
+/// A bad value that only the environment gave is named by its variable, with the fix; typed
+/// as the option, the same value says nothing of the variable.
+#[test]
+fn a_bad_value_from_the_environment_names_its_variable() {
+    let env = Env::with_project();
+    let r = crate::common::output(
+        env.command(&["list"])
+            .env("MEMLOG_LOCK_TIMEOUT_MS", " ")
+            .output(),
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("the value comes from MEMLOG_LOCK_TIMEOUT_MS"),
+        "{}",
+        r.stderr
+    );
+    let typed = crate::common::output(
+        env.command(&["list", "--lock-timeout", " "])
+            .env("MEMLOG_LOCK_TIMEOUT_MS", " ")
+            .output(),
+    );
+    assert_eq!(typed.code, 2, "{}", typed.stderr);
+    assert!(
+        !typed.stderr.contains("MEMLOG_LOCK_TIMEOUT_MS"),
+        "{}",
+        typed.stderr
+    );
+}
