@@ -307,16 +307,9 @@ fn a_usage_line_leaves_out_options_given_by_the_environment() {
 /// docs/JSON.md says, and the schema takes it.
 #[test]
 fn an_error_carries_the_warnings_given_before_it() {
-    use std::io::Write;
     let env = Env::with_project();
     env.add("a", "first");
-    let mut log = std::fs::OpenOptions::new()
-        .append(true)
-        .open(env.log())
-        .unwrap_or_else(|e| panic!("{e}"));
-    log.write_all(br#"{"actor":"x","at":"2026-11-2"#)
-        .unwrap_or_else(|e| panic!("{e}"));
-    drop(log);
+    env.append_log(br#"{"actor":"x","at":"2026-11-2"#);
     let r = env.run(&["show", "m-zzzzzz", "--json"]);
     assert_eq!(r.code, 4, "{}", r.stdout);
     let v = check("show", &r);
@@ -330,15 +323,9 @@ fn an_error_carries_the_warnings_given_before_it() {
 /// JSON as in text; the envelope's `warnings` hold only what the command said.
 #[test]
 fn verify_keeps_its_findings_in_its_report() {
-    use std::io::Write;
     let env = Env::with_project();
     env.add("a", "first");
-    let mut log = std::fs::OpenOptions::new()
-        .append(true)
-        .open(env.log())
-        .unwrap_or_else(|e| panic!("{e}"));
-    log.write_all(b"\n").unwrap_or_else(|e| panic!("{e}"));
-    drop(log);
+    env.append_log(b"\n");
     let r = env.run(&["verify", "--json"]);
     assert_eq!(r.code, 0, "{}", r.stdout);
     let v = check("verify", &r);

@@ -1,6 +1,5 @@
 use crate::common::{Env, git};
 use serde_json::json;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// Every path under `dir` with its contents (directories as `/`), sorted.
@@ -204,13 +203,7 @@ fn a_damaged_middle_line_is_an_error_naming_line_and_offset() {
 fn a_torn_last_line_is_quarantined_and_writing_goes_on() {
     let env = Env::with_project();
     env.add("a", "first");
-    let mut f = std::fs::OpenOptions::new()
-        .append(true)
-        .open(env.log())
-        .unwrap_or_else(|e| panic!("{e}"));
-    f.write_all(br#"{"actor":"agent-7","at":"2026-11-22T1"#)
-        .unwrap_or_else(|e| panic!("{e}"));
-    drop(f);
+    env.append_log(br#"{"actor":"agent-7","at":"2026-11-22T1"#);
     assert_eq!(env.run(&["verify"]).code, 1);
     let listed = env.run(&["list", "--json"]).ok();
     assert!(

@@ -1,11 +1,9 @@
 //! The write policy on every write path: secrets, evidence, duplicates, references, warnings;
 //! `validate` and `secrets scan`.
 
-use crate::common::{Env, Run};
+use crate::common::{Env, Run, stdin_run};
 use proptest::prelude::*;
 use serde_json::{Value, json};
-use std::io::Write;
-use std::process::Stdio;
 
 const FAKE_TOKEN: &str = "ghp_FAKEFAKEFAKEFAKEFAKEFAKEFAKEFAKE0000";
 
@@ -27,20 +25,6 @@ fn with_json(mut args: Vec<&str>) -> Vec<&str> {
 
 fn log_bytes(env: &Env) -> Vec<u8> {
     std::fs::read(env.log()).unwrap_or_default()
-}
-
-fn run_stdin(env: &Env, args: &[&str], input: &[u8]) -> Run {
-    let mut child = env
-        .command(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("spawn: {e}"));
-    if let Some(mut stdin) = child.stdin.take() {
-        let _ = stdin.write_all(input);
-    }
-    crate::common::output(child.wait_with_output())
 }
 
 #[test]
@@ -89,14 +73,14 @@ fn a_secret_is_refused_on_every_write_path_and_never_echoed() {
         "section": "learnings", "kind": "other", "subject": "ci", "scope": "repo",
         "summary": "CI token", "content": content, "confidence": 0.9,
         "evidence": [{"type": "assumption", "uri": "none", "note": "n"}]}});
-    let r = run_stdin(
+    let r = stdin_run(
         &env,
         &["apply", "--json", "-"],
         update.to_string().as_bytes(),
     );
     assert_refused(r, "apply");
     let batch = json!([update, {"operation": "deprecate", "target_id": id}]);
-    let r = run_stdin(
+    let r = stdin_run(
         &env,
         &["apply", "--json", "-"],
         batch.to_string().as_bytes(),
@@ -319,7 +303,7 @@ fn validate_reports_each_item_and_writes_nothing() {
         {"operation": "supersede", "target_id": "m-zzzzzzzzzz", "entry": {"summary": "x"}},
         {"operation": "explode"}
     ]);
-    let r = run_stdin(
+    let r = stdin_run(
         &env,
         &["validate", "--json", "-"],
         input.to_string().as_bytes(),
@@ -341,7 +325,7 @@ fn validate_reports_each_item_and_writes_nothing() {
     assert_eq!(log_bytes(&env), before);
     // One object in, an array of one verdict out; against a project that does not exist, nothing is created.
     let one = input[0].to_string();
-    let r = run_stdin(
+    let r = stdin_run(
         &env,
         &["validate", "--json", "-p", "elsewhere", "-"],
         one.as_bytes(),
@@ -373,7 +357,7 @@ fn secrets_scan_works_as_a_pre_commit_hook() {
         r.stdout.trim(),
         "notes.txt:2:21: github-token (GitHub token)"
     );
-    let r = run_stdin(
+    let r = stdin_run(
         &env,
         &["secrets", "scan", "--json"],
         b"see https://x.example.com/a?token=FAKE1234abcdEFGH",
@@ -393,12 +377,12 @@ proptest! {
         let before = log_bytes(&env);
         for input in [bytes.as_slice(), json_ish.as_bytes()] {
             for args in [&["validate", "-"][..], &["secrets", "scan", "-"][..]] {
-                let r = run_stdin(&env, args, input);
+                let r = stdin_run(&env, args, input);
                 prop_assert!((0..=3).contains(&r.code), "{args:?}: exit {} {}", r.code, r.stderr);
                 prop_assert!(!r.stderr.contains("panicked"));
                 prop_assert_eq!(log_bytes(&env), before.clone());
             }
-            let r = run_stdin(&env, &["apply", "-"], input);
+            let r = stdin_run(&env, &["apply", "-"], input);
             prop_assert!((0..=4).contains(&r.code), "apply: exit {} {}", r.code, r.stderr);
             prop_assert!(!r.stderr.contains("panicked"));
             // Refused input writes nothing.
@@ -451,7 +435,7 @@ fn apply_and_validate_redact_the_input_they_echo() {
          {{\"operation\":\"{t}\"}}\n\
          {{\"operation\":\"deprecate\",\"target_id\":\"{t}\"}}\n"
     );
-    let applied = run_stdin(&env, &["apply", "--json", "-"], input.as_bytes());
+    let applied = stdin_run(&env, &["apply", "--json", "-"], input.as_bytes());
     let report = applied.json();
     let skipped = &report["skipped"];
     let codes: Vec<&str> = (0..4)
@@ -486,19 +470,19 @@ fn apply_and_validate_redact_the_input_they_echo() {
          digits)` in project `demo`",
         "{report}"
     );
-    let text = run_stdin(&env, &["apply", "-"], input.as_bytes());
+    let text = stdin_run(&env, &["apply", "-"], input.as_bytes());
     assert!(
         text.stderr.contains("no entry matches `m-… (40 characters"),
         "{}",
         text.stderr
     );
-    let single = run_stdin(
+    let single = stdin_run(
         &env,
         &["apply", "--json", "-"],
         format!("{{\"operation\":\"{t}\"}}").as_bytes(),
     );
     assert_eq!(single.code, 3, "{}", single.stdout);
-    let checked = run_stdin(&env, &["validate", "-"], input.as_bytes());
+    let checked = stdin_run(&env, &["validate", "-"], input.as_bytes());
     assert!(
         checked
             .stdout
@@ -509,7 +493,7 @@ fn apply_and_validate_redact_the_input_they_echo() {
         "{}",
         checked.stdout
     );
-    let checked_json = run_stdin(&env, &["validate", "--json", "-"], input.as_bytes());
+    let checked_json = stdin_run(&env, &["validate", "--json", "-"], input.as_bytes());
     assert_eq!(checked_json.json()[2]["operation"], "[redacted]");
     let apply_log =
         std::fs::read_to_string(env.root().join("ai-memory/demo/.memlog/apply-log.jsonl"))
@@ -530,12 +514,12 @@ fn import_redacts_the_record_ids_it_reports() {
         "kind": "other", "subject": "a", "scope": "repo", "summary": "s", "content": "c",
         "confidence": 0.9, "evidence": [{"type": "doc", "uri": "a.md", "note": "n"}]});
     let line = format!("{record}\n");
-    let first = run_stdin(&env, &["import", "demo", "-", "--json"], line.as_bytes());
+    let first = stdin_run(&env, &["import", "demo", "-", "--json"], line.as_bytes());
     assert_eq!(first.code, 0, "{}{}", first.stdout, first.stderr);
     let report = first.json();
     assert_eq!(report["imported"][0]["record"], "m-[redacted]", "{report}");
     // Again: the record's entry is already there, and the report says so in text.
-    let again = run_stdin(&env, &["import", "demo", "-"], line.as_bytes());
+    let again = stdin_run(&env, &["import", "demo", "-"], line.as_bytes());
     assert_eq!(again.code, 0, "{}{}", again.stdout, again.stderr);
     crate::common::assert_nowhere(&env, &[&first, &again], LEAK_TOKEN);
 }
@@ -553,7 +537,7 @@ fn a_credential_as_actor_is_kept_in_no_log() {
         "kind": "other", "subject": "a", "scope": "repo", "summary": "s", "content": "c",
         "confidence": 0.9, "evidence": [{"type": "doc", "uri": "a.md", "note": "n"}]}});
     let lines = format!("{update}\n{update}\n");
-    let applied = run_stdin(
+    let applied = stdin_run(
         &env,
         &["--actor", LEAK_TOKEN, "apply", "-"],
         lines.as_bytes(),
@@ -612,14 +596,14 @@ fn a_private_key_block_is_redacted_whole() {
             env.run(&["--json", "update", &id, "--content", &key]),
             env.run(&["query", &format!("key {key}")]),
             env.run(&["--debug", "query", &format!("key {key}")]),
-            run_stdin(
+            stdin_run(
                 &env,
                 &["apply", "-"],
                 json!({"operation": key}).to_string().as_bytes(),
             ),
-            run_stdin(&env, &["apply", "--json", "-"], unknown.as_bytes()),
-            run_stdin(&env, &["validate", "-"], unknown.as_bytes()),
-            run_stdin(&env, &["validate", "--json", "-"], unknown.as_bytes()),
+            stdin_run(&env, &["apply", "--json", "-"], unknown.as_bytes()),
+            stdin_run(&env, &["validate", "-"], unknown.as_bytes()),
+            stdin_run(&env, &["validate", "--json", "-"], unknown.as_bytes()),
         ];
         let runs: Vec<&Run> = runs.iter().collect();
         assert_nowhere(&env, &runs, FAKE_KEY_BODY);
@@ -659,8 +643,8 @@ fn a_write_refused_for_other_reasons_too_logs_its_secrets() {
         env.run(&["update", &id, "--confidence", "3", "--content", &content]),
         env.run(&["update", &id, "--content", "c2", "--reason", &reason]),
         env.run(&["deprecate", &id, "--reason", &reason]),
-        run_stdin(&env, &["apply", "-"], json_entry.as_bytes()),
-        run_stdin(&env, &["validate", "-"], json_entry.as_bytes()),
+        stdin_run(&env, &["apply", "-"], json_entry.as_bytes()),
+        stdin_run(&env, &["validate", "-"], json_entry.as_bytes()),
     ];
     for r in &runs {
         assert!(
@@ -711,7 +695,7 @@ fn a_secret_in_a_field_of_fixed_values_is_logged() {
     .to_string();
     let runs = [
         env.run(&bad_kind),
-        run_stdin(&env, &["apply", "-"], json_entry.as_bytes()),
+        stdin_run(&env, &["apply", "-"], json_entry.as_bytes()),
     ];
     for r in &runs {
         assert_eq!(r.code, 3, "{}{}", r.stdout, r.stderr);
@@ -758,7 +742,7 @@ fn a_credential_is_no_project_name() {
     let runs = [
         env.run(&["init", LEAK_TOKEN]),
         env.run(&["--json", "init", LEAK_TOKEN]),
-        run_stdin(&env, &["apply", LEAK_TOKEN, "-"], update.as_bytes()),
+        stdin_run(&env, &["apply", LEAK_TOKEN, "-"], update.as_bytes()),
         env.run(&["query", "--project", LEAK_TOKEN, "x"]),
     ];
     for r in &runs {
@@ -823,7 +807,7 @@ proptest! {
             "kind": "metric", "subject": "api", "scope": "service:api", "summary": "existing",
             "content": "x", "confidence": 0.8,
             "evidence": [{"type": "log", "uri": "logs/load.txt", "note": "run"}]}});
-        let r = run_stdin(&env, &["apply", "--json", "-"], first.to_string().as_bytes());
+        let r = stdin_run(&env, &["apply", "--json", "-"], first.to_string().as_bytes());
         prop_assert_eq!(r.code, 0, "{}", r.stdout);
         let existing = r.json()["applied"][0]["id"].as_str().unwrap_or_default().to_owned();
         let lines: String = kinds
@@ -837,8 +821,8 @@ proptest! {
             lines.lines().filter(|l| !l.contains("deprecate") || { deprecates += 1; deprecates == 1 })
                 .map(|l| format!("{l}\n")).collect()
         };
-        let checked = run_stdin(&env, &["validate", "--json", "-"], lines.as_bytes()).json();
-        let applied = run_stdin(&env, &["apply", "--json", "-"], lines.as_bytes()).json();
+        let checked = stdin_run(&env, &["validate", "--json", "-"], lines.as_bytes()).json();
+        let applied = stdin_run(&env, &["apply", "--json", "-"], lines.as_bytes()).json();
         let mut from_apply: Vec<(u64, String, Vec<String>)> = Vec::new();
         for a in applied["applied"].as_array().into_iter().flatten() {
             let rules = a["warnings"].as_array().into_iter().flatten()
@@ -979,7 +963,7 @@ fn an_agent_task_with_wrong_types_is_refused() {
             "scope",
         ),
     ] {
-        let r = run_stdin(&env, &["context", "demo"], task.as_bytes());
+        let r = stdin_run(&env, &["context", "demo"], task.as_bytes());
         assert_eq!(r.code, 2, "{task}: {}", r.stdout);
         assert!(
             r.stderr.contains(&format!("`{field}`")),
@@ -988,7 +972,7 @@ fn an_agent_task_with_wrong_types_is_refused() {
         );
     }
     // Members of the agent's own pass through whatever their type.
-    let r = run_stdin(
+    let r = stdin_run(
         &env,
         &["context", "demo"],
         br#"{"memory_enabled":false,"steps":[1,2],"goal":"x"}"#,
@@ -1067,7 +1051,7 @@ fn text_that_reorders_or_hides_itself_is_refused_on_write() {
     let line = json!({"operation": "create", "entry": {"section": "learnings", "kind": "other",
         "subject": "b\u{2060}", "scope": "repo", "summary": "s", "content": "c",
         "confidence": 0.7, "evidence": [{"type": "doc", "uri": "d.md", "note": "n"}]}});
-    let r = run_stdin(
+    let r = stdin_run(
         &env,
         &["apply", "demo", "-", "--json"],
         line.to_string().as_bytes(),
