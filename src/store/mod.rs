@@ -846,16 +846,23 @@ fn vouch_seen(log: &Path, buf: &[u8], seen: &[Seen<'_>]) -> Result<()> {
 }
 
 fn dangling_parents(seen: &[Seen<'_>]) -> Vec<Dangling> {
-    let ids: std::collections::HashSet<&str> = seen.iter().map(|s| s.id.as_str()).collect();
-    let mut out: Vec<Dangling> = seen
-        .iter()
-        .flat_map(|s| {
-            s.parents
+    dangling_among(seen.iter().map(|s| (&s.id, &s.entry, &s.parents)))
+}
+
+/// The parents named among `events` (id, entry, parents) that are not among them, sorted.
+fn dangling_among<'a>(
+    events: impl Iterator<Item = (&'a String, &'a String, &'a Vec<String>)> + Clone,
+) -> Vec<Dangling> {
+    let ids: std::collections::HashSet<&str> =
+        events.clone().map(|(id, _, _)| id.as_str()).collect();
+    let mut out: Vec<Dangling> = events
+        .flat_map(|(id, entry, parents)| {
+            parents
                 .iter()
                 .filter(|p| !ids.contains(p.as_str()))
                 .map(|p| Dangling {
-                    entry: s.entry.clone(),
-                    event: s.id.clone(),
+                    entry: entry.clone(),
+                    event: id.clone(),
                     parent: p.clone(),
                 })
         })
@@ -870,23 +877,7 @@ const DANGLING: &str = "dangling";
 
 /// The parents named among `events` that are not among them, by entry and event.
 fn dangling_of<L>(events: &[(Event, L)]) -> Vec<Dangling> {
-    let ids: std::collections::HashSet<&str> = events.iter().map(|(e, _)| e.id.as_str()).collect();
-    let mut out: Vec<Dangling> = events
-        .iter()
-        .flat_map(|(e, _)| {
-            e.parents
-                .iter()
-                .filter(|p| !ids.contains(p.as_str()))
-                .map(|p| Dangling {
-                    entry: e.entry.clone(),
-                    event: e.id.clone(),
-                    parent: p.clone(),
-                })
-        })
-        .collect();
-    out.sort();
-    out.dedup();
-    out
+    dangling_among(events.iter().map(|(e, _)| (&e.id, &e.entry, &e.parents)))
 }
 
 impl Store {
