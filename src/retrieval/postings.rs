@@ -95,10 +95,10 @@ pub(super) struct BaseCursor {
 const DENSE_SHARE: usize = 4;
 
 impl BaseCursor {
-    /// A cursor for a walk over `asked` positions up to `last`.
-    pub(super) fn for_walk(asked: usize, last: u32) -> Self {
+    /// A cursor for a walk over `asked` positions within a range of `span` positions.
+    pub(super) fn for_walk(asked: usize, span: u32) -> Self {
         Self {
-            dense: asked.saturating_mul(DENSE_SHARE) >= last as usize,
+            dense: asked.saturating_mul(DENSE_SHARE) >= span as usize,
             ..Self::default()
         }
     }

@@ -428,6 +428,7 @@ pub mod tuning {
         stream_chunk: usize,
         positions_from_df: usize,
         compact_from_lines: u64,
+        split_walk_from: usize,
     }
 
     const DEFAULT: Sizes = Sizes {
@@ -437,6 +438,7 @@ pub mod tuning {
         stream_chunk: 2048,
         positions_from_df: 1024,
         compact_from_lines: 2048,
+        split_walk_from: 16_384,
     };
 
     thread_local! {
@@ -484,9 +486,16 @@ pub mod tuning {
         SIZES.get().positions_from_df
     }
 
+    /// Postings by positions a query walks from which it splits the walk between the cores
+    /// (see `retrieval::search`): below it, starting threads costs more than it saves.
+    pub fn split_walk_from() -> usize {
+        SIZES.get().split_walk_from
+    }
+
     /// Makes every threshold tiny on this thread, for tests: chunks of two events, appends of
     /// three updates, a replay from 600 bytes, rebuild steps of three entries, postings by
-    /// positions for any term in an eighth of the entries, compaction due from 8 lines.
+    /// positions for any term in an eighth of the entries, compaction due from 8 lines, a
+    /// query's walk split from two postings.
     pub fn shrink_for_tests() {
         SIZES.set(Sizes {
             apply_chunk: 2,
@@ -495,6 +504,7 @@ pub mod tuning {
             stream_chunk: 3,
             positions_from_df: 1,
             compact_from_lines: 8,
+            split_walk_from: 2,
         });
     }
 
