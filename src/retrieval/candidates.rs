@@ -62,6 +62,10 @@ pub(super) struct Candidate {
     /// The candidate's number in its query, in the order found: its row in the columns of
     /// saturated frequencies that a query keeps for its common terms.
     pub(super) row: u32,
+    /// The entry's decay in ranking and its composite score: functions of the entry and the
+    /// request alone, computed where the candidate is found (on the cores, for a walk).
+    pub(super) decay: f64,
+    pub(super) composite: f64,
 }
 
 /// Candidates in runs, each in (source, id) order, no entry in two runs, each run in chunks:
@@ -190,6 +194,8 @@ mod tests {
             pending: 0.0,
             matched: 0,
             row: 0,
+            decay: 1.0,
+            composite: 0.0,
         }
     }
 

@@ -276,7 +276,12 @@ pub fn text_score(relevance: f64, composite: f64) -> f64 {
 
 /// An entry's BM25F multiplied by its decay score: what relevance compares between matches.
 pub fn decayed(bm25: f64, f: &DocFeatures, p: &RankParams) -> f64 {
-    bm25 * decay(f, p)
+    decayed_by(bm25, decay(f, p))
+}
+
+/// [`decayed`] of an entry whose decay score is known.
+pub fn decayed_by(bm25: f64, decay: f64) -> f64 {
+    bm25 * decay
 }
 
 #[cfg(test)]

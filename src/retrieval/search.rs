@@ -145,15 +145,7 @@ pub fn search(sources: &[Source<'_>], req: &Request) -> Result<Answer> {
                     && req.filters.admits(&f, req.params.now)
                     && let Some(id) = Id::new(id)
                 {
-                    cands.push(Candidate {
-                        src,
-                        id,
-                        features: f,
-                        bm25: 0.0,
-                        pending: 0.0,
-                        matched: 0,
-                        row: 0,
-                    });
+                    cands.push(candidate(req, src, id, f, 0, 0.0, 0));
                 }
                 true
             })?;
@@ -172,18 +164,17 @@ pub fn search(sources: &[Source<'_>], req: &Request) -> Result<Answer> {
         Ok(ok)
     };
 
-    // Each candidate's decayed BM25F and composite score, computed once.
+    // Each candidate's decayed BM25F and composite score.
     let scope = req.filters.scope.as_deref();
     let partial: Vec<(f64, f64)> = cands
         .iter()
         .map(|c| {
             let decayed = if text {
-                rank::decayed(c.bm25, &c.features, &req.params)
+                rank::decayed_by(c.bm25, c.decay)
             } else {
                 0.0
             };
-            let sm = scope_match(c.features.scope_hash, scope);
-            (decayed, rank::composite_score(&c.features, sm, &req.params))
+            (decayed, c.composite)
         })
         .collect();
     // The best decayed BM25F among entries that really pass the filters: relevance is relative
@@ -386,15 +377,7 @@ impl Gathering<'_> {
     fn push(&mut self, src: usize, id: Id, features: DocFeatures, bit: u64, pending: f64) -> u32 {
         let row = self.rows;
         self.rows += 1;
-        self.own[src].push(Candidate {
-            src,
-            id,
-            features,
-            bm25: 0.0,
-            pending,
-            matched: bit,
-            row,
-        });
+        self.own[src].push(candidate(self.req, src, id, features, bit, pending, row));
         row
     }
 
@@ -483,6 +466,30 @@ impl Gathering<'_> {
             }
             true
         })
+    }
+}
+
+/// A new candidate, with its decay and composite score (see [`Candidate::composite`]).
+fn candidate(
+    req: &Request,
+    src: usize,
+    id: Id,
+    features: DocFeatures,
+    matched: u64,
+    pending: f64,
+    row: u32,
+) -> Candidate {
+    let sm = scope_match(features.scope_hash, req.filters.scope.as_deref());
+    Candidate {
+        src,
+        id,
+        features,
+        bm25: 0.0,
+        pending,
+        matched,
+        row,
+        decay: rank::decay(&features, &req.params),
+        composite: rank::composite_score(&features, sm, &req.params),
     }
 }
 
@@ -608,15 +615,7 @@ fn walk_range(
                     None if req.filters.admits(&features, req.params.now) => {
                         let r = w.rows;
                         w.rows += 1;
-                        w.cands.push(Candidate {
-                            src,
-                            id,
-                            features,
-                            bm25: 0.0,
-                            pending: 0.0,
-                            matched: 0,
-                            row: r,
-                        });
+                        w.cands.push(candidate(req, src, id, features, 0, 0.0, r));
                         row = Some(r);
                         r
                     }
