@@ -734,8 +734,9 @@ fn a_query_of_stop_words_only_matches_nothing() {
 }
 
 /// A word that is in no entry is corrected only when it is a slip of the fingers of a word an
-/// entry writes: "deplyo" finds the deploy entries, "election" (one letter from "selection") and
-/// "parking" (a slip from a word whose stem is that of "Paris") find nothing.
+/// entry writes: "deplyo" finds the deploy entries; "election" and "selection" (one letter
+/// apart, either way) and "parking" (a slip from a word whose stem is that of "Paris") find
+/// nothing.
 #[test]
 fn only_slips_are_corrected() {
     let env = Env::with_project();
@@ -749,6 +750,11 @@ fn only_slips_are_corrected() {
         let none = env.run(&["--json", "query", text]).ok().json();
         assert_eq!(none, json!([]), "{text}");
     }
+    // "selection" is "election" with an `s` (the key beside `e`) typed before it: another word.
+    let env = Env::with_project();
+    env.add("board.vote", "The board election happens in March");
+    let none = env.run(&["--json", "query", "selection"]).ok().json();
+    assert_eq!(none, json!([]), "selection");
 }
 
 /// `list --limit 0` lists nothing, however many entries match (as `list --archived --limit 0`).
