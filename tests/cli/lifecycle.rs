@@ -176,7 +176,7 @@ fn invalid_policies_are_refused_naming_the_key() {
     assert_ne!(r.code, 0);
     assert!(
         r.stderr
-            .contains("`policies.lifecycle.decay.lambda`: must be > 0"),
+            .contains("`policies.lifecycle.decay.lambda`: must be greater than 0, not -1"),
         "{}",
         r.stderr
     );
