@@ -240,6 +240,52 @@ fn counts_of_one_are_singular() {
     );
 }
 
+/// A page of `list --archived` says where it is alike in text and JSON: the footer naming the
+/// next page is a warning with `--json`, and a page past the end says how many there are
+/// instead of that there are none.
+#[test]
+fn archived_pages_say_where_they_are_in_json_too() {
+    let env = Env::with_project();
+    for n in 1..=3 {
+        env.add(&format!("old.n{n}"), &format!("Old cache note {n}"));
+    }
+    assert_eq!(run_at(&env, 100)["archived"], 3);
+    let text = env.run(&["list", "--archived", "--limit", "1"]).ok();
+    assert!(
+        text.stdout
+            .ends_with("(archived 1-1 of 3; next page: --offset 1)\n"),
+        "{}",
+        text.stdout
+    );
+    let json = env
+        .run(&["--json", "list", "--archived", "--limit", "1"])
+        .ok();
+    assert_eq!(json.json().as_array().map(Vec::len), Some(1));
+    assert_eq!(
+        json.warnings(),
+        ["archived 1-1 of 3; next page: --offset 1"],
+        "{}",
+        json.stdout
+    );
+    // The last page says nothing more, in either form.
+    let last = env
+        .run(&["--json", "list", "--archived", "--offset", "2"])
+        .ok();
+    assert_eq!(last.json().as_array().map(Vec::len), Some(1));
+    assert!(last.warnings().is_empty(), "{}", last.stdout);
+    let past_end = "no archived entries at --offset 5 (3 in all); give an --offset below 3";
+    let text = env.run(&["list", "--archived", "--offset", "5"]).ok();
+    assert_eq!(text.stdout.trim(), past_end);
+    let json = env
+        .run(&["--json", "list", "--archived", "--offset", "5"])
+        .ok();
+    assert_eq!(json.json(), serde_json::json!([]));
+    assert_eq!(json.warnings(), [past_end], "{}", json.stdout);
+    // None asked for: nothing, as `list --limit 0`.
+    let none = env.run(&["list", "--archived", "--limit", "0"]).ok();
+    assert_eq!(none.stdout.trim(), "no archived entries");
+}
+
 /// A dry run's report is the run's: `archived` counts the entries the run would leave archived.
 #[test]
 fn a_dry_run_reports_the_archived_count_the_run_would_leave() {
