@@ -885,6 +885,30 @@ fn invalid_transitions_are_refused_naming_both_states() {
     }
 }
 
+/// `--explain` says why an archived entry that `--include-archived` added is scored by its
+/// composite alone although the query has text: it is outside the text index.
+#[test]
+fn explain_says_why_an_archived_entry_is_scored_by_its_composite() {
+    let env = Env::with_project();
+    env.add("a.subject", "first decision about retries");
+    run_at(&env, 100);
+    let r = env
+        .run_at(
+            &day(100),
+            &["query", "retries", "--include-archived", "--explain"],
+        )
+        .ok();
+    assert!(
+        r.stdout.contains(
+            "= composite (archived, outside the text index: added by --include-archived after \
+             the active results for holding retri; decay"
+        ),
+        "{}",
+        r.stdout
+    );
+    assert!(!r.stdout.contains("no text"), "{}", r.stdout);
+}
+
 #[test]
 fn queries_leave_archived_entries_out_unless_asked_and_record_accesses() {
     let env = Env::with_project();

@@ -345,6 +345,37 @@ fn summary_only_and_related() {
     assert!(got.contains(&first[0]), "related entry missing: {got:?}");
 }
 
+/// `--explain` says why an entry that `--include-related` added is scored by its composite
+/// alone although the query has text; "no text" is said of a query without text only.
+#[test]
+fn explain_says_why_a_related_entry_is_scored_by_its_composite() {
+    let env = Env::with_project();
+    let first = apply(
+        &env,
+        "demo",
+        &[entry("Use canary deploys", "repo", 0.9, "doc")],
+    );
+    let mut second = entry("Canary size is five percent", "repo", 0.9, "doc");
+    second["related_entries"] = json!([first[0]]);
+    second["summary"] = "Canary traffic share is five percent".into();
+    let second = apply(&env, "demo", &[second]);
+    let r = env
+        .run(&["query", "traffic share", "--include-related", "--explain"])
+        .ok();
+    let why = format!(
+        "= composite (related to {}, added by --include-related, not ranked by the text: decay",
+        second[0]
+    );
+    assert!(r.stdout.contains(&why), "{why}\n{}", r.stdout);
+    assert!(!r.stdout.contains("no text"), "{}", r.stdout);
+    let r = env.run(&["query", "--explain"]).ok();
+    assert!(
+        r.stdout.contains("= composite (no text: decay"),
+        "{}",
+        r.stdout
+    );
+}
+
 #[test]
 fn explain_shows_every_component_and_rule() {
     let (env, _, _) = fixture();
