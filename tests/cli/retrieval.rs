@@ -408,6 +408,30 @@ fn context_fills_memory_context_or_leaves_the_task_alone() {
     assert_eq!(r.stdout.trim_end(), disabled);
     let r = context(&env, &["context", "demo", "-"], "{\"goal\":\"deploy\"}").ok();
     assert_eq!(r.stdout.trim_end(), "{\"goal\":\"deploy\"}");
+    // As a prompt, a disabled task gives the empty prompt, in the shape `--format prompt`
+    // always answers with, and says why it is empty.
+    let prompt = ["context", "demo", "-", "--format", "prompt"];
+    let r = context(&env, &prompt, disabled).ok();
+    assert_eq!(r.stdout, "");
+    assert!(
+        r.stderr.contains("`memory_enabled` is not true"),
+        "{}",
+        r.stderr
+    );
+    let r = context(&env, &[&["--json"][..], &prompt].concat(), disabled).ok();
+    assert_eq!(
+        r.json(),
+        json!({"prompt": "", "entries": 0, "tokens": 0, "budget": 1200}),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.warnings()
+            .iter()
+            .any(|w| w.contains("`memory_enabled` is not true")),
+        "{}",
+        r.stdout
+    );
     let before = std::fs::read_to_string(env.root().join("ai-memory/demo/.memlog/queries.jsonl"))
         .unwrap_or_default();
     assert!(before.is_empty(), "a disabled task ran a query");
