@@ -204,17 +204,38 @@ fn invalid_policies_are_refused_naming_the_key() {
 }
 
 /// Counts of one are singular in the text output: one entry, one batch, one transition, one
-/// event; a context file written for the first time is "created".
+/// event, one day; a context file written for the first time is "created".
 #[test]
 fn counts_of_one_are_singular() {
     let env = Env::with_project();
     env.add("a.subject", "a decision");
+    let stats = env.run_at(&day(1), &["stats"]).ok();
+    assert!(
+        stats
+            .stdout
+            .contains("growth             1 created, 0 superseded over 1 day\n"),
+        "{}",
+        stats.stdout
+    );
     let run = env.run_at(&day(100), &["lifecycle", "run"]).ok();
     assert!(
         run.stdout
             .contains("demo: 1 entry in 1 batch, 1 transition (archived 1)"),
         "{}",
         run.stdout
+    );
+    let report = env.run_at(&day(100), &["lifecycle", "report"]).ok();
+    assert!(
+        report
+            .stdout
+            .contains(&format!("last run         {} (1 entry, ", day(100))),
+        "{}",
+        report.stdout
+    );
+    assert!(
+        report.stdout.contains("storage archived 1 entry, "),
+        "{}",
+        report.stdout
     );
     let export = env.run(&["export", "out.json"]).ok();
     assert!(
