@@ -83,22 +83,27 @@ fn default_slow_query_ms() -> u64 {
 #[schemars(deny_unknown_fields)]
 pub struct LifecyclePolicy {
     /// TTL of a kind without an entry in `ttl_days`.
+    #[schemars(range(min = 1))]
     pub default_ttl_days: u32,
     /// `exponential`, `linear`, `step` or `custom` (the `decay` object refines it).
+    #[schemars(extend("enum" = ["exponential", "linear", "step", "custom"]))]
     pub decay_function: String,
     /// Shorthand for the decay rate: exponential `lambda = ln 2 / half_life`, linear
     /// `period = 2 × half_life`.
+    #[schemars(range(min = 1))]
     pub decay_half_life_days: u32,
     /// Below this decay score an active entry becomes `decaying`.
     #[schemars(range(min = 0.0, max = 1.0))]
     pub decaying_threshold: f64,
     /// How long an entry stays archived before it expires.
+    #[schemars(range(min = 1))]
     pub archive_retention_days: u32,
     /// Decay parameters beyond the shorthand (lambda, period, steps, custom table).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decay: Option<crate::lifecycle::decay::DecaySpec>,
     /// TTL per kind (`decision`, `requirement`, ...), in days.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    #[schemars(extend("additionalProperties" = {"type": "integer", "format": "uint32", "minimum": 1}))]
     pub ttl_days: std::collections::BTreeMap<String, u32>,
     /// Importance weights, the high-importance threshold and its TTL multiplier.
     #[serde(default)]
@@ -108,19 +113,24 @@ pub struct LifecyclePolicy {
     pub grace_period_days: u32,
     /// How much faster (time runs this many times faster after the grace period).
     #[serde(default = "default_never_accessed_multiplier")]
+    #[schemars(range(min = 1.0))]
     pub never_accessed_decay_multiplier: f64,
     /// How long an expired entry waits before it is purged.
     #[serde(default = "default_expired_retention_days")]
+    #[schemars(range(min = 1))]
     pub expired_retention_days: u32,
     /// How long lifecycle audit records (transitions, run reports) of purged entries are kept
     /// in the local run history.
     #[serde(default = "default_audit_retention_days")]
+    #[schemars(range(min = 1))]
     pub audit_retention_days: u32,
     /// Warn when more entries than this are archived.
     #[serde(default = "default_archive_size_warning")]
+    #[schemars(range(min = 1))]
     pub archive_size_warning: u64,
     /// Entries evaluated per batch (one lock hold, one append).
     #[serde(default = "default_batch_size")]
+    #[schemars(range(min = 1))]
     pub batch_size: u32,
 }
 

@@ -84,18 +84,11 @@ pub fn problems(text: &str, name: &str) -> Vec<Problem> {
             }
         }
     }
-    // The ranges the schema cannot state (a decay rate above 0, a table of scores from 0 to
-    // 1, ...): what every command refuses must be refused here too, whatever else is wrong.
-    if let Some(lifecycle) = value.pointer("/policies/lifecycle")
-        && let Ok(policy) = serde_json::from_value::<LifecyclePolicy>(lifecycle.clone())
-    {
-        for problem in policy.problems() {
-            let (key, message) = problem.split_once(' ').unwrap_or(("", &problem));
-            out.push(Problem {
-                key: key.to_owned(),
-                message: message.to_owned(),
-            });
-        }
+    // What the schema cannot state (a decay table whose scores rise, a TTL for a kind that is
+    // none, ...): what every command refuses must be refused here too, whatever else is wrong.
+    if let Some(lifecycle) = value.pointer("/policies/lifecycle") {
+        let more = lifecycle_problems(lifecycle, &out);
+        out.extend(more);
     }
     if out.is_empty()
         && let Err(e) = serde_json::from_value::<ProjectConfig>(value)
@@ -106,6 +99,95 @@ pub fn problems(text: &str, name: &str) -> Vec<Problem> {
         });
     }
     out
+}
+
+/// Where the lifecycle policy's keys are in `memlog.json`.
+const LIFECYCLE_KEY: &str = "policies.lifecycle";
+
+/// The problems of the lifecycle policy `lifecycle` (its `memlog.json` object) that `found`
+/// does not name yet. A key that `found` already names is checked at its default instead: a
+/// value of the wrong type (a negative or fractional number of days) makes the policy
+/// unreadable, and must not hide the problems of the other keys. A key named in `found`, or
+/// inside one named there, is not named again.
+fn lifecycle_problems(lifecycle: &Value, found: &[Problem]) -> Vec<Problem> {
+    let failed: Vec<&str> = found
+        .iter()
+        .filter_map(|p| key_within(&p.key, LIFECYCLE_KEY))
+        .collect();
+    // The whole object is of the wrong type: there is nothing to check inside it.
+    if failed.contains(&"") {
+        return Vec::new();
+    }
+    let defaults =
+        serde_json::to_value(crate::project::Policies::default().lifecycle).unwrap_or(Value::Null);
+    let mut patched = lifecycle.clone();
+    for key in failed {
+        at_default(&mut patched, &defaults, &pointer_of(key));
+    }
+    // A value the defaults cannot stand in for (inside a decay table): the schema's problems
+    // are all there is to say.
+    let Ok(policy) = serde_json::from_value::<LifecyclePolicy>(patched) else {
+        return Vec::new();
+    };
+    policy
+        .problems()
+        .into_iter()
+        .map(|problem| {
+            let (key, message) = problem.split_once(' ').unwrap_or(("", &problem));
+            Problem {
+                key: key.to_owned(),
+                message: message.to_owned(),
+            }
+        })
+        .filter(|p| !found.iter().any(|f| key_within(&p.key, &f.key).is_some()))
+        .collect()
+}
+
+/// The part of the dotted key `key` inside `outer` (`""` for `outer` itself), if it is inside.
+fn key_within<'k>(key: &'k str, outer: &str) -> Option<&'k str> {
+    let rest = key.strip_prefix(outer)?;
+    if rest.is_empty() {
+        Some("")
+    } else {
+        rest.strip_prefix('.')
+            .or_else(|| rest.starts_with('[').then_some(rest))
+    }
+}
+
+/// The JSON pointer of a dotted key (`decay.steps[1].score` is `/decay/steps/1/score`).
+fn pointer_of(key: &str) -> String {
+    let mut pointer = String::new();
+    for part in key.split('.').filter(|p| !p.is_empty()) {
+        let mut pieces = part.split('[');
+        if let Some(name) = pieces.next().filter(|n| !n.is_empty()) {
+            pointer.push('/');
+            pointer.push_str(&name.replace('~', "~0").replace('/', "~1"));
+        }
+        for index in pieces {
+            pointer.push('/');
+            pointer.push_str(index.trim_end_matches(']'));
+        }
+    }
+    pointer
+}
+
+/// Puts the value of `defaults` at `pointer` into `value` (added when missing), or takes the
+/// key out of `value` when the defaults have none (an unknown key, an optional one).
+fn at_default(value: &mut Value, defaults: &Value, pointer: &str) {
+    let Some((parent, name)) = pointer.rsplit_once('/') else {
+        return;
+    };
+    let name = name.replace("~1", "/").replace("~0", "~");
+    let default = defaults.pointer(pointer).cloned();
+    match (value.pointer_mut(parent), default) {
+        (Some(Value::Object(map)), Some(d)) => {
+            map.insert(name, d);
+        }
+        (Some(Value::Object(map)), None) => {
+            map.remove(&name);
+        }
+        _ => {}
+    }
 }
 
 /// The checks of values the schema takes by type only.
@@ -384,8 +466,9 @@ mod tests {
         assert_eq!(found.len(), 4, "{found:?}");
     }
 
-    /// The lifecycle policy's own checks report every bad value, beside the other keys'
-    /// problems; an integer too large for its key is named by its key.
+    /// Every bad value of the lifecycle policy is reported beside the other keys' problems (by
+    /// the schema, which states the policy's ranges, in the order of the keys); an integer too
+    /// large for its key is named by its key.
     #[test]
     fn lifecycle_problems_are_all_named_beside_the_others() {
         let mut c = default_config();
@@ -400,11 +483,11 @@ mod tests {
             assert_eq!(
                 keys,
                 [
-                    "policies.retrieval.max_results",
-                    "policies.write.ticket_patterns[0]",
+                    "policies.lifecycle.batch_size",
                     "policies.lifecycle.decay.lambda",
                     "policies.lifecycle.default_ttl_days",
-                    "policies.lifecycle.batch_size",
+                    "policies.retrieval.max_results",
+                    "policies.write.ticket_patterns[0]",
                 ],
                 "{found:?}"
             );
@@ -412,11 +495,138 @@ mod tests {
         c["policies"]["retrieval"]["max_results"] = json!(50);
         c["policies"]["retrieval"]["expiry_warning_days"] = json!(4_294_967_296_u64);
         let found = problems(&c.to_string(), "demo");
-        assert_eq!(found[0].key, "policies.retrieval.expiry_warning_days");
+        let too_large = found
+            .iter()
+            .find(|p| p.key == "policies.retrieval.expiry_warning_days");
         assert_eq!(
-            found[0].message, "must be between 0 and 4294967295, not 4294967296",
+            too_large.map(|p| p.message.as_str()),
+            Some("must be between 0 and 4294967295, not 4294967296"),
             "{found:?}"
         );
+    }
+
+    /// A value of the wrong type hides none of the lifecycle policy's other problems, and a
+    /// value that both the schema and the policy's own checks refuse is named once.
+    #[test]
+    fn every_lifecycle_problem_is_named_once() {
+        let mut c = default_config();
+        let l = &mut c["policies"]["lifecycle"];
+        l["grace_period_days"] = json!(-1);
+        l["batch_size"] = json!(0);
+        l["archive_retention_days"] = json!(0);
+        l["decaying_threshold"] = json!(1.5);
+        l["ttl_days"] = json!({"fact": 3});
+        let found: Vec<String> = problems(&c.to_string(), "demo")
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            found[..4],
+            [
+                "`policies.lifecycle.archive_retention_days`: must be at least 1, not 0",
+                "`policies.lifecycle.batch_size`: must be at least 1, not 0",
+                "`policies.lifecycle.decaying_threshold`: must be between 0 and 1, not 1.5",
+                "`policies.lifecycle.grace_period_days`: must be at least 0, not -1",
+            ],
+            "{found:#?}"
+        );
+        assert!(
+            found[4].starts_with("`policies.lifecycle.ttl_days`: has unknown kind `fact`"),
+            "{found:#?}"
+        );
+        assert_eq!(found.len(), 5, "{found:#?}");
+    }
+
+    /// A value out of range is told the least value memlog takes, and a fraction where a whole
+    /// number is wanted is shown as it is.
+    #[test]
+    fn range_messages_say_what_is_accepted() {
+        for (key, value, message) in [
+            (
+                "decay_half_life_days",
+                json!(-3),
+                "must be at least 1, not -3",
+            ),
+            (
+                "decay_half_life_days",
+                json!(0),
+                "must be at least 1, not 0",
+            ),
+            (
+                "grace_period_days",
+                json!(1.5),
+                "must be a whole number, not 1.5",
+            ),
+            (
+                "decay",
+                json!({"lambda": 0}),
+                "must be greater than 0, not 0",
+            ),
+        ] {
+            let mut c = default_config();
+            c["policies"]["lifecycle"][key] = value;
+            let found = problems(&c.to_string(), "demo");
+            assert_eq!(found.len(), 1, "{key}: {found:?}");
+            assert_eq!(found[0].message, message, "{key}: {found:?}");
+        }
+    }
+
+    /// The shipped schema takes exactly the numbers memlog takes, for every number of the
+    /// lifecycle policy: a schema that took a zero memlog refuses would tell an editor that a
+    /// file every command refuses is fine.
+    #[test]
+    fn the_schema_takes_the_numbers_the_lifecycle_policy_takes() {
+        let mut c = default_config();
+        let l = &mut c["policies"]["lifecycle"];
+        l["ttl_days"] = json!({"decision": 30});
+        l["decay"] = json!({
+            "lambda": 0.1,
+            "period_days": 60,
+            "steps": [{"after_days": 10, "score": 0.5}],
+            "table": [{"days": 10, "score": 0.5}],
+        });
+        let mut paths = Vec::new();
+        leaves(&c["policies"]["lifecycle"], String::new(), &mut paths);
+        assert!(paths.len() > 20, "{paths:?}");
+        for path in paths {
+            // Whole numbers as JSON writes them (`0`, not `0.0`), which whole-number keys take.
+            for probe in [
+                json!(-1),
+                json!(-0.5),
+                json!(0),
+                json!(0.5),
+                json!(1),
+                json!(1.5),
+                json!(2),
+            ] {
+                let mut c = c.clone();
+                if let Some(v) = c.pointer_mut(&format!("/policies/lifecycle{path}")) {
+                    *v = probe.clone();
+                }
+                let by_schema = super::super::json_schema::problems(&schema(), &c).is_empty();
+                let by_policy = serde_json::from_value::<ProjectConfig>(c)
+                    .is_ok_and(|p| p.policies.lifecycle.problems().is_empty());
+                assert_eq!(by_schema, by_policy, "{path} = {probe}");
+            }
+        }
+    }
+
+    /// The JSON pointers of the numbers in `v`.
+    fn leaves(v: &Value, at: String, out: &mut Vec<String>) {
+        match v {
+            Value::Number(_) => out.push(at),
+            Value::Object(m) => {
+                for (k, v) in m {
+                    leaves(v, format!("{at}/{k}"), out);
+                }
+            }
+            Value::Array(a) => {
+                for (i, v) in a.iter().enumerate() {
+                    leaves(v, format!("{at}/{i}"), out);
+                }
+            }
+            _ => {}
+        }
     }
 
     #[test]

@@ -113,12 +113,26 @@ pub fn run(ctx: &Ctx, args: ContextArgs, out: &mut Out) -> Result<ExitCode> {
         return Err(Error::Usage(format!("context: the AgentTask's {problem}")));
     }
     if !context::enabled(&task) {
-        // memory_enabled false or absent: the task as it came, and no query.
-        if args.format == Format::Json {
-            if out.json {
-                out.json(&task);
-            } else {
-                out.line(input.trim_end());
+        // memory_enabled false or absent: no query. The task as it came, or a prompt with
+        // nothing in it: an agent that puts the prompt before its own gets nothing from memory,
+        // and `--json` answers in the one shape `--format prompt` always has.
+        match args.format {
+            Format::Json if out.json => out.json(&task),
+            Format::Json => out.line(input.trim_end()),
+            Format::Prompt => {
+                super::output::warn(
+                    "context: the task's `memory_enabled` is not true, so no memory was looked \
+                     up and the prompt is empty; set \"memory_enabled\": true in the task to \
+                     fill it",
+                );
+                if out.json {
+                    out.json(&serde_json::json!({
+                        "prompt": "",
+                        "entries": 0,
+                        "tokens": 0,
+                        "budget": args.budget,
+                    }));
+                }
             }
         }
         return Ok(ExitCode::Ok);

@@ -1,7 +1,7 @@
 //! Checking a JSON value against a JSON Schema: the subset schemars generates and the command
 //! schemas of docs/schemas/ use (`$ref`, `type`, `const`, `enum`, `properties`, `required`,
-//! `additionalProperties`, `items`, `anyOf`, `oneOf`, `minimum`, `maximum`), each problem named
-//! by its key.
+//! `additionalProperties` (`false`, or the schema of the other keys' values), `items`, `anyOf`, `oneOf`, `minimum`, `maximum`, `exclusiveMinimum`,
+//! `exclusiveMaximum`), each problem named by its key.
 
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -39,15 +39,16 @@ fn join(path: &str, key: &str) -> String {
     }
 }
 
-fn type_name(v: &Value) -> &'static str {
+/// What a value of the wrong type is: a number is shown as it is (`1.5`, where a whole number
+/// is wanted: "not a number" would say the opposite of what it is).
+fn type_name(v: &Value) -> String {
     match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(n) if n.is_f64() => "a number",
-        Value::Number(_) => "an integer",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
+        Value::Null => "null".into(),
+        Value::Bool(_) => "a boolean".into(),
+        Value::Number(n) => n.to_string(),
+        Value::String(_) => "a string".into(),
+        Value::Array(_) => "an array".into(),
+        Value::Object(_) => "an object".into(),
     }
 }
 
@@ -83,7 +84,8 @@ fn integer_range(format: &str) -> Option<(i128, i128)> {
 
 /// Checks `v` against `schema` (the subset of JSON Schema that schemars generates: `$ref`,
 /// `type`, `properties`, `required`, `additionalProperties`, `items`, `enum`, `anyOf`,
-/// `minimum`, `maximum`, and the range of an integer `format`), naming each problem by its key.
+/// `minimum`, `maximum`, `exclusiveMinimum`, `exclusiveMaximum`, and the range of an integer
+/// `format`), naming each problem by its key.
 pub(super) fn check(schema: &Value, root: &Value, v: &Value, path: &str, out: &mut Vec<Problem>) {
     let problem = |out: &mut Vec<Problem>, message: String| {
         out.push(Problem {
@@ -163,15 +165,26 @@ pub(super) fn check(schema: &Value, root: &Value, v: &Value, path: &str, out: &m
         );
     }
     if let Some(n) = v.as_f64() {
-        let min = schema.get("minimum").and_then(Value::as_f64);
-        let max = schema.get("maximum").and_then(Value::as_f64);
-        let out_of_range = min.is_some_and(|m| n < m) || max.is_some_and(|m| n > m);
+        let bound = |key: &str| schema.get(key).and_then(Value::as_f64);
+        let (min, max) = (bound("minimum"), bound("maximum"));
+        let (above, below) = (bound("exclusiveMinimum"), bound("exclusiveMaximum"));
+        let out_of_range = min.is_some_and(|m| n < m)
+            || max.is_some_and(|m| n > m)
+            || above.is_some_and(|m| n <= m)
+            || below.is_some_and(|m| n >= m);
         if out_of_range {
             let range = match (min, max) {
                 (Some(a), Some(b)) => format!("between {a} and {b}"),
-                (Some(a), None) => format!("at least {a}"),
-                (None, Some(b)) => format!("at most {b}"),
-                (None, None) => String::new(),
+                _ => [
+                    min.map(|a| format!("at least {a}")),
+                    above.map(|a| format!("greater than {a}")),
+                    max.map(|b| format!("at most {b}")),
+                    below.map(|b| format!("less than {b}")),
+                ]
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>()
+                .join(" and "),
             };
             problem(out, format!("must be {range}, not {n}"));
         } else if let Some((lo, hi)) = schema
@@ -197,9 +210,13 @@ pub(super) fn check(schema: &Value, root: &Value, v: &Value, path: &str, out: &m
                     }
                 }
             }
-            let closed = schema.get("additionalProperties") == Some(&Value::Bool(false));
+            let others = schema.get("additionalProperties");
+            let closed = others == Some(&Value::Bool(false));
             for (key, value) in map {
-                match props.and_then(|p| p.get(key)) {
+                match props
+                    .and_then(|p| p.get(key))
+                    .or_else(|| others.filter(|o| o.is_object()))
+                {
                     Some(sub) => check(sub, root, value, &join(path, key), out),
                     None if closed => {
                         let mut known: Vec<&String> =

@@ -279,8 +279,9 @@ pub fn lifecycle(ctx: &Ctx, cmd: LifecycleCommand, out: &mut Out) -> Result<Exit
             ));
             for (tier, t) in &m.storage {
                 out.line(format!(
-                    "storage {tier:<9}{} entries, {} bytes",
-                    t.entries, t.bytes
+                    "storage {tier:<9}{}, {}",
+                    count(t.entries, "entry", "entries"),
+                    count(t.bytes, "byte", "bytes")
                 ));
             }
             for (kind, rate) in &m.archival_rate {
@@ -288,7 +289,7 @@ pub fn lifecycle(ctx: &Ctx, cmd: LifecycleCommand, out: &mut Out) -> Result<Exit
                     "kind {kind:<13} archival rate {rate}, average lifespan {}",
                     m.average_lifespan_days
                         .get(kind)
-                        .map_or_else(|| "n/a (none ended)".into(), |d| format!("{d} days"))
+                        .map_or_else(|| "n/a (none ended)".into(), |d| super::plural::days(*d))
                 ));
             }
             match &m.last_run {
@@ -299,9 +300,9 @@ pub fn lifecycle(ctx: &Ctx, cmd: LifecycleCommand, out: &mut Out) -> Result<Exit
                         .map(|(state, n)| format!("{state} {n}"))
                         .collect();
                     out.line(format!(
-                        "last run         {} ({} entries, {} ms, {} skipped; transitions: {}){}",
+                        "last run         {} ({}, {} ms, {} skipped; transitions: {}){}",
                         r.now,
-                        r.processed,
+                        count(r.processed, "entry", "entries"),
                         r.duration_ms,
                         r.skipped,
                         super::stats::joined_or(moved, "none"),

@@ -480,10 +480,31 @@ pub fn explain_lines(h: &Hit) -> Vec<String> {
                 }
             ));
         }
-        _ => out.push(format!(
-            "score {:.4} = composite (no text: decay {:.4} not applied)",
-            c.score, c.decay
-        )),
+        // The score is the composite alone: say why, since a query with text scores its
+        // matches otherwise. Related and archived entries are outside the text's ranking.
+        _ => out.push(if let Some(from) = &h.related_to {
+            format!(
+                "score {:.4} = composite (related to {from}, added by --include-related, not \
+                 ranked by the text: decay {:.4} not applied)",
+                c.score, c.decay
+            )
+        } else if h.entry.lifecycle == projections::Lifecycle::Archived {
+            let holding = if h.matched_terms.is_empty() {
+                String::new()
+            } else {
+                format!(" for holding {}", h.matched_terms.join(", "))
+            };
+            format!(
+                "score {:.4} = composite (archived, outside the text index: added by \
+                 --include-archived after the active results{holding}; decay {:.4} not applied)",
+                c.score, c.decay
+            )
+        } else {
+            format!(
+                "score {:.4} = composite (no text: decay {:.4} not applied)",
+                c.score, c.decay
+            )
+        }),
     }
     out.push(if h.entry.pinned {
         format!("decay {:.4}: pinned entries do not decay", c.decay)

@@ -396,11 +396,41 @@ pub fn audit(ctx: &Ctx, args: AuditArgs, out: &mut Out) -> Result<ExitCode> {
     Ok(ExitCode::Ok)
 }
 
+/// Where a page of `list --archived` (`--expired`, `--purged`) is among the `total` entries:
+/// how to reach the next page, or that the offset is past the last entry; none when the page
+/// shows the last entries, or when there are none, or none were asked for (`--limit 0`).
+fn cold_page_notice(
+    state: &str,
+    offset: usize,
+    limit: usize,
+    shown: usize,
+    total: usize,
+) -> Option<String> {
+    let end = offset + shown;
+    if shown == 0 && limit > 0 && total > 0 && offset >= total {
+        Some(format!(
+            "no {state} entries at --offset {offset} ({total} in all); give an --offset below {total}"
+        ))
+    } else if shown > 0 && end < total {
+        Some(format!(
+            "{state} {}-{end} of {total}; next page: --offset {end}",
+            offset + 1
+        ))
+    } else {
+        None
+    }
+}
+
 fn list_cold(session: &Session, args: &ListArgs, state: &str, out: &mut Out) -> Result<ExitCode> {
     let limit = if args.all { usize::MAX } else { args.limit };
     let (entries, total) =
         crate::lifecycle::archive::cold_page(session.store(), state, args.offset, limit)?;
+    let notice = cold_page_notice(state, args.offset, limit, entries.len(), total);
     if out.json {
+        // The same words as the text's footer, where `--json` puts what is not the answer.
+        if let Some(n) = &notice {
+            super::output::warn(n);
+        }
         let items: Vec<Value> = entries
             .iter()
             .map(|s| Value::Object(to_flat_map(s)))
@@ -409,7 +439,7 @@ fn list_cold(session: &Session, args: &ListArgs, state: &str, out: &mut Out) -> 
         return Ok(ExitCode::Ok);
     }
     if entries.is_empty() {
-        out.line(format!("no {state} entries"));
+        out.line(notice.unwrap_or_else(|| format!("no {state} entries")));
         return Ok(ExitCode::Ok);
     }
     out.line(format!(
@@ -426,13 +456,8 @@ fn list_cold(session: &Session, args: &ListArgs, state: &str, out: &mut Out) -> 
             clip(&s.fields.summary, 80)
         ));
     }
-    let shown = args.offset + entries.len();
-    if shown < total {
-        out.line(format!(
-            "({state} {}-{} of {total}; next page: --offset {shown})",
-            args.offset + 1,
-            shown
-        ));
+    if let Some(n) = notice {
+        out.line(format!("({n})"));
     }
     Ok(ExitCode::Ok)
 }

@@ -251,13 +251,12 @@ fn results() -> Vec<(&'static str, &'static str, Value)> {
             "context",
             "memlog context",
             json!({
-                "description": "The AgentTask with memory_context filled (--format json), or the prompt prefix (--format prompt), or null when --format prompt found nothing to say because memory is disabled",
+                "description": "The AgentTask with memory_context filled (--format json; the task as read when memory_enabled is not true), or the prompt prefix (--format prompt; empty when memory_enabled is not true)",
                 "anyOf": [
                     {"type": "object", "required": ["prompt", "entries", "tokens", "budget"], "properties": {
                         "prompt": string(), "entries": integer(), "tokens": integer(), "budget": integer()
                     }},
-                    {"type": "object", "properties": {"memory_context": array(json!({"type": "object"}))}},
-                    {"type": "null"}
+                    {"type": "object", "properties": {"memory_context": array(json!({"type": "object"}))}}
                 ]
             }),
         ),

@@ -238,8 +238,10 @@ fn print_summary(out: &mut Out, project: &str, dates: &DateRange, s: &MemoryStat
     out.line(format!("most active agents {}", joined_or(agents, "-")));
     // The totals, not the sums of the series, which never run over more than MAX_DAYS days.
     out.line(format!(
-        "growth             {} created, {} superseded over {} days",
-        s.growth.created, s.growth.superseded, s.growth.days
+        "growth             {} created, {} superseded over {}",
+        s.growth.created,
+        s.growth.superseded,
+        super::plural::count(s.growth.days, "day", "days")
     ));
     out.line(format!(
         "lifecycle          {}  pinned {}",
@@ -253,7 +255,10 @@ fn print_summary(out: &mut Out, project: &str, dates: &DateRange, s: &MemoryStat
         .map(|(kind, days)| {
             let ended = l.ended_by_kind.get(kind).copied().unwrap_or(0);
             let rate = l.archival_rate_by_kind.get(kind).copied().unwrap_or(0.0);
-            format!("{kind} {days} days ({ended} ended, {rate}% archived)")
+            format!(
+                "{kind} {} ({ended} ended, {rate}% archived)",
+                super::plural::days(*days)
+            )
         })
         .collect();
     out.line(format!(

@@ -13,12 +13,15 @@ use serde::{Deserialize, Serialize};
 pub struct DecaySpec {
     /// Overrides `decay_function`: `exponential`, `linear`, `step` or `custom`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("enum" = ["exponential", "linear", "step", "custom", null]))]
     pub function: Option<String>,
     /// Exponential rate per day: `score = e^(-lambda * t)`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("exclusiveMinimum" = 0.0))]
     pub lambda: Option<f64>,
     /// Linear decay period T in days: `score = max(0, 1 - t / T)`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("exclusiveMinimum" = 0.0))]
     pub period_days: Option<f64>,
     /// Step decay: from `after_days` on, the score is `score`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -32,7 +35,9 @@ pub struct DecaySpec {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Step {
+    #[schemars(range(min = 0.0))]
     pub after_days: f64,
+    #[schemars(range(min = 0.0, max = 1.0))]
     pub score: f64,
 }
 
@@ -40,7 +45,9 @@ pub struct Step {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Point {
+    #[schemars(range(min = 0.0))]
     pub days: f64,
+    #[schemars(range(min = 0.0, max = 1.0))]
     pub score: f64,
 }
 
@@ -59,6 +66,35 @@ pub enum DecayFunction {
 }
 
 const KEY: &str = "policies.lifecycle";
+
+impl DecaySpec {
+    /// The problems of every parameter given, whether or not the function in use reads it: the
+    /// schema of `memlog.json`, which cannot tell which function is in use, refuses such a
+    /// value wherever it is, and choosing another function must not reveal a problem that was
+    /// there all along.
+    pub fn problems(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for (key, value) in [
+            ("decay.lambda", self.lambda),
+            ("decay.period_days", self.period_days),
+        ] {
+            if let Some(v) = value
+                && !(v.is_finite() && v > 0.0)
+            {
+                out.push(format!("{KEY}.{key} must be > 0 (got {v})"));
+            }
+        }
+        if let Some(steps) = &self.steps {
+            let points: Vec<(f64, f64)> = steps.iter().map(|s| (s.after_days, s.score)).collect();
+            out.extend(check_table(&points, "decay.steps", "after_days").err());
+        }
+        if let Some(table) = &self.table {
+            let points: Vec<(f64, f64)> = table.iter().map(|p| (p.days, p.score)).collect();
+            out.extend(check_table(&points, "decay.table", "days").err());
+        }
+        out
+    }
+}
 
 impl DecayFunction {
     /// The function a lifecycle policy describes.

@@ -9,11 +9,16 @@ use serde::{Deserialize, Serialize};
 pub struct ImportancePolicy {
     pub weights: Weights,
     /// At or above this importance an entry's TTL is multiplied by `ttl_multiplier`.
+    #[schemars(range(min = 0.0, max = 1.0))]
     pub high_threshold: f64,
+    /// At least 1: importance extends a TTL, never shortens it.
+    #[schemars(range(min = 1.0))]
     pub ttl_multiplier: f64,
     /// Accesses per 30 days at which access frequency counts in full.
+    #[schemars(extend("exclusiveMinimum" = 0.0))]
     pub full_frequency_per_month: f64,
     /// Related entries at which relationships count in full.
+    #[schemars(range(min = 1))]
     pub full_relationships: u32,
 }
 
@@ -21,8 +26,11 @@ pub struct ImportancePolicy {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct Weights {
+    #[schemars(range(min = 0.0))]
     pub access_frequency: f64,
+    #[schemars(range(min = 0.0))]
     pub confidence: f64,
+    #[schemars(range(min = 0.0))]
     pub relationships: f64,
 }
 

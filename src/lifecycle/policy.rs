@@ -15,14 +15,20 @@ impl LifecyclePolicy {
         if let Err(e) = self.decay_function() {
             out.push(e);
         }
+        if let Some(spec) = &self.decay {
+            out.extend(spec.problems());
+        }
         if !self.decaying_threshold.is_finite() || !(0.0..=1.0).contains(&self.decaying_threshold) {
             out.push(format!(
                 "{KEY}.decaying_threshold must be between 0 and 1 (got {})",
                 self.decaying_threshold
             ));
         }
+        // The half-life is refused at 0 even when the decay function does not read it, as the
+        // schema of `memlog.json` refuses it: a half-life of no days means nothing.
         for (key, v) in [
             ("default_ttl_days", self.default_ttl_days),
+            ("decay_half_life_days", self.decay_half_life_days),
             ("archive_retention_days", self.archive_retention_days),
             ("expired_retention_days", self.expired_retention_days),
             ("audit_retention_days", self.audit_retention_days),
@@ -54,6 +60,10 @@ impl LifecyclePolicy {
         if self.archive_size_warning == 0 {
             out.push(format!("{KEY}.archive_size_warning must be > 0 (got 0)"));
         }
+        // A value that the function in use reads and that is also checked on its own (a
+        // half-life of 0 with exponential decay) is one problem, named once.
+        let mut seen = std::collections::HashSet::new();
+        out.retain(|p| seen.insert(p.clone()));
         out
     }
 

@@ -47,14 +47,19 @@ fn near(typed: char, meant: char) -> bool {
 }
 
 /// The words that `word` may be a slip of, in a fixed order, without duplicates: two letters
-/// swapped; a letter typed twice or with its neighbouring key (`depploy`, `deplpoy`); a letter
-/// left out, but the first (`deply`); a letter replaced by a neighbouring key or a vowel by
-/// another (`deplot`, `idempotancy`).
+/// swapped; a letter typed twice or with its neighbouring key (`depploy`, `deplpoy`), but not
+/// in front of the word; a letter left out, but the first (`deply`); a letter replaced by a
+/// neighbouring key or a vowel by another (`deplot`, `idempotancy`).
+///
+/// The first letter is where a word differs from another word, not where fingers slip: a
+/// letter added in front is no more a slip than the first one left out (`selection` is not
+/// `election` typed with the `s` beside the `e`, nor `rate` a `crate` missing its `c`). A first
+/// letter typed twice is still one (`ddeploy`: the second `d` is the extra one).
 pub fn edits(word: &str) -> Vec<String> {
     let chars: Vec<char> = word.chars().collect();
     let mut out = Vec::new();
     let s = |v: &[char]| v.iter().collect::<String>();
-    for i in 0..chars.len() {
+    for i in 1..chars.len() {
         let extra = chars[i];
         let beside = [i.checked_sub(1), Some(i + 1)]
             .into_iter()
@@ -187,6 +192,7 @@ mod tests {
         for (typed, meant) in [
             ("deplyo", "deploy"),
             ("depploy", "deploy"),
+            ("ddeploy", "deploy"),
             ("deplpoy", "deploy"),
             ("deply", "deploy"),
             ("certificat", "certificate"),
@@ -202,7 +208,8 @@ mod tests {
         assert!(!edits("cache").contains(&"cache".to_owned()));
     }
 
-    /// Words one arbitrary edit from another word, but no slip of the fingers from it.
+    /// Words one arbitrary edit from another word, but no slip of the fingers from it, either
+    /// way: `selection` is `election` with an `s` typed before it, `s` beside `e`.
     #[test]
     fn other_words_are_not_slips() {
         for (word, other) in [
@@ -213,10 +220,12 @@ mod tests {
             ("bread", "break"),
             ("rate", "crate"),
         ] {
-            assert!(
-                !edits(word).contains(&other.to_owned()),
-                "{word} -> {other}"
-            );
+            for (typed, meant) in [(word, other), (other, word)] {
+                assert!(
+                    !edits(typed).contains(&meant.to_owned()),
+                    "{typed} -> {meant}"
+                );
+            }
         }
     }
 

@@ -188,8 +188,46 @@ fn config_validate_names_every_invalid_key_and_every_command_refuses_it_alike() 
     assert_eq!(std::fs::read(env.log()).unwrap_or_default(), log_before);
 }
 
-/// Values of the right type but out of their range, which only the lifecycle policy's own
-/// checks see: `config validate`, `health` and every other command agree that they are invalid.
+/// A value of the wrong type (a negative number of days) hides none of the lifecycle policy's
+/// other problems, and a value refused by the schema and by the policy's own checks is listed
+/// once: by `config validate`, and in the refusal every command gives.
+#[test]
+fn config_validate_lists_every_lifecycle_problem_once() {
+    let env = Env::with_project();
+    let path = env.root().join("ai-memory/demo/memlog.json");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"));
+    let mut c: serde_json::Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}"));
+    let l = &mut c["policies"]["lifecycle"];
+    l["grace_period_days"] = serde_json::json!(-1);
+    l["batch_size"] = serde_json::json!(0);
+    l["archive_retention_days"] = serde_json::json!(0);
+    l["decaying_threshold"] = serde_json::json!(1.5);
+    std::fs::write(&path, c.to_string()).unwrap_or_else(|e| panic!("{e}"));
+    let problems = [
+        "`policies.lifecycle.archive_retention_days`: must be at least 1, not 0",
+        "`policies.lifecycle.batch_size`: must be at least 1, not 0",
+        "`policies.lifecycle.decaying_threshold`: must be between 0 and 1, not 1.5",
+        "`policies.lifecycle.grace_period_days`: must be at least 0, not -1",
+    ];
+    let r = env.run(&["config", "validate", "demo"]);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    let listed: Vec<&str> = r.stdout.lines().skip(1).map(str::trim).collect();
+    assert_eq!(listed, problems, "{}", r.stdout);
+    assert!(r.stdout.contains("invalid (4 problems)"), "{}", r.stdout);
+    let refused = env.run(&["list", "demo"]);
+    assert_eq!(refused.code, 3, "{}", refused.stderr);
+    for problem in problems {
+        assert_eq!(
+            refused.stderr.matches(problem).count(),
+            1,
+            "{problem}: {}",
+            refused.stderr
+        );
+    }
+}
+
+/// Values of the right type but out of the lifecycle policy's ranges: `config validate`,
+/// `health` and every other command agree that they are invalid.
 #[test]
 fn config_validate_and_health_refuse_what_every_command_refuses() {
     let path_of = |env: &Env| env.root().join("ai-memory/demo/memlog.json");

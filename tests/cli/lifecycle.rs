@@ -176,7 +176,7 @@ fn invalid_policies_are_refused_naming_the_key() {
     assert_ne!(r.code, 0);
     assert!(
         r.stderr
-            .contains("`policies.lifecycle.decay.lambda`: must be > 0"),
+            .contains("`policies.lifecycle.decay.lambda`: must be greater than 0, not -1"),
         "{}",
         r.stderr
     );
@@ -204,17 +204,38 @@ fn invalid_policies_are_refused_naming_the_key() {
 }
 
 /// Counts of one are singular in the text output: one entry, one batch, one transition, one
-/// event; a context file written for the first time is "created".
+/// event, one day; a context file written for the first time is "created".
 #[test]
 fn counts_of_one_are_singular() {
     let env = Env::with_project();
     env.add("a.subject", "a decision");
+    let stats = env.run_at(&day(1), &["stats"]).ok();
+    assert!(
+        stats
+            .stdout
+            .contains("growth             1 created, 0 superseded over 1 day\n"),
+        "{}",
+        stats.stdout
+    );
     let run = env.run_at(&day(100), &["lifecycle", "run"]).ok();
     assert!(
         run.stdout
             .contains("demo: 1 entry in 1 batch, 1 transition (archived 1)"),
         "{}",
         run.stdout
+    );
+    let report = env.run_at(&day(100), &["lifecycle", "report"]).ok();
+    assert!(
+        report
+            .stdout
+            .contains(&format!("last run         {} (1 entry, ", day(100))),
+        "{}",
+        report.stdout
+    );
+    assert!(
+        report.stdout.contains("storage archived 1 entry, "),
+        "{}",
+        report.stdout
     );
     let export = env.run(&["export", "out.json"]).ok();
     assert!(
@@ -238,6 +259,52 @@ fn counts_of_one_are_singular() {
         "{}",
         sync.stdout
     );
+}
+
+/// A page of `list --archived` says where it is alike in text and JSON: the footer naming the
+/// next page is a warning with `--json`, and a page past the end says how many there are
+/// instead of that there are none.
+#[test]
+fn archived_pages_say_where_they_are_in_json_too() {
+    let env = Env::with_project();
+    for n in 1..=3 {
+        env.add(&format!("old.n{n}"), &format!("Old cache note {n}"));
+    }
+    assert_eq!(run_at(&env, 100)["archived"], 3);
+    let text = env.run(&["list", "--archived", "--limit", "1"]).ok();
+    assert!(
+        text.stdout
+            .ends_with("(archived 1-1 of 3; next page: --offset 1)\n"),
+        "{}",
+        text.stdout
+    );
+    let json = env
+        .run(&["--json", "list", "--archived", "--limit", "1"])
+        .ok();
+    assert_eq!(json.json().as_array().map(Vec::len), Some(1));
+    assert_eq!(
+        json.warnings(),
+        ["archived 1-1 of 3; next page: --offset 1"],
+        "{}",
+        json.stdout
+    );
+    // The last page says nothing more, in either form.
+    let last = env
+        .run(&["--json", "list", "--archived", "--offset", "2"])
+        .ok();
+    assert_eq!(last.json().as_array().map(Vec::len), Some(1));
+    assert!(last.warnings().is_empty(), "{}", last.stdout);
+    let past_end = "no archived entries at --offset 5 (3 in all); give an --offset below 3";
+    let text = env.run(&["list", "--archived", "--offset", "5"]).ok();
+    assert_eq!(text.stdout.trim(), past_end);
+    let json = env
+        .run(&["--json", "list", "--archived", "--offset", "5"])
+        .ok();
+    assert_eq!(json.json(), serde_json::json!([]));
+    assert_eq!(json.warnings(), [past_end], "{}", json.stdout);
+    // None asked for: nothing, as `list --limit 0`.
+    let none = env.run(&["list", "--archived", "--limit", "0"]).ok();
+    assert_eq!(none.stdout.trim(), "no archived entries");
 }
 
 /// A dry run's report is the run's: `archived` counts the entries the run would leave archived.
@@ -837,6 +904,30 @@ fn invalid_transitions_are_refused_naming_both_states() {
             assert_eq!(memlog::lifecycle::machine::check(*from, *to).is_ok(), valid);
         }
     }
+}
+
+/// `--explain` says why an archived entry that `--include-archived` added is scored by its
+/// composite alone although the query has text: it is outside the text index.
+#[test]
+fn explain_says_why_an_archived_entry_is_scored_by_its_composite() {
+    let env = Env::with_project();
+    env.add("a.subject", "first decision about retries");
+    run_at(&env, 100);
+    let r = env
+        .run_at(
+            &day(100),
+            &["query", "retries", "--include-archived", "--explain"],
+        )
+        .ok();
+    assert!(
+        r.stdout.contains(
+            "= composite (archived, outside the text index: added by --include-archived after \
+             the active results for holding retri; decay"
+        ),
+        "{}",
+        r.stdout
+    );
+    assert!(!r.stdout.contains("no text"), "{}", r.stdout);
 }
 
 #[test]

@@ -345,6 +345,37 @@ fn summary_only_and_related() {
     assert!(got.contains(&first[0]), "related entry missing: {got:?}");
 }
 
+/// `--explain` says why an entry that `--include-related` added is scored by its composite
+/// alone although the query has text; "no text" is said of a query without text only.
+#[test]
+fn explain_says_why_a_related_entry_is_scored_by_its_composite() {
+    let env = Env::with_project();
+    let first = apply(
+        &env,
+        "demo",
+        &[entry("Use canary deploys", "repo", 0.9, "doc")],
+    );
+    let mut second = entry("Canary size is five percent", "repo", 0.9, "doc");
+    second["related_entries"] = json!([first[0]]);
+    second["summary"] = "Canary traffic share is five percent".into();
+    let second = apply(&env, "demo", &[second]);
+    let r = env
+        .run(&["query", "traffic share", "--include-related", "--explain"])
+        .ok();
+    let why = format!(
+        "= composite (related to {}, added by --include-related, not ranked by the text: decay",
+        second[0]
+    );
+    assert!(r.stdout.contains(&why), "{why}\n{}", r.stdout);
+    assert!(!r.stdout.contains("no text"), "{}", r.stdout);
+    let r = env.run(&["query", "--explain"]).ok();
+    assert!(
+        r.stdout.contains("= composite (no text: decay"),
+        "{}",
+        r.stdout
+    );
+}
+
 #[test]
 fn explain_shows_every_component_and_rule() {
     let (env, _, _) = fixture();
@@ -377,6 +408,30 @@ fn context_fills_memory_context_or_leaves_the_task_alone() {
     assert_eq!(r.stdout.trim_end(), disabled);
     let r = context(&env, &["context", "demo", "-"], "{\"goal\":\"deploy\"}").ok();
     assert_eq!(r.stdout.trim_end(), "{\"goal\":\"deploy\"}");
+    // As a prompt, a disabled task gives the empty prompt, in the shape `--format prompt`
+    // always answers with, and says why it is empty.
+    let prompt = ["context", "demo", "-", "--format", "prompt"];
+    let r = context(&env, &prompt, disabled).ok();
+    assert_eq!(r.stdout, "");
+    assert!(
+        r.stderr.contains("`memory_enabled` is not true"),
+        "{}",
+        r.stderr
+    );
+    let r = context(&env, &[&["--json"][..], &prompt].concat(), disabled).ok();
+    assert_eq!(
+        r.json(),
+        json!({"prompt": "", "entries": 0, "tokens": 0, "budget": 1200}),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.warnings()
+            .iter()
+            .any(|w| w.contains("`memory_enabled` is not true")),
+        "{}",
+        r.stdout
+    );
     let before = std::fs::read_to_string(env.root().join("ai-memory/demo/.memlog/queries.jsonl"))
         .unwrap_or_default();
     assert!(before.is_empty(), "a disabled task ran a query");
@@ -734,8 +789,9 @@ fn a_query_of_stop_words_only_matches_nothing() {
 }
 
 /// A word that is in no entry is corrected only when it is a slip of the fingers of a word an
-/// entry writes: "deplyo" finds the deploy entries, "election" (one letter from "selection") and
-/// "parking" (a slip from a word whose stem is that of "Paris") find nothing.
+/// entry writes: "deplyo" finds the deploy entries; "election" and "selection" (one letter
+/// apart, either way) and "parking" (a slip from a word whose stem is that of "Paris") find
+/// nothing.
 #[test]
 fn only_slips_are_corrected() {
     let env = Env::with_project();
@@ -749,6 +805,11 @@ fn only_slips_are_corrected() {
         let none = env.run(&["--json", "query", text]).ok().json();
         assert_eq!(none, json!([]), "{text}");
     }
+    // "selection" is "election" with an `s` (the key beside `e`) typed before it: another word.
+    let env = Env::with_project();
+    env.add("board.vote", "The board election happens in March");
+    let none = env.run(&["--json", "query", "selection"]).ok().json();
+    assert_eq!(none, json!([]), "selection");
 }
 
 /// `list --limit 0` lists nothing, however many entries match (as `list --archived --limit 0`).
