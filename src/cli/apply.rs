@@ -1165,5 +1165,7 @@ fn log_skipped(ctx: &Ctx, project: &Project, skipped: &[Skipped]) -> Result<()> 
         bytes.extend_from_slice(line.to_string().as_bytes());
         bytes.push(b'\n');
     }
-    crate::log::durable::append(&project.state_dir().join("apply-log.jsonl"), &bytes).map(|_| ())
+    crate::log::durable::append_record(&project.state_dir().join("apply-log.jsonl"), &bytes)?
+        .1
+        .sync()
 }
