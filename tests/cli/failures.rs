@@ -905,15 +905,18 @@ fn a_damaged_store_block_is_rebuilt_by_the_next_command() {
     let tables = env
         .root()
         .join("ai-memory/demo/.memlog/store/keyspaces/1/tables");
-    for table in std::fs::read_dir(&tables)
-        .unwrap_or_else(|e| panic!("{e}"))
-        .flatten()
-    {
-        let mut bytes = std::fs::read(table.path()).unwrap_or_else(|e| panic!("{e}"));
-        let at = bytes.len() / 3;
-        bytes[at] ^= 0x10;
-        std::fs::write(table.path(), bytes).unwrap_or_else(|e| panic!("{e}"));
-    }
+    let damage = || {
+        for table in std::fs::read_dir(&tables)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .flatten()
+        {
+            let mut bytes = std::fs::read(table.path()).unwrap_or_else(|e| panic!("{e}"));
+            let at = bytes.len() / 3;
+            bytes[at] ^= 0x10;
+            std::fs::write(table.path(), bytes).unwrap_or_else(|e| panic!("{e}"));
+        }
+    };
+    damage();
     let failed = env.run(&["dump", "demo"]);
     assert_eq!(failed.code, 6, "{}", failed.stderr);
     assert!(
@@ -934,6 +937,25 @@ fn a_damaged_store_block_is_rebuilt_by_the_next_command() {
             .exists()
     );
     env.run(&["verify", "demo"]).ok();
+
+    // `health` reads every block: it finds the damage that `dump` would find part way through
+    // its output, says so, and the next command rebuilds the store.
+    damage();
+    let health = env.run(&["health", "demo"]);
+    assert_eq!(health.code, 1, "{}", health.stdout);
+    assert!(
+        health.stdout.contains("the store cannot be read")
+            && health.stdout.contains("the next command rebuilds it"),
+        "{}",
+        health.stdout
+    );
+    let rebuilt = env.run(&["dump", "demo"]).ok();
+    assert!(
+        rebuilt.stderr.contains("found the store damaged"),
+        "{}",
+        rebuilt.stderr
+    );
+    assert_eq!(rebuilt.stdout, before);
 
     // Marked damaged, then rebuilt by hand: the mark goes with the old store.
     std::fs::write(
