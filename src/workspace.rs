@@ -105,10 +105,10 @@ impl Workspace {
 pub struct ProjectName(String);
 
 impl ProjectName {
-    /// Validates a project name: 1 to 64 characters from letters, digits, `.`, `_` and `-`, not
-    /// starting with `.` or `-`, so it can never be `..`, an absolute path, a hidden directory
-    /// such as `.memlog`, or anything with a separator or control character; and nothing the
-    /// secret detector flags.
+    /// Validates a project name: 1 to 64 characters from ASCII letters, digits, `.`, `_` and
+    /// `-`, not starting with `.` or `-`, so it can never be `..`, an absolute path, a hidden
+    /// directory such as `.memlog`, or anything with a separator or control character; and
+    /// nothing the secret detector flags.
     ///
     /// # Errors
     /// [`Error::BadProjectName`] saying which rule failed.
@@ -142,7 +142,7 @@ impl ProjectName {
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
         {
-            return bad("use only letters, digits, `.`, `_` and `-`");
+            return bad("use only ASCII letters (`a`-`z`, `A`-`Z`), digits, `.`, `_` and `-`");
         }
         if !crate::policy::secret_scan::scan_text(name).is_empty() {
             // The name becomes a directory in git and is echoed by every command.
@@ -166,6 +166,16 @@ impl std::fmt::Display for ProjectName {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `é` is a letter: the rule says which letters.
+    #[test]
+    fn a_letter_outside_ascii_is_refused_as_such() {
+        let err = ProjectName::new("café");
+        assert!(
+            matches!(err, Err(Error::BadProjectName { why, .. }) if why.contains("ASCII letters")),
+            "{err:?}"
+        );
+    }
 
     #[test]
     fn unsafe_names_are_refused() {
