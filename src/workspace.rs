@@ -155,6 +155,19 @@ impl ProjectName {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// Whether the name is a device name on Windows (`con`, `prn`, `aux`, `nul`, `com0`-`com9`,
+    /// `lpt0`-`lpt9`, in any case, with or without an extension): no Windows checkout can hold
+    /// a directory of that name.
+    pub fn is_windows_device(&self) -> bool {
+        let stem = self.0.split('.').next().unwrap_or_default();
+        let lower = stem.to_ascii_lowercase();
+        match lower.as_bytes() {
+            b"con" | b"prn" | b"aux" | b"nul" => true,
+            [b'c', b'o', b'm', d] | [b'l', b'p', b't', d] => d.is_ascii_digit(),
+            _ => false,
+        }
+    }
 }
 
 impl std::fmt::Display for ProjectName {
@@ -191,6 +204,25 @@ mod tests {
             );
         }
         assert!(ProjectName::new(&"a".repeat(65)).is_err());
+    }
+
+    #[test]
+    fn windows_device_names_are_recognised() {
+        let device = |n: &str| {
+            ProjectName::new(n)
+                .unwrap_or_else(|e| panic!("{e}"))
+                .is_windows_device()
+        };
+        for name in [
+            "con", "NUL", "Aux", "prn", "com1", "COM9", "lpt0", "nul.txt", "con.x.y",
+        ] {
+            assert!(device(name), "{name}");
+        }
+        for name in [
+            "console", "nully", "com10", "lpt", "comx", "a.con", "global",
+        ] {
+            assert!(!device(name), "{name}");
+        }
     }
 
     #[test]
