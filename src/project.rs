@@ -402,6 +402,7 @@ pub struct InitReport {
 pub fn init(workspace: &Workspace, project: &ProjectName, now: &str) -> Result<InitReport> {
     let memory = workspace.memory_dir();
     refuse_memory_outside(workspace)?;
+    refuse_unportable(workspace, project)?;
     fs_err::create_dir_all(&memory)?;
     durable::create_if_missing(&memory.join(".gitattributes"), GITATTRIBUTES.as_bytes())?;
     durable::create_if_missing(&memory.join(".gitignore"), GITIGNORE.as_bytes())?;
@@ -418,6 +419,46 @@ pub fn init(workspace: &Workspace, project: &ProjectName, now: &str) -> Result<I
         created,
         global_created,
     })
+}
+
+/// Refuses to create a project that a checkout on another system could not hold: a Windows
+/// device name (`con`, `nul`, ...), or a name that differs only by case from a project there
+/// (`GLOBAL` beside `global`), which macOS and Windows take for one directory. Checked before
+/// anything is written.
+///
+/// # Errors
+/// [`Error::BadProjectName`] or [`Error::Rejected`], with the fix.
+fn refuse_unportable(workspace: &Workspace, project: &ProjectName) -> Result<()> {
+    if project.is_windows_device() {
+        return Err(Error::BadProjectName {
+            name: project.to_string(),
+            why: "it is a device name on Windows (`con`, `prn`, `aux`, `nul`, `com0`-`com9`, \
+                  `lpt0`-`lpt9`, with or without an extension), which no Windows checkout can \
+                  hold: choose another name",
+        });
+    }
+    let mut names = vec![GLOBAL_PROJECT.to_owned()];
+    if let Ok(dir) = fs_err::read_dir(workspace.memory_dir()) {
+        names.extend(
+            dir.flatten()
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                .map(|e| e.file_name().to_string_lossy().into_owned()),
+        );
+    }
+    let name = project.as_str();
+    match names
+        .iter()
+        .find(|n| n.as_str() != name && n.eq_ignore_ascii_case(name))
+    {
+        Some(twin) => Err(Error::Rejected {
+            message: format!(
+                "project `{name}` differs from the project `{twin}` only by case, and macOS and \
+                 Windows take both for one directory: use `{twin}`, or a name that differs by \
+                 more than case"
+            ),
+        }),
+        None => Ok(()),
+    }
 }
 
 fn is_link(path: &std::path::Path) -> bool {

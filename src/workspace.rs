@@ -105,10 +105,10 @@ impl Workspace {
 pub struct ProjectName(String);
 
 impl ProjectName {
-    /// Validates a project name: 1 to 64 characters from letters, digits, `.`, `_` and `-`, not
-    /// starting with `.` or `-`, so it can never be `..`, an absolute path, a hidden directory
-    /// such as `.memlog`, or anything with a separator or control character; and nothing the
-    /// secret detector flags.
+    /// Validates a project name: 1 to 64 characters from ASCII letters, digits, `.`, `_` and
+    /// `-`, not starting with `.` or `-`, so it can never be `..`, an absolute path, a hidden
+    /// directory such as `.memlog`, or anything with a separator or control character; and
+    /// nothing the secret detector flags.
     ///
     /// # Errors
     /// [`Error::BadProjectName`] saying which rule failed.
@@ -142,7 +142,7 @@ impl ProjectName {
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
         {
-            return bad("use only letters, digits, `.`, `_` and `-`");
+            return bad("use only ASCII letters (`a`-`z`, `A`-`Z`), digits, `.`, `_` and `-`");
         }
         if !crate::policy::secret_scan::scan_text(name).is_empty() {
             // The name becomes a directory in git and is echoed by every command.
@@ -155,6 +155,19 @@ impl ProjectName {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// Whether the name is a device name on Windows (`con`, `prn`, `aux`, `nul`, `com0`-`com9`,
+    /// `lpt0`-`lpt9`, in any case, with or without an extension): no Windows checkout can hold
+    /// a directory of that name.
+    pub fn is_windows_device(&self) -> bool {
+        let stem = self.0.split('.').next().unwrap_or_default();
+        let lower = stem.to_ascii_lowercase();
+        match lower.as_bytes() {
+            b"con" | b"prn" | b"aux" | b"nul" => true,
+            [b'c', b'o', b'm', d] | [b'l', b'p', b't', d] => d.is_ascii_digit(),
+            _ => false,
+        }
+    }
 }
 
 impl std::fmt::Display for ProjectName {
@@ -166,6 +179,16 @@ impl std::fmt::Display for ProjectName {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `é` is a letter: the rule says which letters.
+    #[test]
+    fn a_letter_outside_ascii_is_refused_as_such() {
+        let err = ProjectName::new("café");
+        assert!(
+            matches!(err, Err(Error::BadProjectName { why, .. }) if why.contains("ASCII letters")),
+            "{err:?}"
+        );
+    }
 
     #[test]
     fn unsafe_names_are_refused() {
@@ -181,6 +204,25 @@ mod tests {
             );
         }
         assert!(ProjectName::new(&"a".repeat(65)).is_err());
+    }
+
+    #[test]
+    fn windows_device_names_are_recognised() {
+        let device = |n: &str| {
+            ProjectName::new(n)
+                .unwrap_or_else(|e| panic!("{e}"))
+                .is_windows_device()
+        };
+        for name in [
+            "con", "NUL", "Aux", "prn", "com1", "COM9", "lpt0", "nul.txt", "con.x.y",
+        ] {
+            assert!(device(name), "{name}");
+        }
+        for name in [
+            "console", "nully", "com10", "lpt", "comx", "a.con", "global",
+        ] {
+            assert!(!device(name), "{name}");
+        }
     }
 
     #[test]

@@ -680,6 +680,18 @@ impl<'a> Batch<'a> {
         let staged = std::mem::take(&mut self.staged);
         let mut bytes = Vec::new();
         let mut events: Vec<(Event, String)> = Vec::new();
+        // The last check before the log: a line whose id does not hash it would make every
+        // later rebuild stop with CORRUPT_LOG. A tombstone's id hashes the content a purge
+        // removed, and whoever staged it checked that the purge vouches for it.
+        if let Some((e, _)) = staged
+            .iter()
+            .flat_map(|s| &s.events)
+            .find(|(e, l)| !crate::log::tombstones::marked(l) && !verifies(l, &e.id))
+        {
+            return Err(Error::Rejected {
+                message: unverified(&e.id),
+            });
+        }
         for s in &staged {
             for (e, line) in &s.events {
                 bytes.extend_from_slice(line.as_bytes());
@@ -1024,6 +1036,20 @@ fn dry_run_without_store(project: &Project, ctx: &WriteContext, change: Change) 
     Ok(unstored(&events, id, superseded, warnings))
 }
 
+/// Whether `line` states the id `id` and hashes to it.
+fn verifies(line: &str, id: &str) -> bool {
+    crate::log::line_id::stated_id(line.as_bytes()) == Some((id, true))
+}
+
+/// Why an event whose line would not verify was not written.
+fn unverified(id: &str) -> String {
+    format!(
+        "event {id} was not written: its line does not hash to its id, so every later \
+         rebuild would refuse the log. Nothing was written; this is a bug in memlog, please \
+         report it with the event's line"
+    )
+}
+
 /// Events written elsewhere: `memlog import --format events` and `memlog merge-project`.
 impl Batch<'_> {
     /// Stages an event written elsewhere (an import of another log's events) unchanged: its
@@ -1143,12 +1169,16 @@ impl Batch<'_> {
         let id = event
             .created_entry()
             .map_or_else(|| event.entry.clone(), str::to_owned);
-        // A tombstone keeps its line (its id hashes the content a purge removed, so the line
-        // cannot be made again); the caller checked that the purge it names vouches for it.
-        let line = match line.filter(|l| crate::log::tombstones::marked(l)) {
-            Some(l) => l,
-            None => event.to_line()?,
-        };
+        // The line is copied as it came when its id hashes it: an optional key written as
+        // `null` or `{}` (`"reason":null`, `"redacted":{}`) is valid and decodes as absent, so
+        // the line made again from the event would lack it and fail its own id. A tombstone
+        // keeps its line too (its id hashes the content a purge removed); the caller checked
+        // that the purge it names vouches for it.
+        let line =
+            match line.filter(|l| crate::log::tombstones::marked(l) || verifies(l, &event.id)) {
+                Some(l) => l,
+                None => event.to_line()?,
+            };
         let events = vec![(event.clone(), line)];
         let written = unstored(&events, id, None, warnings);
         self.foreign_entries
@@ -1340,4 +1370,60 @@ fn foreign_texts(at: &str, v: &Value, checked: Checked, out: &mut Vec<(String, S
 fn is_blank_by_purge(problem: &crate::policy::validate::Problem) -> bool {
     matches!(problem.constraint, "required" | "evidence_strength")
         && projections::tombstone::PURGED_FIELDS.contains(&problem.field.as_str())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The last check before the log: a staged line whose id does not hash it (a line made
+    /// again from an event that lost a key on decoding, say) is not appended, and nothing of
+    /// its batch is.
+    #[test]
+    fn a_line_that_does_not_hash_to_its_id_is_never_appended() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let ws = crate::workspace::Workspace::at(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        let name = crate::workspace::ProjectName::new("p").unwrap_or_else(|e| panic!("{e}"));
+        let at = "2026-01-01T00:00:00.000Z";
+        crate::project::init(&ws, &name, at).unwrap_or_else(|e| panic!("{e}"));
+        let project = Project::open(&ws, name).unwrap_or_else(|e| panic!("{e}"));
+        let ctx = WriteContext {
+            actor: "t".into(),
+            at: at.into(),
+            lock_timeout: Duration::from_secs(5),
+            dry_run: false,
+            fail_after_append: false,
+        };
+        let fields: EntryFields = serde_json::from_value(serde_json::json!({
+            "section": "decisions", "kind": "decision", "subject": "a.b", "scope": "repo",
+            "summary": "s", "content": "c", "confidence": 0.5
+        }))
+        .unwrap_or_else(|e| panic!("{e}"));
+        let (event, line) = Event::build_with_line(
+            "",
+            "t",
+            at,
+            vec![],
+            EventData::Create {
+                fields,
+                status: Status::Active,
+            },
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let altered = line.replacen("\"summary\":\"s\"", "\"summary\":\"t\"", 1);
+        let mut batch = Batch::open(&project, &ctx).unwrap_or_else(|e| panic!("{e}"));
+        for l in [line.clone(), altered] {
+            batch.staged.push(Staged {
+                events: vec![(event.clone(), l)],
+                written: unstored(&[], String::new(), None, Vec::new()),
+            });
+        }
+        let e = batch
+            .append_staged()
+            .err()
+            .unwrap_or_else(|| panic!("appended"));
+        assert!(matches!(e, Error::Rejected { .. }), "{e}");
+        assert!(e.to_string().contains(&event.id), "{e}");
+        assert_eq!(fs_err::read(project.log_path()).unwrap_or_default(), b"");
+    }
 }

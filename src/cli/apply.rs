@@ -516,7 +516,10 @@ impl Updates {
             Error::Invalid(Invalid::one(
                 "input",
                 "format",
-                format!("input is not valid JSON: {e}"),
+                format!(
+                    "input is not valid JSON: {}",
+                    super::strict_json::message(&e)
+                ),
             ))
         })?;
         let single = value.is_object() && value.get("memory_updates").is_none();
@@ -618,7 +621,7 @@ fn bom_error(number: Option<usize>, path: Option<&str>) -> Error {
 /// Why line `number` of JSON Lines is not an update.
 fn line_error(number: usize, e: &serde_json::Error) -> Error {
     // serde_json places the problem within the line it was given: "at line 1 column 2".
-    let text = e.to_string();
+    let text = super::strict_json::message(e);
     let within = format!(" at line {} column {}", e.line(), e.column());
     let problem = match text.strip_suffix(&within) {
         Some(problem) if e.line() == 1 => format!("{problem} at column {}", e.column()),
@@ -1165,5 +1168,7 @@ fn log_skipped(ctx: &Ctx, project: &Project, skipped: &[Skipped]) -> Result<()> 
         bytes.extend_from_slice(line.to_string().as_bytes());
         bytes.push(b'\n');
     }
-    crate::log::durable::append(&project.state_dir().join("apply-log.jsonl"), &bytes).map(|_| ())
+    crate::log::durable::append_record(&project.state_dir().join("apply-log.jsonl"), &bytes)?
+        .1
+        .sync()
 }

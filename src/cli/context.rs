@@ -106,7 +106,10 @@ pub fn run(ctx: &Ctx, args: ContextArgs, out: &mut Out) -> Result<ExitCode> {
             ));
         }
         Err(e) => {
-            return Err(Error::Usage(format!("context: the input is not JSON: {e}")));
+            return Err(Error::Usage(format!(
+                "context: the input is not JSON: {}",
+                super::strict_json::message(&e)
+            )));
         }
     };
     if let Some(problem) = context::type_problem(&task) {

@@ -57,6 +57,10 @@ pub fn merge_driver(ctx: &Ctx, args: MergeDriverArgs, out: &mut Out) -> Result<E
         args.path.as_deref().map(std::path::Path::new).filter(|p| {
             p.file_name().is_some_and(|n| n == crate::project::LOG_FILE) && p.is_file()
         });
+    let name = args
+        .path
+        .clone()
+        .unwrap_or_else(|| args.ours.display().to_string());
     let merged = match working {
         Some(log) => {
             let state = log
@@ -69,12 +73,18 @@ pub fn merge_driver(ctx: &Ctx, args: MergeDriverArgs, out: &mut Out) -> Result<E
                 "write",
                 ctx.lock_timeout(),
             )?;
+            // A torn last line (a writer killed) is set aside as every command does, so that
+            // the merge neither refuses it nor completes it with a newline.
+            crate::log::durable::repair_tail(
+                log,
+                &state.join("quarantine.jsonl"),
+                crate::store::session::is_whole_line,
+            )?;
             let written = fs_err::read(log)?;
-            crate::git::merge_driver::run_with(&args.ours, &args.theirs, &written)?
+            crate::git::merge_driver::run_with(&args.ours, &args.theirs, &written, &name)?
         }
-        None => crate::git::merge_driver::run(&args.ours, &args.theirs)?,
+        None => crate::git::merge_driver::run(&args.ours, &args.theirs, &name)?,
     };
-    let name = args.path.unwrap_or_else(|| args.ours.display().to_string());
     if out.json {
         out.json(&json!({"success": true, "path": name, "ours": merged.ours, "added": merged.added, "duplicates": merged.duplicates}));
     } else {

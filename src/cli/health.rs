@@ -82,6 +82,12 @@ fn check(ctx: &Ctx, project: &Project) -> (Value, Vec<String>) {
                     unhealthy.push(format!("the store cannot be read: {e}"));
                 }
             }
+            // The counts above come from a few records; a damaged block elsewhere is found
+            // only by reading it, and marked so that the next command rebuilds the store.
+            if let Err(e) = session.store().read_all() {
+                crate::store::session::mark_damaged(&e);
+                unhealthy.push(format!("the store cannot be read: {e}"));
+            }
         }
         Err(e) => {
             let readable = !matches!(e, Error::CorruptLog { .. } | Error::Io(_));

@@ -95,10 +95,50 @@ pub fn from_slice(bytes: &[u8]) -> serde_json::Result<Value> {
     Ok(value)
 }
 
+/// serde_json's message for `e`, with a lone UTF-16 surrogate named as such: serde_json calls
+/// `"\ud800b"` an "unexpected end of hex escape" (and `"\udc00"` a "lone leading surrogate"),
+/// though the escape is complete and the problem is the missing other half of the pair.
+pub fn message(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    for serde_says in [
+        "unexpected end of hex escape",
+        "lone leading surrogate in hex escape",
+    ] {
+        if let Some(rest) = text.strip_prefix(serde_says) {
+            return format!(
+                "a lone UTF-16 surrogate (a `\\u` escape from `\\ud800` to `\\udfff` without \
+                 the other half of its pair), which is no character: write the character \
+                 itself, or escape it as its full pair (`\\ud83d\\ude00`), or remove the \
+                 escape{rest}"
+            );
+        }
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::from_slice;
     use proptest::prelude::*;
+
+    /// A lone surrogate is named as such, where serde_json blames the hex escape; the place
+    /// stays.
+    #[test]
+    fn a_lone_surrogate_is_named() {
+        for input in [&br#"{"a":"x\ud800y"}"#[..], br#"{"a":"x\udc00y"}"#] {
+            let e = from_slice(input)
+                .err()
+                .unwrap_or_else(|| panic!("{input:?} parsed"));
+            let m = super::message(&e);
+            assert!(m.starts_with("a lone UTF-16 surrogate"), "{m}");
+            assert!(
+                m.ends_with(&format!(" at line 1 column {}", e.column())),
+                "{m}"
+            );
+        }
+        let e = from_slice(b"{").err().unwrap_or_else(|| panic!("parsed"));
+        assert_eq!(super::message(&e), e.to_string());
+    }
 
     #[test]
     fn a_key_stated_twice_is_refused() {

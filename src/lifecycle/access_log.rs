@@ -86,7 +86,7 @@ fn record_in(state: &Path, entries: &[&str], at: &str, via: &str) -> Result<()> 
     if !state.is_dir() {
         fs_err::create_dir_all(state)?;
     }
-    let (stamp, _unsynced) = durable::append_unsynced(&state.join(FILE), &bytes)?;
+    let (stamp, _unsynced) = durable::append_record(&state.join(FILE), &bytes)?;
     // A line appended by another reader while the log is folded may be lost: the log is a
     // hint, and that loss is the price of never making a read wait.
     if stamp.size > COMPACT_BYTES
@@ -212,5 +212,28 @@ mod tests {
         assert_eq!(first.first, "2026-11-23T10:00:00.000Z");
         assert_eq!(first.last, "2026-11-23T23:59:59.000Z");
         assert_eq!(all[&ids[1]].count, reads);
+    }
+
+    /// A reader killed mid-append leaves a torn line: the next record starts on a line of its
+    /// own, and is counted, instead of being glued onto the fragment.
+    #[test]
+    fn a_record_after_a_torn_line_is_not_lost() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let state = dir.path();
+        let id = "m-00000000000000000000000000";
+        record_in(state, &[id], "2026-11-23T10:00:00.000Z", "show")
+            .unwrap_or_else(|e| panic!("{e}"));
+        durable::append_unsynced(
+            &state.join(FILE),
+            br#"{"at":"2026-11-23T10:00:01.000Z","via":"sh"#,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        record_in(state, &[id], "2026-11-23T10:00:02.000Z", "query")
+            .unwrap_or_else(|e| panic!("{e}"));
+        let all = load(state, "9999").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(all[id].count, 2);
+        assert_eq!(all[id].last, "2026-11-23T10:00:02.000Z");
+        let text = fs_err::read_to_string(state.join(FILE)).unwrap_or_default();
+        assert_eq!(text.lines().count(), 3, "{text}");
     }
 }

@@ -68,6 +68,38 @@ pub fn append_unsynced(
     Ok((stamp, Unsynced { file }))
 }
 
+/// Appends `bytes` (one or more complete lines) to one of a project's local record logs
+/// (accesses, queries, secret detections, applies), which no lock guards, without syncing.
+/// When the file ends in a torn line (a process killed mid-append), a newline ends it first:
+/// its readers skip a line they cannot read, and the new record is not glued onto the
+/// fragment and lost with it. (The event log instead repairs a torn tail under its write lock,
+/// [`repair_tail`], since a bad line there stops every command.)
+///
+/// # Errors
+/// When the file cannot be opened, read or written (the error names the path).
+pub fn append_record(
+    path: &Path,
+    bytes: &[u8],
+) -> Result<(crate::log::stamp::FileStamp, Unsynced)> {
+    refuse_link(path)?;
+    let mut file = open_to_write(
+        std::fs::OpenOptions::new()
+            .create(true)
+            .read(true)
+            .append(true),
+        path,
+    )?;
+    let mut line = Vec::with_capacity(bytes.len() + 1);
+    if torn_len(&mut file)?.is_some() {
+        line.push(b'\n');
+    }
+    line.extend_from_slice(bytes);
+    // One write: a concurrent reader's record lands before or after it, not inside it.
+    file.write_all(&line)?;
+    let stamp = crate::log::stamp::FileStamp::of(&file.metadata()?);
+    Ok((stamp, Unsynced { file }))
+}
+
 /// Refuses to append to, or cut, a file through a symbolic link: a repository can commit a link
 /// that points anywhere. (Replacing a file atomically renames over the link, never through it.)
 fn refuse_link(path: &Path) -> Result<()> {

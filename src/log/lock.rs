@@ -33,6 +33,18 @@ fn same_file(file: &fs_err::File, path: &Path) -> bool {
 /// writes its local state even to read, and where.
 fn unwritable(path: &Path, e: std::io::Error) -> Error {
     use std::io::ErrorKind;
+    if fs_err::symlink_metadata(path).is_ok_and(|m| m.is_dir()) {
+        // Only a hand or another tool makes one: say what it is instead of the system's error.
+        return Error::Rejected {
+            message: format!(
+                "{} is a directory where memlog keeps a lock file; a lock file holds nothing \
+                 (it is local state, never committed): remove the directory (`rm -r {}`) and \
+                 run the command again",
+                path.display(),
+                path.display()
+            ),
+        };
+    }
     match e.kind() {
         ErrorKind::ReadOnlyFilesystem | ErrorKind::PermissionDenied => {
             let dir = path.parent().unwrap_or(path);
@@ -299,6 +311,28 @@ mod tests {
         }
         let other = unwritable(path, std::io::Error::other("disk on fire")).to_string();
         assert!(!other.contains("writable"), "{other}");
+    }
+
+    /// A directory where the lock file belongs is named, with the fix, and left as it is.
+    #[test]
+    fn a_directory_in_place_of_the_lock_is_named_with_the_fix() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("write.lock");
+        fs_err::create_dir(&path).unwrap_or_else(|e| panic!("{e}"));
+        let e = FileLock::acquire(&path, "write", Duration::from_millis(10))
+            .err()
+            .unwrap_or_else(|| panic!("locked a directory"));
+        assert!(matches!(e, Error::Rejected { .. }), "{e}");
+        let text = e.to_string();
+        assert!(
+            text.contains("is a directory where memlog keeps a lock file"),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!("`rm -r {}`", path.display())),
+            "{text}"
+        );
+        assert!(path.is_dir());
     }
     use std::sync::{Arc, Mutex};
 

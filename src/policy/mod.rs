@@ -435,7 +435,9 @@ pub fn log_detections(
         bytes.extend_from_slice(line.to_string().as_bytes());
         bytes.push(b'\n');
     }
-    crate::log::durable::append(&project.security_log_path(), &bytes).map(|_| ())
+    crate::log::durable::append_record(&project.security_log_path(), &bytes)?
+        .1
+        .sync()
 }
 
 #[cfg(test)]

@@ -41,6 +41,6 @@ pub fn append(state_dir: &Path, mut entry: QueryLogEntry) -> Result<u64> {
     crate::policy::validate::redact_secrets_in(&mut entry.filters);
     let mut line = serde_json::to_vec(&entry).unwrap_or_default();
     line.push(b'\n');
-    let (stamp, _unsynced) = crate::log::durable::append_unsynced(&state_dir.join(FILE), &line)?;
+    let (stamp, _unsynced) = crate::log::durable::append_record(&state_dir.join(FILE), &line)?;
     Ok(stamp.size)
 }

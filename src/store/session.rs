@@ -330,33 +330,39 @@ pub fn recover_torn_tail(project: &Project) -> Result<Option<QuarantineNote>> {
     repair_tail_locked(project)
 }
 
+/// Whether the bytes after a log's last newline are a whole event (only the newline is
+/// missing), which a repair keeps, rather than a torn write, which it sets aside.
+pub fn is_whole_line(line: &[u8]) -> bool {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    std::str::from_utf8(line).is_ok_and(|l| projections::decode_line(l).is_ok())
+}
+
 /// [`recover_torn_tail`] for a caller that holds the write lock.
 ///
 /// # Errors
 /// When the files cannot be read or written.
 pub fn repair_tail_locked(project: &Project) -> Result<Option<QuarantineNote>> {
-    let whole = |line: &[u8]| {
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        std::str::from_utf8(line).is_ok_and(|l| projections::decode_line(l).is_ok())
-    };
-    Ok(
-        durable::repair_tail(&project.log_path(), &project.quarantine_path(), whole)?.map(
-            |TornTail {
-                 offset,
-                 len,
-                 completed,
-             }| QuarantineNote {
-                offset,
-                bytes: len,
-                file: if completed {
-                    String::new()
-                } else {
-                    project.quarantine_path().display().to_string()
-                },
-                kept: completed,
+    Ok(durable::repair_tail(
+        &project.log_path(),
+        &project.quarantine_path(),
+        is_whole_line,
+    )?
+    .map(
+        |TornTail {
+             offset,
+             len,
+             completed,
+         }| QuarantineNote {
+            offset,
+            bytes: len,
+            file: if completed {
+                String::new()
+            } else {
+                project.quarantine_path().display().to_string()
             },
-        ),
-    )
+            kept: completed,
+        },
+    ))
 }
 
 /// Removes what an interrupted rebuild left behind. The caller holds the store lock.

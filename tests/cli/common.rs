@@ -230,6 +230,27 @@ impl Env {
     }
 }
 
+/// The log line of the event `body` (an object without `id`), with its id: a line as another
+/// writer may make it, which memlog would not (`"reason":null`, say).
+pub fn forge_line(body: serde_json::Value) -> String {
+    let canonical =
+        projections::canonical::to_canonical_string(&body).unwrap_or_else(|e| panic!("{e}"));
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(projections::event::EVENT_DOMAIN);
+    hasher.update(canonical.as_bytes());
+    let serde_json::Value::Object(mut map) = body else {
+        panic!("an event is an object: {body}")
+    };
+    map.insert(
+        "id".into(),
+        serde_json::Value::String(hasher.finalize().to_hex().to_string()),
+    );
+    let line = projections::canonical::to_canonical_string(&serde_json::Value::Object(map))
+        .unwrap_or_else(|e| panic!("{e}"));
+    projections::decode_line(&line).unwrap_or_else(|e| panic!("forged line does not verify: {e}"));
+    line
+}
+
 /// The arguments of an `add` in scope `repo`: (section, kind), subject, summary, content,
 /// confidence and evidence as given.
 pub fn add_args<'a>(

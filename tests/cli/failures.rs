@@ -77,6 +77,45 @@ fn bad_project_names_are_refused_and_nothing_is_written_outside() {
     assert_eq!(Path::new("/abs").exists(), abs_existed);
 }
 
+/// A project that a checkout on Windows or macOS could not hold is not created, whether by
+/// `init`, by a first write or by `fork`; nothing is written.
+#[test]
+fn names_other_systems_cannot_check_out_are_refused() {
+    let env = Env::with_project();
+    // What the projects hold, not their local state (`fork` takes its source's lock).
+    let projects = || {
+        let mut t = tree(env.root());
+        t.retain(|(p, _)| !p.components().any(|c| c.as_os_str() == ".memlog"));
+        t
+    };
+    let before = projects();
+    for (name, said) in [
+        ("GLOBAL", "differs from the project `global` only by case"),
+        ("Demo", "differs from the project `demo` only by case"),
+        ("con", "device name on Windows"),
+        ("NUL.txt", "device name on Windows"),
+        ("lpt1", "device name on Windows"),
+    ] {
+        let fork = ["fork", "demo", name];
+        let mut add = crate::common::add_args(
+            ("learnings", "other"),
+            "s",
+            "x",
+            "c",
+            "0.7",
+            "doc:docs/a.md:n",
+        );
+        add.insert(1, name);
+        for args in [&["init", name][..], &fork, &add] {
+            let r = env.run(args);
+            assert_eq!(r.code, 3, "{args:?}: {}", r.stderr);
+            assert!(r.stderr.contains(said), "{args:?}: {}", r.stderr);
+        }
+    }
+    assert_eq!(projects(), before);
+    env.run(&["init", "console"]).ok();
+}
+
 #[test]
 fn verify_detects_tampering_and_missing_parents() {
     let env = Env::with_project();
@@ -905,15 +944,18 @@ fn a_damaged_store_block_is_rebuilt_by_the_next_command() {
     let tables = env
         .root()
         .join("ai-memory/demo/.memlog/store/keyspaces/1/tables");
-    for table in std::fs::read_dir(&tables)
-        .unwrap_or_else(|e| panic!("{e}"))
-        .flatten()
-    {
-        let mut bytes = std::fs::read(table.path()).unwrap_or_else(|e| panic!("{e}"));
-        let at = bytes.len() / 3;
-        bytes[at] ^= 0x10;
-        std::fs::write(table.path(), bytes).unwrap_or_else(|e| panic!("{e}"));
-    }
+    let damage = || {
+        for table in std::fs::read_dir(&tables)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .flatten()
+        {
+            let mut bytes = std::fs::read(table.path()).unwrap_or_else(|e| panic!("{e}"));
+            let at = bytes.len() / 3;
+            bytes[at] ^= 0x10;
+            std::fs::write(table.path(), bytes).unwrap_or_else(|e| panic!("{e}"));
+        }
+    };
+    damage();
     let failed = env.run(&["dump", "demo"]);
     assert_eq!(failed.code, 6, "{}", failed.stderr);
     assert!(
@@ -934,6 +976,25 @@ fn a_damaged_store_block_is_rebuilt_by_the_next_command() {
             .exists()
     );
     env.run(&["verify", "demo"]).ok();
+
+    // `health` reads every block: it finds the damage that `dump` would find part way through
+    // its output, says so, and the next command rebuilds the store.
+    damage();
+    let health = env.run(&["health", "demo"]);
+    assert_eq!(health.code, 1, "{}", health.stdout);
+    assert!(
+        health.stdout.contains("the store cannot be read")
+            && health.stdout.contains("the next command rebuilds it"),
+        "{}",
+        health.stdout
+    );
+    let rebuilt = env.run(&["dump", "demo"]).ok();
+    assert!(
+        rebuilt.stderr.contains("found the store damaged"),
+        "{}",
+        rebuilt.stderr
+    );
+    assert_eq!(rebuilt.stdout, before);
 
     // Marked damaged, then rebuilt by hand: the mark goes with the old store.
     std::fs::write(

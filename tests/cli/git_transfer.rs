@@ -1281,3 +1281,55 @@ fn log_events(env: &Env, project: &str) -> Vec<projections::Event> {
         .map(|l| projections::decode_line(l).unwrap_or_else(|e| panic!("{e}")))
         .collect()
 }
+
+/// An optional key written as `null` or `{}` (`"reason":null`, `"redacted":{}`) is valid and
+/// decodes as absent: import and merge-project copy such a line byte for byte, so that its id
+/// still hashes it once the store is rebuilt from the log.
+#[test]
+fn import_and_merge_project_copy_a_line_with_an_empty_optional_key_as_it_is() {
+    let env = two_projects();
+    env.run(&["init", "third"]).ok();
+    let a = add(&env, "demo", NOW, "decisions", "db", "0.9", "t");
+    let create = projections::decode_line(
+        std::fs::read_to_string(env.log())
+            .unwrap_or_default()
+            .lines()
+            .next()
+            .unwrap_or_default(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let pin = crate::common::forge_line(json!({
+        "actor": "x", "at": "2026-11-22T11:00:00.000Z", "data": {"reason": null},
+        "entry": a, "parents": [create.id], "type": "pin", "v": 1
+    }));
+    let pin_id = projections::decode_line(&pin)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .id;
+    let purge = crate::common::forge_line(json!({
+        "actor": "x", "at": "2026-11-22T12:00:00.000Z", "data": {"reason": "r", "redacted": {}},
+        "entry": a, "parents": [pin_id], "type": "purge", "v": 1
+    }));
+    env.append_log(format!("{pin}\n{purge}\n").as_bytes());
+    env.run(&["verify", "demo"]).ok();
+    std::fs::copy(env.log(), env.root().join("ev.jsonl")).unwrap_or_else(|e| panic!("{e}"));
+    let r = env
+        .run(&["import", "copy", "ev.jsonl", "--json"])
+        .ok()
+        .json();
+    assert_eq!(r["imported"].as_array().map(Vec::len), Some(3), "{r}");
+    env.run(&["merge-project", "demo", "third"]).ok();
+    let sorted = |project: &str| {
+        let path = env.root().join(format!("ai-memory/{project}/events.jsonl"));
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+        lines.sort();
+        lines
+    };
+    for project in ["copy", "third"] {
+        assert_eq!(sorted(project), sorted("demo"), "{project}");
+        std::fs::remove_dir_all(env.root().join(format!("ai-memory/{project}/.memlog")))
+            .unwrap_or_else(|e| panic!("{e}"));
+        env.run(&["verify", project]).ok();
+        env.run(&["list", project, "--status", "all"]).ok();
+    }
+}
