@@ -213,6 +213,46 @@ fn precondition(change: &Change, state: &EntryState) -> Result<()> {
     }
 }
 
+/// Whether a change dated `at` comes before `latest`, the time of the latest event of the
+/// entry it changes. Such a change is refused: the entry's history, and the audit that lists
+/// it in time order, would show it before what it follows (a restore before the archival it
+/// undoes). Equal times are in order: a script may run every command at one `--now`. Both are
+/// event timestamps, whose fixed layout compares as text in time order (docs/EVENT_FORMAT.md,
+/// section 6.2).
+pub fn dated_before(at: &str, latest: &str) -> bool {
+    at < latest
+}
+
+/// The time of the latest event of the entry in `state`: the latest of every event that
+/// projects onto it (the supersede that created it included), not only of its heads, so that
+/// a log already holding an event dated before its parent is judged by its real latest time.
+///
+/// # Errors
+/// When the store cannot be read.
+pub fn latest_event_at(store: &Store, state: &EntryState) -> Result<Option<String>> {
+    Ok(store
+        .entry_events(&state.id)?
+        .into_iter()
+        .map(|e| e.at)
+        .max())
+}
+
+/// Refuses a change to the entry in `state` dated `at`, before the entry's latest event (see
+/// [`dated_before`]): a clock that ran behind, or a `--now` left over from an earlier command.
+fn refuse_backdated(store: &Store, state: &EntryState, at: &str) -> Result<()> {
+    match latest_event_at(store, state)? {
+        Some(latest) if dated_before(at, &latest) => Err(Error::Rejected {
+            message: format!(
+                "{id} has an event dated {latest}, after this change's time {at}: a change \
+                 cannot be dated before the history it follows, and nothing was written; use a \
+                 --now at or after {latest}, or leave --now (and MEMLOG_NOW) out to use the clock",
+                id = state.id
+            ),
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// The events of `change`, each with its log line.
 type Lines = Vec<(Event, String)>;
 
@@ -523,6 +563,9 @@ impl<'a> Batch<'a> {
             && !matches!(change, Change::Purge { .. } | Change::Resolve { .. })
         {
             precondition(&change, s)?;
+        }
+        if let Some(s) = &state {
+            refuse_backdated(self.session.store(), s, &self.ctx.at)?;
         }
         let change = check(&self.session, state.as_ref())?;
         if let Some(s) = &state {

@@ -1,7 +1,7 @@
 //! Lifecycle: evaluation runs, archive and restore, pinning, purge and gc, freshness and
 //! evidence checks, the daemon. Every run has a fixed `--now`.
 
-use crate::common::{Env, NOW, add_args, git};
+use crate::common::{Env, NOW, add_args, git, stdin_run};
 
 /// `NOW` plus whole days, as `--now` takes it.
 fn day(n: i64) -> String {
@@ -238,6 +238,67 @@ fn updating_an_expired_entry_warns_that_it_stays_out() {
         env.run_at(&later, &["list", "--json"]).ok().json()[0]["summary"],
         "a decision"
     );
+}
+
+/// A change dated before its entry's latest event is refused, naming both times and the fix,
+/// and writes nothing, whichever command makes it: otherwise the audit would show the entry
+/// restored before it was archived. A read at such a time shows the entry without restoring it.
+#[test]
+fn a_change_dated_before_the_entrys_latest_event_is_refused() {
+    let env = Env::with_project();
+    let a = env.add("a.subject", "a decision");
+    run_at(&env, 100);
+    let (archived, behind) = (day(100), day(50));
+    let log = std::fs::read(env.log()).unwrap_or_default();
+    let deprecate = serde_json::json!({"operation": "deprecate", "target_id": a, "reason": "gone"});
+    for args in [
+        vec!["update", &a, "--confidence", "0.9"],
+        vec!["pin", &a],
+        vec!["deprecate", &a, "--reason", "gone"],
+        vec!["supersede", &a, "--summary", "another decision"],
+    ] {
+        let r = env.run_at(&behind, &args);
+        assert_eq!(r.code, 3, "{args:?}: {}", r.stderr);
+        assert_eq!(
+            r.stderr.trim_end(),
+            format!(
+                "error: {a} has an event dated {archived}, after this change's time {behind}: a \
+                 change cannot be dated before the history it follows, and nothing was written; \
+                 use a --now at or after {archived}, or leave --now (and MEMLOG_NOW) out to use \
+                 the clock"
+            ),
+            "{args:?}"
+        );
+    }
+    let applied = stdin_run(
+        &env,
+        &["--now", &behind, "apply", "demo", "-", "--json"],
+        deprecate.to_string().as_bytes(),
+    );
+    assert_ne!(applied.code, 0, "{}", applied.stdout);
+    assert!(
+        applied.stdout.contains("nothing was written"),
+        "{}",
+        applied.stdout
+    );
+    let shown = env.run_at(&behind, &["show", &a]).ok();
+    assert!(
+        shown.stderr.contains("could not be restored") && shown.stderr.contains(&archived),
+        "{}",
+        shown.stderr
+    );
+    assert_eq!(std::fs::read(env.log()).unwrap_or_default(), log);
+    // At the time of the latest event, the change is in order.
+    env.run_at(&archived, &["update", &a, "--confidence", "0.9"])
+        .ok();
+    let audit = env.run(&["audit", "--json"]).ok().json();
+    let times: Vec<&str> = audit
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r["at"].as_str())
+        .collect();
+    assert!(times.is_sorted(), "{audit}");
 }
 
 #[test]
