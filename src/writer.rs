@@ -10,7 +10,7 @@ use crate::project::Project;
 use crate::store::Store;
 use crate::store::session::Growth;
 use crate::store::session::Session;
-use projections::{EntryFields, EntryState, Event, EventData, Status};
+use projections::{EntryFields, EntryState, Event, EventData, Lifecycle, Status};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -209,6 +209,46 @@ fn precondition(change: &Change, state: &EntryState) -> Result<()> {
                     .unwrap_or_default()
             ))
         }
+        _ => Ok(()),
+    }
+}
+
+/// Whether a change dated `at` comes before `latest`, the time of the latest event of the
+/// entry it changes. Such a change is refused: the entry's history, and the audit that lists
+/// it in time order, would show it before what it follows (a restore before the archival it
+/// undoes). Equal times are in order: a script may run every command at one `--now`. Both are
+/// event timestamps, whose fixed layout compares as text in time order (docs/EVENT_FORMAT.md,
+/// section 6.2).
+pub fn dated_before(at: &str, latest: &str) -> bool {
+    at < latest
+}
+
+/// The time of the latest event of the entry in `state`: the latest of every event that
+/// projects onto it (the supersede that created it included), not only of its heads, so that
+/// a log already holding an event dated before its parent is judged by its real latest time.
+///
+/// # Errors
+/// When the store cannot be read.
+pub fn latest_event_at(store: &Store, state: &EntryState) -> Result<Option<String>> {
+    Ok(store
+        .entry_events(&state.id)?
+        .into_iter()
+        .map(|e| e.at)
+        .max())
+}
+
+/// Refuses a change to the entry in `state` dated `at`, before the entry's latest event (see
+/// [`dated_before`]): a clock that ran behind, or a `--now` left over from an earlier command.
+fn refuse_backdated(store: &Store, state: &EntryState, at: &str) -> Result<()> {
+    match latest_event_at(store, state)? {
+        Some(latest) if dated_before(at, &latest) => Err(Error::Rejected {
+            message: format!(
+                "{id} has an event dated {latest}, after this change's time {at}: a change \
+                 cannot be dated before the history it follows, and nothing was written; use a \
+                 --now at or after {latest}, or leave --now (and MEMLOG_NOW) out to use the clock",
+                id = state.id
+            ),
+        }),
         _ => Ok(()),
     }
 }
@@ -524,6 +564,9 @@ impl<'a> Batch<'a> {
         {
             precondition(&change, s)?;
         }
+        if let Some(s) = &state {
+            refuse_backdated(self.session.store(), s, &self.ctx.at)?;
+        }
         let change = check(&self.session, state.as_ref())?;
         if let Some(s) = &state {
             precondition(&change, s)?;
@@ -559,13 +602,27 @@ impl<'a> Batch<'a> {
             None => Vec::new(),
         };
         let key = duplicate_key(&change);
-        let (events, id, superseded) = match (prebuilt, &change) {
+        // An update restores an archived entry in the same append; an expired one cannot come
+        // back, and the update says so.
+        let restore = matches!(change, Change::Update { .. })
+            && state
+                .as_ref()
+                .is_some_and(crate::lifecycle::archive::restored_by_update);
+        if matches!(change, Change::Update { .. })
+            && let Some(s) = state.as_ref().filter(|s| expired_unpurged(s))
+        {
+            warnings.push(expired_update_warning(s));
+        }
+        let (mut events, id, superseded) = match (prebuilt, &change) {
             (Some(event), Change::Create { .. }) => {
                 let id = event.0.entry.clone();
                 (vec![event], id, None)
             }
             _ => build_events(change, heads, self.ctx)?,
         };
+        if restore {
+            push_restore(&mut events, &id, self.ctx)?;
+        }
         if let Some(key) = key {
             self.staged_keys.insert(key, id.clone());
         }
@@ -858,6 +915,45 @@ pub fn write(
     w.warnings.extend(sync_warnings);
     w.quarantined = quarantined;
     Ok(w)
+}
+
+/// Appends to `events`, the update of archived entry `id`, the `archived -> active`
+/// transition that restores it (see [`crate::lifecycle::archive::restored_by_update`]): its
+/// parent is the update, so that one append holds both, and replay restores the entry after
+/// the update whatever the order of lines.
+fn push_restore(events: &mut Lines, id: &str, ctx: &WriteContext) -> Result<()> {
+    let parents = events.last().map(|(e, _)| vec![e.id.clone()]);
+    events.push(Event::build_with_line(
+        id,
+        &ctx.actor,
+        &ctx.at,
+        parents.unwrap_or_default(),
+        EventData::Transition {
+            to: Lifecycle::Active,
+            reason: crate::lifecycle::archive::UPDATE_RESTORE_REASON.into(),
+        },
+    )?);
+    Ok(())
+}
+
+/// Whether `state` is expired and still has its content.
+fn expired_unpurged(state: &EntryState) -> bool {
+    state.lifecycle == Lifecycle::Expired && !state.purged
+}
+
+/// An expired entry cannot come back (docs/LIFECYCLE.md, section 2): an update of one is
+/// written, but nobody would see it, so the writer says so and names the way to keep it.
+fn expired_update_warning(state: &EntryState) -> Warning {
+    Warning {
+        field: "lifecycle".into(),
+        rule: "expired_entry",
+        message: format!(
+            "{id} is expired: the update is written, but an expired entry stays out of `query`, \
+             `list` and `context`, cannot be restored and is purged when its retention ends; \
+             to keep what it says, replace it with `memlog supersede {id}`",
+            id = state.id
+        ),
+    }
 }
 
 /// The parents of an event on `state`: all its heads for a resolve (which joins them), else

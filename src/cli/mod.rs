@@ -120,7 +120,8 @@ pub enum Command {
     Supersede(write_ops::SupersedeArgs),
     /// Mark an entry as deprecated: historically relevant, no longer current
     Deprecate(lifecycle_ops::ReasonArgs),
-    /// Change fields of an entry (a new version), e.g. extend valid_to
+    /// Change fields of an entry (a new version), e.g. extend valid_to; restores an archived
+    /// entry
     Update(write_ops::UpdateArgs),
     /// Pin an entry: exempt it from automatic lifecycle transitions
     Pin(lifecycle_ops::ReasonArgs),

@@ -190,17 +190,23 @@ pub fn update(ctx: &Ctx, args: UpdateArgs, out: &mut Out) -> Result<ExitCode> {
         reason: None,
     };
     let reason = args.reason.clone();
+    let mut archived = false;
     let w = write(&project, &wctx, template, |_, state| {
         let old = state.ok_or_else(|| crate::Error::Usage("update needs a target".into()))?;
         let set = check_patch(&input, &old.fields)
             .map_err(|e| crate::writer::refused(&project, &wctx, "update", e))?;
         refuse_no_op(old, &set, reason.as_deref())?;
+        archived = crate::lifecycle::archive::restored_by_update(old);
         Ok(Change::Update {
             target: old.id.clone(),
             set,
             reason,
         })
     })?;
+    if archived {
+        // As `show` says it: the write restored the entry beside the update.
+        super::output::note(&format!("{} was archived; updating it restored it", w.id));
+    }
     print_written(ctx, &w, "updated", out);
     Ok(ExitCode::Ok)
 }

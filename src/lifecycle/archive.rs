@@ -1,6 +1,6 @@
 //! Archive and restore. Archived entries live in the store's cold keyspace, out of the active
-//! and text indexes; reading one (`memlog show`) restores it with an `archived -> active`
-//! transition, which the audit shows.
+//! and text indexes; reading one (`memlog show`) or updating one restores it with an
+//! `archived -> active` transition, which the audit shows.
 
 use crate::error::Result;
 use crate::project::Project;
@@ -11,6 +11,18 @@ use projections::{EntryState, Lifecycle};
 /// The reason recorded when a read restores an entry.
 pub fn restore_reason(via: &str) -> String {
     format!("restored: read by `memlog {via}` while archived")
+}
+
+/// The reason recorded when an update restores an archived entry (see [`restored_by_update`]).
+pub const UPDATE_RESTORE_REASON: &str = "restored: updated while archived";
+
+/// Whether an update of `state` restores it: an update is a use of the entry, as a read is,
+/// and `update --valid-to` is how a `state` entry archived past its `valid_to` is renewed
+/// (docs/LIFECYCLE.md, section 11); left archived, the renewed entry would stay out of every
+/// answer. The writer appends the `archived -> active` transition with the update, in the
+/// same write.
+pub fn restored_by_update(state: &EntryState) -> bool {
+    state.lifecycle == Lifecycle::Archived && !state.purged
 }
 
 /// Restores `state` if it is archived (and not purged): appends `archived -> active`.

@@ -600,7 +600,8 @@ pub fn all() -> Vec<ToolDef> {
         ToolDef {
             name: "update",
             description: "Change fields of an entry that is still right (a new version), e.g. \
-                extend valid_to, raise confidence, add evidence or tags.",
+                extend valid_to, raise confidence, add evidence or tags. An archived entry is \
+                restored by the update.",
             read_only: false,
             schema: schema::<UpdateArgs>,
             argv: update_argv,

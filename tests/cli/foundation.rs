@@ -688,9 +688,11 @@ fn concurrent_supersedes_are_settled_by_choosing_a_winner() {
     let shown = env.run(&["show", &old, "--json"]).ok().json();
     assert_eq!(shown["heads"].as_array().map(Vec::len), Some(2), "{shown}");
     // Reviving the replaced entry is refused; resolving needs a winner.
-    let revive = env.run(&["resolve", &old, "--status", "active"]);
+    // After both branches: a change is not dated before its entry's latest event.
+    let after = "2026-11-24T00:00:00Z";
+    let revive = env.run_at(after, &["resolve", &old, "--status", "active"]);
     assert_eq!(revive.code, 3, "{}", revive.stderr);
-    let vague = env.run(&["resolve", &old]);
+    let vague = env.run_at(after, &["resolve", &old]);
     assert_eq!(vague.code, 3);
     assert!(
         vague.stderr.contains("--winner")
@@ -699,14 +701,17 @@ fn concurrent_supersedes_are_settled_by_choosing_a_winner() {
         "{}",
         vague.stderr
     );
-    env.run(&[
-        "resolve",
-        &old,
-        "--winner",
-        &b1,
-        "--reason",
-        "shorter is not needed",
-    ])
+    env.run_at(
+        after,
+        &[
+            "resolve",
+            &old,
+            "--winner",
+            &b1,
+            "--reason",
+            "shorter is not needed",
+        ],
+    )
     .ok();
     let shown = env.run(&["show", &old, "--json"]).ok().json();
     assert_eq!(shown["heads"].as_array().map(Vec::len), Some(1), "{shown}");

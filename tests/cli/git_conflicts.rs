@@ -2,6 +2,9 @@
 
 use crate::common::{Env, git};
 
+/// A time after every branch's writes: a change is not dated before its entry's latest event.
+const AFTER_THE_BRANCHES: &str = "2026-11-24T00:00:00Z";
+
 macro_rules! snapshot {
     ($name:expr, $value:expr) => {
         insta::with_settings!({ snapshot_path => "../../snapshots", prepend_module_to_snapshot => false }, {
@@ -98,14 +101,17 @@ fn conflicts_show_both_sides_until_resolved() {
     assert!(text.contains("by agent-b"), "{text}");
     assert_eq!(env.run(&["conflicts", "--check"]).code, 1);
 
-    env.run(&[
-        "resolve",
-        &id,
-        "--confidence",
-        "0.9",
-        "--reason",
-        "measured",
-    ])
+    env.run_at(
+        AFTER_THE_BRANCHES,
+        &[
+            "resolve",
+            &id,
+            "--confidence",
+            "0.9",
+            "--reason",
+            "measured",
+        ],
+    )
     .ok();
     assert_eq!(
         env.run(&["conflicts", "--json"]).ok().json(),
@@ -179,7 +185,10 @@ fn supersede_against_deprecate_is_listed() {
 
     // Accepting the merge would leave the replacement active beside a deprecated entry that no
     // longer names it: resolve asks for a choice, and either choice settles it.
-    let refused = env.run(&["resolve", &id, "--reason", "deprecation stands"]);
+    let refused = env.run_at(
+        AFTER_THE_BRANCHES,
+        &["resolve", &id, "--reason", "deprecation stands"],
+    );
     assert_eq!(refused.code, 3, "{}", refused.stderr);
     assert!(
         refused.stderr.contains(&format!("--winner {replaced}")),
@@ -194,10 +203,16 @@ fn supersede_against_deprecate_is_listed() {
             .map(Vec::len),
         Some(1)
     );
-    env.run(&["deprecate", &replaced, "--reason", "the cache was removed"])
-        .ok();
-    env.run(&["resolve", &id, "--reason", "deprecation stands"])
-        .ok();
+    env.run_at(
+        AFTER_THE_BRANCHES,
+        &["deprecate", &replaced, "--reason", "the cache was removed"],
+    )
+    .ok();
+    env.run_at(
+        AFTER_THE_BRANCHES,
+        &["resolve", &id, "--reason", "deprecation stands"],
+    )
+    .ok();
     assert_eq!(
         env.run(&["conflicts", "--json"]).ok().json(),
         serde_json::json!([])
@@ -258,7 +273,8 @@ fn concurrent_supersedes_show_each_replacement() {
         .filter_map(|h| h["id"].as_str())
         .collect();
     assert_eq!(disputed.len(), 2, "{found}");
-    env.run(&["resolve", &id, "--winner", &ra]).ok();
+    env.run_at(AFTER_THE_BRANCHES, &["resolve", &id, "--winner", &ra])
+        .ok();
     let after = env.run(&["--json", "query", "queues stream"]).ok().json();
     assert!(
         after
@@ -377,7 +393,11 @@ fn duplicates_from_a_merge_stay_listed_until_settled() {
         "{warnings:?}"
     );
     assert_eq!(env.run(&["conflicts", "--check"]).code, 1);
-    env.run(&["deprecate", &weak, "--reason", "duplicate"]).ok();
+    env.run_at(
+        AFTER_THE_BRANCHES,
+        &["deprecate", &weak, "--reason", "duplicate"],
+    )
+    .ok();
     assert!(env.run(&["--json", "conflicts"]).ok().warnings().is_empty());
     env.run(&["conflicts", "--check"]).ok();
 }

@@ -404,14 +404,23 @@ fn install_outside_git_is_refused_and_changes_nothing() {
 #[test]
 fn merge_driver_writes_the_deduplicated_union() {
     let env = Env::with_project();
-    env.run_at("2026-11-22T10:00:00Z", &["pin", &env.add("x", "X")])
-        .ok();
-    let lines: Vec<String> = std::fs::read_to_string(env.log())
-        .unwrap_or_default()
-        .lines()
-        .map(str::to_owned)
-        .collect();
-    assert_eq!(lines.len(), 2);
+    // Their new line is dated before ours, a pin before its entry's create (made by hand: memlog
+    // refuses to write it), and still follows ours.
+    let id = env.add("x", "X");
+    let create = std::fs::read_to_string(env.log()).unwrap_or_default();
+    let create = create.trim_end().to_owned();
+    let parent = projections::decode_line(&create)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .id;
+    let pin = projections::Event::build(
+        &id,
+        "agent-7",
+        "2026-11-22T10:00:00.000Z",
+        vec![parent],
+        projections::EventData::Pin { reason: None },
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let lines = [create, pin.to_line().unwrap_or_else(|e| panic!("{e}"))];
     let dir = env.root();
     std::fs::write(dir.join("base"), "").unwrap_or_else(|e| panic!("{e}"));
     std::fs::write(dir.join("ours"), format!("{}\n{}\n", lines[0], lines[0]))

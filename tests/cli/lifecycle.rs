@@ -1,7 +1,7 @@
 //! Lifecycle: evaluation runs, archive and restore, pinning, purge and gc, freshness and
 //! evidence checks, the daemon. Every run has a fixed `--now`.
 
-use crate::common::{Env, NOW, git};
+use crate::common::{Env, NOW, add_args, git, stdin_run};
 
 /// `NOW` plus whole days, as `--now` takes it.
 fn day(n: i64) -> String {
@@ -136,6 +136,169 @@ fn reading_an_archived_entry_restores_it_with_every_field() {
     );
     // The read counts as an access: a run at the same time leaves it active.
     assert!(transitions(&run_at(&env, 101)).is_empty());
+}
+
+/// A `state` entry archived past its `valid_to` is renewed as LIFECYCLE.md section 11 says,
+/// with `update --valid-to`: the update restores it in the same write, so that it is back in
+/// every default answer, and the audit says why.
+#[test]
+fn renewing_an_archived_state_entry_with_update_restores_it() {
+    let env = Env::with_project();
+    let valid_to = day(9);
+    let mut args = add_args(
+        ("state", "metric"),
+        "queue.depth",
+        "Queue depth peaks at 120",
+        "Measured daily.",
+        "0.8",
+        "artifact:reports/q.csv:daily",
+    );
+    args.extend(["--valid-from", "2026-11-22", "--valid-to", &valid_to]);
+    let a = env.run(&args).ok().stdout.trim().to_owned();
+    let archived = transitions(&run_at(&env, 10));
+    assert_eq!(archived, [(a.clone(), "active".into(), "archived".into())]);
+    let (renewal, until) = (day(11), day(60));
+    let renewed = env
+        .run_at(
+            &renewal,
+            &[
+                "update",
+                &a,
+                "--valid-to",
+                &until,
+                "--reason",
+                "re-measured, unchanged",
+                "--json",
+            ],
+        )
+        .ok();
+    assert!(
+        renewed
+            .stderr
+            .contains("was archived; updating it restored it"),
+        "{}",
+        renewed.stderr
+    );
+    let written = renewed.json();
+    assert_eq!(written["entry"]["lifecycle"], "active", "{written}");
+    // The update and the restore, in one append.
+    assert_eq!(written["events"].as_array().map(Vec::len), Some(2));
+    for command in [&["query", "queue", "--json"][..], &["list", "--json"]] {
+        let found = env.run_at(&renewal, command).ok().json();
+        let ids: Vec<&str> = found
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|h| h["id"].as_str())
+            .collect();
+        assert_eq!(ids, [a.as_str()], "{command:?}: {found}");
+    }
+    // Updated today and valid until later: the next run leaves it where it is.
+    assert!(transitions(&run_at(&env, 11)).is_empty());
+    let audit = env.run(&["audit", &a, "--json"]).ok().json();
+    let last = audit
+        .as_array()
+        .and_then(|a| a.last())
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(
+        (last["from"].as_str(), last["to"].as_str()),
+        (Some("archived"), Some("active")),
+        "{audit}"
+    );
+    assert_eq!(last["reason"], "restored: updated while archived");
+    assert_eq!(env.run(&["verify"]).code, 0);
+}
+
+/// An expired entry cannot come back: an update of it is written, with a warning that names
+/// the way to keep it, which works.
+#[test]
+fn updating_an_expired_entry_warns_that_it_stays_out() {
+    let env = Env::with_project();
+    let a = env.add("a.subject", "a decision");
+    run_at(&env, 100);
+    let expired = transitions(&run_at(&env, 100 + 365));
+    assert_eq!(expired, [(a.clone(), "archived".into(), "expired".into())]);
+    let later = day(466);
+    let updated = env
+        .run_at(&later, &["update", &a, "--content", "Still holds."])
+        .ok();
+    assert!(
+        updated.stderr.contains("is expired")
+            && updated.stderr.contains(&format!("memlog supersede {a}")),
+        "{}",
+        updated.stderr
+    );
+    assert_eq!(show(&env, &a)["lifecycle"], "expired");
+    let replaced = env
+        .run_at(&later, &["supersede", &a, "--reason", "still holds"])
+        .ok();
+    assert!(replaced.stdout.contains(&format!("(supersedes {a})")));
+    assert_eq!(
+        env.run_at(&later, &["list", "--json"]).ok().json()[0]["summary"],
+        "a decision"
+    );
+}
+
+/// A change dated before its entry's latest event is refused, naming both times and the fix,
+/// and writes nothing, whichever command makes it: otherwise the audit would show the entry
+/// restored before it was archived. A read at such a time shows the entry without restoring it.
+#[test]
+fn a_change_dated_before_the_entrys_latest_event_is_refused() {
+    let env = Env::with_project();
+    let a = env.add("a.subject", "a decision");
+    run_at(&env, 100);
+    let (archived, behind) = (day(100), day(50));
+    let log = std::fs::read(env.log()).unwrap_or_default();
+    let deprecate = serde_json::json!({"operation": "deprecate", "target_id": a, "reason": "gone"});
+    for args in [
+        vec!["update", &a, "--confidence", "0.9"],
+        vec!["pin", &a],
+        vec!["deprecate", &a, "--reason", "gone"],
+        vec!["supersede", &a, "--summary", "another decision"],
+    ] {
+        let r = env.run_at(&behind, &args);
+        assert_eq!(r.code, 3, "{args:?}: {}", r.stderr);
+        assert_eq!(
+            r.stderr.trim_end(),
+            format!(
+                "error: {a} has an event dated {archived}, after this change's time {behind}: a \
+                 change cannot be dated before the history it follows, and nothing was written; \
+                 use a --now at or after {archived}, or leave --now (and MEMLOG_NOW) out to use \
+                 the clock"
+            ),
+            "{args:?}"
+        );
+    }
+    let applied = stdin_run(
+        &env,
+        &["--now", &behind, "apply", "demo", "-", "--json"],
+        deprecate.to_string().as_bytes(),
+    );
+    assert_ne!(applied.code, 0, "{}", applied.stdout);
+    assert!(
+        applied.stdout.contains("nothing was written"),
+        "{}",
+        applied.stdout
+    );
+    let shown = env.run_at(&behind, &["show", &a]).ok();
+    assert!(
+        shown.stderr.contains("could not be restored") && shown.stderr.contains(&archived),
+        "{}",
+        shown.stderr
+    );
+    assert_eq!(std::fs::read(env.log()).unwrap_or_default(), log);
+    // At the time of the latest event, the change is in order.
+    env.run_at(&archived, &["update", &a, "--confidence", "0.9"])
+        .ok();
+    let audit = env.run(&["audit", "--json"]).ok().json();
+    let times: Vec<&str> = audit
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r["at"].as_str())
+        .collect();
+    assert!(times.is_sorted(), "{audit}");
 }
 
 #[test]
