@@ -558,6 +558,9 @@ impl<'a> Batch<'a> {
             Some(s) => parents_for(self.session.store(), &change, s)?,
             None => Vec::new(),
         };
+        if let Change::Update { target, .. } = &change {
+            refuse_update_before(self.session.store(), target, &heads, &self.ctx.at)?;
+        }
         let key = duplicate_key(&change);
         let (events, id, superseded) = match (prebuilt, &change) {
             (Some(event), Change::Create { .. }) => {
@@ -869,6 +872,27 @@ fn parents_for(store: &Store, change: &Change, state: &EntryState) -> Result<Vec
     Ok(latest.map_or_else(|| state.heads.clone(), |h| vec![h]))
 }
 
+/// Refuses an update of `target` dated `at`, before one of `heads`, the events it would name
+/// as parents: an update comes after the version it changes (`history` and `--as-of` read it
+/// so), and an import refuses an update event dated before its parent.
+fn refuse_update_before(store: &Store, target: &str, heads: &[String], at: &str) -> Result<()> {
+    for head in heads {
+        if let Some(parent) = store.stored_event(head)?
+            && parent.at.as_str() > at
+        {
+            return Err(Error::Rejected {
+                message: format!(
+                    "{target} was last changed at {} (event {head}), after this update's time \
+                     {at}: an update comes after the version it changes, and nothing was \
+                     written; give --now {} or later, or set the clock right",
+                    parent.at, parent.at
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Runs the write policy on the change's final fields; rejected secrets are logged (without
 /// their values) to the project's security log.
 fn gate(
@@ -1084,12 +1108,29 @@ impl Batch<'_> {
                 verdict.merge(v);
             }
         }
+        if let EventData::Update { set, .. } = &event.data
+            && set.is_empty()
+            && !blanked
+        {
+            return Err(no_op_update(&event, "sets no field"));
+        }
         if let EventData::Update { set, .. } | EventData::Resolve { set, .. } = &event.data
             && !set.is_empty()
             && let Some(state) = self.state_before(&event)?
         {
             // A summary is never empty but where a purge removed it.
             blanked |= state.fields.summary.is_empty();
+            // As `memlog update` refuses to write it: without a reason (a review that found
+            // nothing to change), an update must change the entry.
+            if let EventData::Update { reason: None, .. } = &event.data
+                && !blanked
+                && changes_nothing(&state, set)
+            {
+                return Err(no_op_update(
+                    &event,
+                    "sets only values the entry already has",
+                ));
+            }
             // The checks of `memlog update`, on the entry as the event found it.
             match check_recorded_set(set, &state.fields) {
                 Ok(()) => {
@@ -1288,8 +1329,40 @@ impl Batch<'_> {
                     ),
                 });
             }
+            if matches!(event.data, EventData::Update { .. }) && found.at > event.at {
+                return Err(Error::Rejected {
+                    message: format!(
+                        "event {} (update of entry {}) is dated {}, before its parent {parent} \
+                         ({}): an update comes after the version it changes, as `memlog update` \
+                         writes it; leave the event out, or make the change again with \
+                         `memlog update`",
+                        event.id, event.entry, event.at, found.at
+                    ),
+                });
+            }
         }
         Ok(())
+    }
+}
+
+/// Whether an update that sets `set` on the entry in `state` leaves its fields and its status
+/// as they are (a value of the wrong type changes nothing either: the schema checks name it).
+fn changes_nothing(state: &EntryState, set: &Map<String, Value>) -> bool {
+    projections::fold::apply_set_to(&state.fields, set).is_ok_and(|(fields, status)| {
+        fields == state.fields && status.is_none_or(|s| s == state.status)
+    })
+}
+
+/// The refusal of a foreign update event that changes nothing, which `memlog update` refuses
+/// to write too; `what` says what it sets.
+fn no_op_update(event: &Event, what: &str) -> Error {
+    Error::Rejected {
+        message: format!(
+            "event {} (update of entry {}) {what}: it changes nothing, and `memlog update` \
+             refuses to write such an update; leave the event out (a review that found nothing \
+             to change is an update with a reason: `memlog update {} --reason TEXT`)",
+            event.id, event.entry, event.entry
+        ),
     }
 }
 

@@ -1,7 +1,7 @@
 //! The foundation's promises under abuse: reads answer for the log on disk, nothing committed is
 //! dropped, a broken store heals, and every text that enters the log is checked.
 
-use crate::common::{Env, Run, add_args, git, stdin_run};
+use crate::common::{Env, NOW, Run, add_args, git, stdin_run};
 use std::io::Write;
 
 /// `add` of a learning (kind other, scope repo, confidence 0.7).
@@ -242,6 +242,33 @@ fn an_update_that_changes_nothing_is_refused() {
         .ok();
     let versions = env.run(&["history", &id, "--json"]).ok().json();
     assert_eq!(versions.as_array().map(Vec::len), Some(2), "{versions}");
+}
+
+/// An update dated before the entry's latest change (a `--now` or a clock behind it) is
+/// refused, naming that change's time and the fix, and writes nothing: an update comes after
+/// the version it changes, and an import refuses an update event that does not.
+#[test]
+fn an_update_dated_before_the_entrys_last_change_is_refused() {
+    let env = Env::with_project();
+    let id = env.add("dated", "Entry written now");
+    let before = read(&env.log());
+    let r = env.run_at(
+        "2026-01-01T00:00:00Z",
+        &["update", &id, "--confidence", "0.7"],
+    );
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains(&format!("{id} was last changed at {NOW}"))
+            && r.stderr
+                .contains("after this update's time 2026-01-01T00:00:00.000Z")
+            && r.stderr.contains(&format!("give --now {NOW} or later")),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(read(&env.log()), before);
+    // At the same time or later, it is written.
+    env.run(&["update", &id, "--confidence", "0.7"]).ok();
 }
 
 #[test]

@@ -1231,6 +1231,105 @@ fn a_supersede_or_consolidation_into_nothing_is_not_imported() {
     assert_eq!(r["rejected"], json!([]), "{r}");
 }
 
+/// An imported or merged update must be one `memlog update` would write: one dated before
+/// its parent, one that sets no field, and one without a reason that sets only the values the
+/// entry has are each rejected, naming the event and the fix, and nothing of them is written.
+/// With a reason, an update that changes nothing is a review, and is taken.
+#[test]
+fn an_update_memlog_update_would_refuse_is_not_imported() {
+    let env = two_projects();
+    env.run(&["init", "third"]).ok();
+    let a = add(&env, "demo", NOW, "learnings", "a", "0.7", "t");
+    let (create, create_line) = exported_events(&env).remove(0);
+    env.run(&["import", "copy", "ev.jsonl"]).ok();
+    let update = |at: &str, set: Value, reason: Option<&str>| {
+        let Value::Object(set) = set else {
+            panic!("not an object: {set}")
+        };
+        projections::Event::build(
+            &a,
+            "elsewhere",
+            at,
+            vec![create.id.clone()],
+            projections::EventData::Update {
+                set,
+                reason: reason.map(str::to_owned),
+            },
+        )
+        .unwrap_or_else(|e| panic!("{e}"))
+    };
+    let later = "2026-11-23T10:00:00.000Z";
+    let bad = [
+        (
+            update("2026-01-01T00:00:00.000Z", json!({"confidence": 0.8}), None),
+            format!(
+                "is dated 2026-01-01T00:00:00.000Z, before its parent {}",
+                create.id
+            ),
+        ),
+        (update(later, json!({}), None), "sets no field".to_owned()),
+        (
+            update(later, json!({}), Some("looked again")),
+            "sets no field".to_owned(),
+        ),
+        (
+            update(later, json!({"confidence": 0.7}), None),
+            "sets only values the entry already has".to_owned(),
+        ),
+    ];
+    let log = env.root().join("ai-memory/copy/events.jsonl");
+    let before = std::fs::read_to_string(&log).unwrap_or_default();
+    for (event, why) in &bad {
+        write_lines(&env, "bad.jsonl", &[line_of(event)]);
+        let r = env.run(&["import", "copy", "bad.jsonl", "--json"]);
+        assert_eq!(r.code, 1, "{}", r.stdout);
+        let r = r.json();
+        assert_eq!(r["imported"], json!([]), "{r}");
+        assert_eq!(r["rejected"][0]["source"], "line 1", "{r}");
+        let reason = reasons(&r, "rejected").join("");
+        assert!(
+            reason.contains(&format!("event {} (update of entry {a})", event.id))
+                && reason.contains(why.as_str())
+                && reason.contains("leave the event out"),
+            "{why}: {r}"
+        );
+        assert_eq!(std::fs::read_to_string(&log).unwrap_or_default(), before);
+    }
+    // With a reason, the same values are a review that found nothing to change.
+    let review = update(later, json!({"confidence": 0.7}), Some("reviewed"));
+    write_lines(&env, "review.jsonl", &[line_of(&review)]);
+    let r = env
+        .run(&["import", "copy", "review.jsonl", "--json"])
+        .json();
+    assert_eq!(r["rejected"], json!([]), "{r}");
+    // The same events in a project merged into another.
+    for (event, _) in &bad {
+        env.append_log(format!("{}\n", line_of(event)).as_bytes());
+    }
+    let r = env
+        .run(&["merge-project", "demo", "third", "--json"])
+        .json();
+    assert_eq!(r["added"], 1, "{r}");
+    let rejected: Vec<String> = r["rejected"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|pair| pair[1].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(rejected.len(), bad.len(), "{r}");
+    for (_, why) in &bad {
+        assert!(
+            rejected.iter().any(|w| w.contains(why.as_str())),
+            "{why}: {r}"
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(env.root().join("ai-memory/third/events.jsonl"))
+            .unwrap_or_default(),
+        create_line + "\n"
+    );
+}
+
 /// A purged entry whose confidence changed before the purge moves by `merge-project` after
 /// `gc`: the change is checked on the entry as `gc` left it, whose content (summary, content,
 /// evidence) is gone by design.
