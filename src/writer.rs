@@ -384,6 +384,9 @@ pub struct Batch<'a> {
     /// name as a parent or an entry.
     foreign_events: std::collections::HashMap<String, Event>,
     foreign_entries: std::collections::HashSet<String>,
+    /// The entries that take over from an entry by the foreign events this batch accepted (a
+    /// supersede's `by`, a consolidation's `into`), to refuse a cycle of them.
+    foreign_successors: std::collections::HashMap<String, Vec<String>>,
 }
 
 /// Lines appended by a batch and not yet applied to the store.
@@ -451,6 +454,7 @@ impl<'a> Batch<'a> {
             prebuilt: None,
             foreign_events: std::collections::HashMap::new(),
             foreign_entries: std::collections::HashSet::new(),
+            foreign_successors: std::collections::HashMap::new(),
         })
     }
 
@@ -1194,6 +1198,12 @@ impl Batch<'_> {
         let written = unstored(&events, id, None, warnings);
         self.foreign_entries
             .extend(event.created_entry().map(str::to_owned));
+        if let Some(next) = successor(&event) {
+            self.foreign_successors
+                .entry(event.entry.clone())
+                .or_default()
+                .push(next.to_owned());
+        }
         self.foreign_events.insert(event.id.clone(), event);
         if !self.ctx.dry_run {
             self.staged.push(Staged {
@@ -1206,6 +1216,47 @@ impl Batch<'_> {
 }
 
 impl Batch<'_> {
+    /// The entries that take over from `entry` (by a supersede or a consolidation), in the log
+    /// or accepted by this batch.
+    fn successors(&self, entry: &str) -> Result<Vec<String>> {
+        let mut out: Vec<String> = self
+            .session
+            .store()
+            .entry_events(entry)?
+            .iter()
+            .filter(|e| e.entry == entry)
+            .filter_map(successor)
+            .map(str::to_owned)
+            .collect();
+        if let Some(more) = self.foreign_successors.get(entry) {
+            out.extend(more.iter().cloned());
+        }
+        Ok(out)
+    }
+
+    /// The entries from `from` to `to`, each taking over from the one before (see
+    /// [`Batch::successors`]), or `None` when no such chain leads from one to the other: what
+    /// a supersede of `to` by `from` would close into a cycle.
+    fn takeover_path(&self, from: &str, to: &str) -> Result<Option<Vec<String>>> {
+        let mut seen = std::collections::HashSet::new();
+        let mut todo = vec![vec![from.to_owned()]];
+        while let Some(path) = todo.pop() {
+            let Some(last) = path.last() else { continue };
+            if last == to {
+                return Ok(Some(path));
+            }
+            if !seen.insert(last.clone()) {
+                continue;
+            }
+            for next in self.successors(last)? {
+                let mut longer = path.clone();
+                longer.push(next);
+                todo.push(longer);
+            }
+        }
+        Ok(None)
+    }
+
     /// The state of `event`'s entry just before it: the fold of the events of the entry it
     /// descends from, in the log or accepted by this batch (what the event was written on).
     fn state_before(&self, event: &Event) -> Result<Option<EntryState>> {
@@ -1286,6 +1337,23 @@ impl Batch<'_> {
                     ),
                 });
             }
+            // Two entries that each take over from the other leave neither standing for them:
+            // both superseded, no successor. memlog never writes that (a replacement is always
+            // a new entry).
+            if let Some(path) = self.takeover_path(target, &event.entry)? {
+                return Err(Error::Rejected {
+                    message: format!(
+                        "event {} has entry {} {how} {target}, which already gives way to {} \
+                         ({} → {}): the entries would supersede one another in a cycle that \
+                         leaves none of them active; leave one of these events out",
+                        event.id,
+                        event.entry,
+                        event.entry,
+                        event.entry,
+                        path.join(" → ")
+                    ),
+                });
+            }
         }
         // Replay orders an entry's events by their parents: one that names none could come
         // before its entry's create, which `verify` refuses, and it forks the entry anyway.
@@ -1342,6 +1410,19 @@ impl Batch<'_> {
             }
         }
         Ok(())
+    }
+}
+
+/// The entry that takes over from `event`'s entry by it: a supersede's replacement or `by`, a
+/// consolidation's `into`.
+fn successor(event: &Event) -> Option<&str> {
+    match &event.data {
+        EventData::Supersede { by, .. } | EventData::Consolidate { into: by, .. }
+            if !by.is_empty() =>
+        {
+            Some(by)
+        }
+        _ => None,
     }
 }
 
