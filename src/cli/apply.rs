@@ -743,7 +743,7 @@ pub fn run(ctx: &Ctx, args: ApplyArgs, out: &mut Out) -> Result<ExitCode> {
     let updates = Updates::open(file)?;
     let single_object = updates.single_object;
     let (project, missing) = write_target(ctx, project_name)?;
-    let wctx = ctx.write_context()?;
+    let wctx = ctx.write_context_for(&project, "apply")?;
     // The project once created for the first update that passes (see below).
     let created;
     let mut batch = if missing {

@@ -529,7 +529,7 @@ fn import_redacts_the_record_ids_it_reports() {
     crate::common::assert_nowhere(&env, &[&first, &again], LEAK_TOKEN);
 }
 
-/// A credential given as the actor is refused, and the security log records the detection
+/// A credential given as the actor is refused (a usage error), and the security log records the detection
 /// without it (as it does every detection), as does the log of skipped updates.
 #[test]
 fn a_credential_as_actor_is_kept_in_no_log() {
@@ -537,7 +537,7 @@ fn a_credential_as_actor_is_kept_in_no_log() {
     let mut args = vec!["--actor", LEAK_TOKEN];
     args.extend(add_args("s", "c", "doc:docs/a.md:n"));
     let added = env.run(&args);
-    assert_eq!(added.code, 3, "{}", added.stderr);
+    assert_eq!(added.code, 2, "{}", added.stderr);
     let update = json!({"operation": "create", "entry": {"section": "learnings",
         "kind": "other", "subject": "a", "scope": "repo", "summary": "s", "content": "c",
         "confidence": 0.9, "evidence": [{"type": "doc", "uri": "a.md", "note": "n"}]}});
@@ -547,7 +547,7 @@ fn a_credential_as_actor_is_kept_in_no_log() {
         &["--actor", LEAK_TOKEN, "apply", "-"],
         lines.as_bytes(),
     );
-    assert_eq!(applied.code, 3, "{}", applied.stderr);
+    assert_eq!(applied.code, 2, "{}", applied.stderr);
     let security =
         std::fs::read_to_string(env.root().join("ai-memory/demo/.memlog/security.jsonl"))
             .unwrap_or_default();
