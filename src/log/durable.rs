@@ -70,7 +70,7 @@ pub fn append_unsynced(
 
 /// Refuses to append to, or cut, a file through a symbolic link: a repository can commit a link
 /// that points anywhere. (Replacing a file atomically renames over the link, never through it.)
-fn refuse_link(path: &Path) -> Result<()> {
+pub(crate) fn refuse_link(path: &Path) -> Result<()> {
     if !fs_err::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
         return Ok(());
     }

@@ -182,3 +182,32 @@ fn a_link_inside_the_state_directory_is_refused() {
     }
     env.run(&["list"]).ok();
 }
+
+/// A lock's queue folder (`.memlog/store.lock.queue/`, where waiting processes take their
+/// turn) that is a link, or a link among its tickets, is refused as every link in `.memlog/`
+/// is: memlog creates and removes files there, and never through a link.
+#[test]
+fn a_link_in_a_locks_queue_is_refused() {
+    let (env, outside) = setup();
+    let state = env.root().join("ai-memory/demo/.memlog");
+    let queue = state.join("store.lock.queue");
+    let ticket = queue.join(format!("{:024}-0000000001-000000", 1));
+    for (link, target) in [(&queue, outside.clone()), (&ticket, outside.join("victim"))] {
+        if link == &ticket {
+            std::fs::create_dir_all(&queue).unwrap_or_else(|e| panic!("{e}"));
+        }
+        symlink(&target, link).unwrap_or_else(|e| panic!("{e}"));
+        let before = listing(&outside);
+        let shown = link
+            .strip_prefix(env.root())
+            .unwrap_or(link)
+            .display()
+            .to_string();
+        assert_refused(&env.run(&["list"]), &shown);
+        assert_refused(&add(&env, "demo"), &shown);
+        assert_eq!(listing(&outside), before, "{shown}");
+        std::fs::remove_file(link).unwrap_or_else(|e| panic!("{e}"));
+    }
+    env.run(&["list"]).ok();
+    add(&env, "demo").ok();
+}
