@@ -211,3 +211,37 @@ fn a_link_in_a_locks_queue_is_refused() {
     env.run(&["list"]).ok();
     add(&env, "demo").ok();
 }
+
+/// A log with a second hard link (a name elsewhere, maybe outside the workspace) is not
+/// written through: a write is refused naming the file and the fix, and changes neither name;
+/// reads go on. Given a file of its own, as the error says, the log takes the write.
+#[test]
+fn a_hard_linked_log_is_read_but_not_written() {
+    let (env, outside) = setup();
+    let log = env.root().join("ai-memory/demo/events.jsonl");
+    let other = outside.join("events.jsonl");
+    std::fs::hard_link(&log, &other).unwrap_or_else(|e| panic!("{e}"));
+    let before = std::fs::read(&log).unwrap_or_default();
+    let refused = add(&env, "demo");
+    assert_eq!(refused.code, 3, "{}{}", refused.stdout, refused.stderr);
+    let shown = log.display().to_string();
+    assert!(
+        refused
+            .stderr
+            .contains(&format!("{shown} has 2 hard links"))
+            && refused.stderr.contains(&format!(
+                "`cp {shown} {shown}.own && mv {shown}.own {shown}`"
+            )),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(std::fs::read(&other).unwrap_or_default(), before);
+    assert_eq!(std::fs::read(&log).unwrap_or_default(), before);
+    let listed = env.run(&["list", "--json"]).ok().json();
+    assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed}");
+    let own = format!("{shown}.own");
+    std::fs::copy(&log, &own).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::rename(&own, &log).unwrap_or_else(|e| panic!("{e}"));
+    add(&env, "demo").ok();
+    assert_eq!(std::fs::read(&other).unwrap_or_default(), before);
+}
