@@ -245,3 +245,30 @@ fn a_hard_linked_log_is_read_but_not_written() {
     add(&env, "demo").ok();
     assert_eq!(std::fs::read(&other).unwrap_or_default(), before);
 }
+
+/// The merge driver, which takes the project's write lock without opening the project, does
+/// not make its lock through a `.memlog/` that is a link either.
+#[test]
+fn the_merge_driver_refuses_a_linked_state_directory() {
+    let (env, outside) = setup();
+    let state = env.root().join("ai-memory/demo/.memlog");
+    std::fs::remove_dir_all(&state).unwrap_or_else(|e| panic!("{e}"));
+    symlink(&outside, &state).unwrap_or_else(|e| panic!("{e}"));
+    let log = std::fs::read_to_string(env.log()).unwrap_or_default();
+    let dir = env.dir.path().join("merge");
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    for name in ["base", "ours", "theirs"] {
+        std::fs::write(dir.join(name), &log).unwrap_or_else(|e| panic!("{e}"));
+    }
+    let path = |n: &str| dir.join(n).display().to_string();
+    let before = listing(&outside);
+    let r = env.run(&[
+        "merge-driver",
+        &path("base"),
+        &path("ours"),
+        &path("theirs"),
+        "ai-memory/demo/events.jsonl",
+    ]);
+    assert_refused(&r, "ai-memory/demo/.memlog");
+    assert_eq!(listing(&outside), before);
+}
