@@ -341,13 +341,37 @@ impl Project {
         // a repository can force it in: a link there is refused too.
         if let Ok(entries) = std::fs::read_dir(self.state_dir()) {
             for entry in entries.flatten() {
-                if entry.file_type().is_ok_and(|t| t.is_symlink()) {
+                let Ok(kind) = entry.file_type() else {
+                    continue;
+                };
+                if kind.is_symlink() {
                     return Err(self.link_error(
                         &entry.path(),
                         "memlog creates what it needs in .memlog/ again (local state, rebuilt \
                          from the log)",
                     ));
                 }
+                // A lock's queue (`store.lock.queue/`, see `crate::log::lock`): memlog creates
+                // and removes the tickets in it, so a link among them is refused as well.
+                if kind.is_dir() && entry.file_name().as_encoded_bytes().ends_with(b".queue") {
+                    self.refuse_links_in(&entry.path())?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Refuses a symbolic link directly inside `dir`, a lock's queue folder in `.memlog/`.
+    fn refuse_links_in(&self, dir: &std::path::Path) -> Result<()> {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return Ok(());
+        };
+        for entry in entries.flatten() {
+            if entry.file_type().is_ok_and(|t| t.is_symlink()) {
+                return Err(self.link_error(
+                    &entry.path(),
+                    "memlog takes its place in the lock's queue again (local state)",
+                ));
             }
         }
         Ok(())

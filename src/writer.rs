@@ -424,6 +424,9 @@ pub struct Batch<'a> {
     /// name as a parent or an entry.
     foreign_events: std::collections::HashMap<String, Event>,
     foreign_entries: std::collections::HashSet<String>,
+    /// The entries that take over from an entry by the foreign events this batch accepted (a
+    /// supersede's `by`, a consolidation's `into`), to refuse a cycle of them.
+    foreign_successors: std::collections::HashMap<String, Vec<String>>,
 }
 
 /// Lines appended by a batch and not yet applied to the store.
@@ -491,6 +494,7 @@ impl<'a> Batch<'a> {
             prebuilt: None,
             foreign_events: std::collections::HashMap::new(),
             foreign_entries: std::collections::HashSet::new(),
+            foreign_successors: std::collections::HashMap::new(),
         })
     }
 
@@ -601,6 +605,9 @@ impl<'a> Batch<'a> {
             Some(s) => parents_for(self.session.store(), &change, s)?,
             None => Vec::new(),
         };
+        if let Change::Update { target, .. } = &change {
+            refuse_update_before(self.session.store(), target, &heads, &self.ctx.at)?;
+        }
         let key = duplicate_key(&change);
         // An update restores an archived entry in the same append; an expired one cannot come
         // back, and the update says so.
@@ -977,6 +984,27 @@ fn parents_for(store: &Store, change: &Change, state: &EntryState) -> Result<Vec
     Ok(latest.map_or_else(|| state.heads.clone(), |h| vec![h]))
 }
 
+/// Refuses an update of `target` dated `at`, before one of `heads`, the events it would name
+/// as parents: an update comes after the version it changes (`history` and `--as-of` read it
+/// so), and an import refuses an update event dated before its parent.
+fn refuse_update_before(store: &Store, target: &str, heads: &[String], at: &str) -> Result<()> {
+    for head in heads {
+        if let Some(parent) = store.stored_event(head)?
+            && parent.at.as_str() > at
+        {
+            return Err(Error::Rejected {
+                message: format!(
+                    "{target} was last changed at {} (event {head}), after this update's time \
+                     {at}: an update comes after the version it changes, and nothing was \
+                     written; give --now {} or later, or set the clock right",
+                    parent.at, parent.at
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Runs the write policy on the change's final fields; rejected secrets are logged (without
 /// their values) to the project's security log.
 fn gate(
@@ -1206,12 +1234,29 @@ impl Batch<'_> {
                 verdict.merge(v);
             }
         }
+        if let EventData::Update { set, .. } = &event.data
+            && set.is_empty()
+            && !blanked
+        {
+            return Err(no_op_update(&event, "sets no field"));
+        }
         if let EventData::Update { set, .. } | EventData::Resolve { set, .. } = &event.data
             && !set.is_empty()
             && let Some(state) = self.state_before(&event)?
         {
             // A summary is never empty but where a purge removed it.
             blanked |= state.fields.summary.is_empty();
+            // As `memlog update` refuses to write it: without a reason (a review that found
+            // nothing to change), an update must change the entry.
+            if let EventData::Update { reason: None, .. } = &event.data
+                && !blanked
+                && changes_nothing(&state, set)
+            {
+                return Err(no_op_update(
+                    &event,
+                    "sets only values the entry already has",
+                ));
+            }
             // The checks of `memlog update`, on the entry as the event found it.
             match check_recorded_set(set, &state.fields) {
                 Ok(()) => {
@@ -1279,6 +1324,12 @@ impl Batch<'_> {
         let written = unstored(&events, id, None, warnings);
         self.foreign_entries
             .extend(event.created_entry().map(str::to_owned));
+        if let Some(next) = successor(&event) {
+            self.foreign_successors
+                .entry(event.entry.clone())
+                .or_default()
+                .push(next.to_owned());
+        }
         self.foreign_events.insert(event.id.clone(), event);
         if !self.ctx.dry_run {
             self.staged.push(Staged {
@@ -1291,6 +1342,47 @@ impl Batch<'_> {
 }
 
 impl Batch<'_> {
+    /// The entries that take over from `entry` (by a supersede or a consolidation), in the log
+    /// or accepted by this batch.
+    fn successors(&self, entry: &str) -> Result<Vec<String>> {
+        let mut out: Vec<String> = self
+            .session
+            .store()
+            .entry_events(entry)?
+            .iter()
+            .filter(|e| e.entry == entry)
+            .filter_map(successor)
+            .map(str::to_owned)
+            .collect();
+        if let Some(more) = self.foreign_successors.get(entry) {
+            out.extend(more.iter().cloned());
+        }
+        Ok(out)
+    }
+
+    /// The entries from `from` to `to`, each taking over from the one before (see
+    /// [`Batch::successors`]), or `None` when no such chain leads from one to the other: what
+    /// a supersede of `to` by `from` would close into a cycle.
+    fn takeover_path(&self, from: &str, to: &str) -> Result<Option<Vec<String>>> {
+        let mut seen = std::collections::HashSet::new();
+        let mut todo = vec![vec![from.to_owned()]];
+        while let Some(path) = todo.pop() {
+            let Some(last) = path.last() else { continue };
+            if last == to {
+                return Ok(Some(path));
+            }
+            if !seen.insert(last.clone()) {
+                continue;
+            }
+            for next in self.successors(last)? {
+                let mut longer = path.clone();
+                longer.push(next);
+                todo.push(longer);
+            }
+        }
+        Ok(None)
+    }
+
     /// The state of `event`'s entry just before it: the fold of the events of the entry it
     /// descends from, in the log or accepted by this batch (what the event was written on).
     fn state_before(&self, event: &Event) -> Result<Option<EntryState>> {
@@ -1371,6 +1463,23 @@ impl Batch<'_> {
                     ),
                 });
             }
+            // Two entries that each take over from the other leave neither standing for them:
+            // both superseded, no successor. memlog never writes that (a replacement is always
+            // a new entry).
+            if let Some(path) = self.takeover_path(target, &event.entry)? {
+                return Err(Error::Rejected {
+                    message: format!(
+                        "event {} has entry {} {how} {target}, which already gives way to {} \
+                         ({} → {}): the entries would supersede one another in a cycle that \
+                         leaves none of them active; leave one of these events out",
+                        event.id,
+                        event.entry,
+                        event.entry,
+                        event.entry,
+                        path.join(" → ")
+                    ),
+                });
+            }
         }
         // Replay orders an entry's events by their parents: one that names none could come
         // before its entry's create, which `verify` refuses, and it forks the entry anyway.
@@ -1414,8 +1523,53 @@ impl Batch<'_> {
                     ),
                 });
             }
+            if matches!(event.data, EventData::Update { .. }) && found.at > event.at {
+                return Err(Error::Rejected {
+                    message: format!(
+                        "event {} (update of entry {}) is dated {}, before its parent {parent} \
+                         ({}): an update comes after the version it changes, as `memlog update` \
+                         writes it; leave the event out, or make the change again with \
+                         `memlog update`",
+                        event.id, event.entry, event.at, found.at
+                    ),
+                });
+            }
         }
         Ok(())
+    }
+}
+
+/// The entry that takes over from `event`'s entry by it: a supersede's replacement or `by`, a
+/// consolidation's `into`.
+fn successor(event: &Event) -> Option<&str> {
+    match &event.data {
+        EventData::Supersede { by, .. } | EventData::Consolidate { into: by, .. }
+            if !by.is_empty() =>
+        {
+            Some(by)
+        }
+        _ => None,
+    }
+}
+
+/// Whether an update that sets `set` on the entry in `state` leaves its fields and its status
+/// as they are (a value of the wrong type changes nothing either: the schema checks name it).
+fn changes_nothing(state: &EntryState, set: &Map<String, Value>) -> bool {
+    projections::fold::apply_set_to(&state.fields, set).is_ok_and(|(fields, status)| {
+        fields == state.fields && status.is_none_or(|s| s == state.status)
+    })
+}
+
+/// The refusal of a foreign update event that changes nothing, which `memlog update` refuses
+/// to write too; `what` says what it sets.
+fn no_op_update(event: &Event, what: &str) -> Error {
+    Error::Rejected {
+        message: format!(
+            "event {} (update of entry {}) {what}: it changes nothing, and `memlog update` \
+             refuses to write such an update; leave the event out (a review that found nothing \
+             to change is an update with a reason: `memlog update {} --reason TEXT`)",
+            event.id, event.entry, event.entry
+        ),
     }
 }
 

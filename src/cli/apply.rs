@@ -258,15 +258,29 @@ fn apply_one_inner(sink: &mut Sink<'_, '_>, update: &Value) -> Result<Written> {
             "a Memory_Update must be a JSON object",
         )));
     };
+    // An update refused by the schema checks logs the secrets they found, as the write policy
+    // logs those it finds: in its values, and in the names of fields it does not know. (The
+    // operation is named only when it is one: it is logged.)
+    let (project, wctx) = sink.context();
+    let operation = map
+        .get("operation")
+        .and_then(Value::as_str)
+        .filter(|op| matches!(*op, "create" | "supersede" | "deprecate"))
+        .unwrap_or("apply");
+    let refused = |e| crate::writer::refused(project, wctx, operation, e);
     for key in map.keys() {
         if !UPDATE_FIELDS.contains(&key.as_str()) {
-            return Err(Error::Invalid(Invalid::one(
-                key.as_str(),
-                "unknown_field",
-                format!(
-                    "unknown Memory_Update field `{key}`; use operation, entry, target_id, reason"
-                ),
-            )));
+            return Err(refused(
+                Invalid::one(
+                    key.as_str(),
+                    "unknown_field",
+                    format!(
+                        "unknown Memory_Update field `{key}`; use operation, entry, target_id, \
+                         reason"
+                    ),
+                )
+                .with_secrets_of(key, key),
+            ));
         }
     }
     let op = field_str(map, "operation")?.ok_or_else(|| {
@@ -278,14 +292,6 @@ fn apply_one_inner(sink: &mut Sink<'_, '_>, update: &Value) -> Result<Written> {
     })?;
     let target = field_str(map, "target_id")?;
     let reason = field_str(map, "reason")?;
-    // An update refused by the schema checks logs the secrets they found, as the write policy
-    // logs those it finds. (The operation is named only when it is one: it is logged.)
-    let (project, wctx) = sink.context();
-    let operation = match op.as_str() {
-        known @ ("create" | "supersede" | "deprecate") => known,
-        _ => "apply",
-    };
-    let refused = |e| crate::writer::refused(project, wctx, operation, e);
     check_reason(reason.as_deref()).map_err(refused)?;
     let input = match map.get("entry") {
         Some(v) => entry_input_from_json(v, "entry.").map_err(refused)?,
@@ -359,14 +365,17 @@ fn apply_one_inner(sink: &mut Sink<'_, '_>, update: &Value) -> Result<Written> {
                 },
             )
         }
-        other => Err(Error::Invalid(Invalid::one(
-            "operation",
-            "enum",
-            format!(
-                "`operation` is `{}`; use create, supersede or deprecate",
-                other.escape_debug()
-            ),
-        ))),
+        other => Err(refused(
+            Invalid::one(
+                "operation",
+                "enum",
+                format!(
+                    "`operation` is `{}`; use create, supersede or deprecate",
+                    other.escape_debug()
+                ),
+            )
+            .with_secrets_of("operation", other),
+        )),
     }
 }
 
@@ -737,7 +746,7 @@ pub fn run(ctx: &Ctx, args: ApplyArgs, out: &mut Out) -> Result<ExitCode> {
     let updates = Updates::open(file)?;
     let single_object = updates.single_object;
     let (project, missing) = write_target(ctx, project_name)?;
-    let wctx = ctx.write_context()?;
+    let wctx = ctx.write_context_for(&project, "apply")?;
     // The project once created for the first update that passes (see below).
     let created;
     let mut batch = if missing {

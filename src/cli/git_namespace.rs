@@ -46,9 +46,9 @@ pub fn fork(ctx: &Ctx, args: ForkArgs, out: &mut Out) -> Result<ExitCode> {
 }
 
 pub fn merge_project(ctx: &Ctx, args: MergeProjectArgs, out: &mut Out) -> Result<ExitCode> {
-    let wctx = ctx.write_context()?;
     let from = ctx.project(Some(&args.from))?;
     let into = ctx.project(Some(&args.into))?;
+    let wctx = ctx.write_context_for(&into, "import")?;
     let merged = crate::git::namespace::merge(&from, &into, &wctx)?;
     let code = if merged.rejected.is_empty() {
         ExitCode::Ok

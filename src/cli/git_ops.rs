@@ -67,6 +67,10 @@ pub fn merge_driver(ctx: &Ctx, args: MergeDriverArgs, out: &mut Out) -> Result<E
                 .parent()
                 .unwrap_or(std::path::Path::new("."))
                 .join(crate::project::STATE_DIR);
+            // The project's links are not checked on this path (no project is opened): a
+            // `.memlog/` a repository committed as a link would have the lock made where it
+            // leads.
+            crate::log::durable::refuse_link(&state)?;
             fs_err::create_dir_all(&state)?;
             let _write = crate::log::lock::FileLock::acquire(
                 &state.join("write.lock"),

@@ -348,10 +348,10 @@ pub fn export(ctx: &Ctx, args: ExportArgs, out: &mut Out) -> Result<ExitCode> {
 }
 
 pub fn import(ctx: &Ctx, args: ImportArgs, out: &mut Out) -> Result<ExitCode> {
-    let wctx = ctx.write_context()?;
     let (project_name, arg_path) =
         project_and_path(&args.args, "the export to read", "standard input")?;
     let project = ctx.project(project_name)?;
+    let wctx = ctx.write_context_for(&project, "import")?;
     let stdin = if arg_path.as_os_str() == "-" {
         let mut buf = Vec::new();
         std::io::Read::read_to_end(&mut std::io::stdin(), &mut buf)?;

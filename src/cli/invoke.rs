@@ -86,8 +86,8 @@ fn run(args: Vec<String>, json: bool) -> Invocation {
         Err(e) => return failed(super::ExitCode::Usage as i32, output::usage_error_body(&e)),
     };
     let mut out = Out::capture(json);
-    let actor_from = super::ActorFrom::of(&matches);
-    match Ctx::new(cli.global, actor_from).and_then(|ctx| super::run(&ctx, cli.command, &mut out)) {
+    let sources = super::Sources::of(&matches);
+    match Ctx::new(cli.global, sources).and_then(|ctx| super::run(&ctx, cli.command, &mut out)) {
         Ok(code) => Invocation {
             code: {
                 out.finish();

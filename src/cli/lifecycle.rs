@@ -412,7 +412,7 @@ pub fn purge_cmd(ctx: &Ctx, args: PurgeArgs, out: &mut Out) -> Result<ExitCode> 
         ));
     }
     let project = ctx.project(None)?;
-    let mut wctx = ctx.write_context()?;
+    let mut wctx = ctx.write_context_for(&project, "purge")?;
     wctx.dry_run = args.dry_run;
     let template = Change::Purge {
         target: super::read::normalize_id(&args.id),

@@ -30,7 +30,7 @@ pub fn run(ctx: &Ctx, op: Op, args: ReasonArgs, out: &mut Out) -> Result<ExitCod
     };
     check_reason(args.reason.as_deref()).map_err(|e| ctx.refused(None, operation, e))?;
     let project = ctx.project(None)?;
-    let wctx = ctx.write_context()?;
+    let wctx = ctx.write_context_for(&project, operation)?;
     let make = |target: String, reason: Option<String>| match op {
         Op::Deprecate => Change::Deprecate { target, reason },
         Op::Pin => Change::Pin { target, reason },

@@ -249,6 +249,24 @@ impl ActorFrom {
     }
 }
 
+/// Where the global options whose bad values are named by their source came from.
+#[derive(Debug, Clone, Copy)]
+pub struct Sources {
+    pub actor: ActorFrom,
+    /// `--now` came from `MEMLOG_NOW`, not from the command line.
+    pub now_from_env: bool,
+}
+
+impl Sources {
+    /// Where the parsed arguments `m` took them from.
+    pub fn of(m: &clap::ArgMatches) -> Self {
+        Self {
+            actor: ActorFrom::of(m),
+            now_from_env: m.value_source("now") == Some(clap::parser::ValueSource::EnvVariable),
+        }
+    }
+}
+
 /// Resolved global context for a command.
 pub struct Ctx {
     pub global: GlobalArgs,
@@ -258,11 +276,15 @@ pub struct Ctx {
 }
 
 impl Ctx {
-    fn new(global: GlobalArgs, actor_from: ActorFrom) -> Result<Self> {
+    fn new(global: GlobalArgs, sources: Sources) -> Result<Self> {
         let clock: Box<dyn Clock> = match &global.now {
-            Some(s) => Box::new(FixedClock(
-                parse_time(s).map_err(|m| Error::Usage(format!("--now: {m}")))?,
-            )),
+            Some(s) => Box::new(FixedClock(parse_time(s).map_err(|m| {
+                Error::Usage(if sources.now_from_env {
+                    format!("MEMLOG_NOW: {m}; set MEMLOG_NOW to a valid time, or unset it")
+                } else {
+                    format!("--now: {m}")
+                })
+            })?)),
             None => Box::new(SystemClock),
         };
         let as_of = global
@@ -274,7 +296,7 @@ impl Ctx {
             global,
             clock,
             as_of,
-            actor_from,
+            actor_from: sources.actor,
         })
     }
 
@@ -292,16 +314,7 @@ impl Ctx {
     /// [`Error::Usage`] for a name that is empty, too long, or holds control or invisible
     /// characters, naming where it came from and the fix.
     pub fn actor(&self) -> Result<String> {
-        let (actor, from) = match &self.global.actor {
-            Some(a) => (a.clone(), self.actor_from),
-            None => (
-                std::env::var("USER")
-                    .ok()
-                    .filter(|u| !u.is_empty())
-                    .unwrap_or_else(|| "memlog".into()),
-                ActorFrom::User,
-            ),
-        };
+        let (actor, from) = self.given_actor();
         let n = actor.chars().count();
         if n == 0 || n > projections::event::MAX_ACTOR_CHARS || actor.chars().any(char::is_control)
         {
@@ -339,33 +352,102 @@ impl Ctx {
                 from.fix()
             )));
         }
+        // A credential in the environment (a token exported as `$USER` or MEMLOG_ACTOR by
+        // mistake) is a bad setting like the others, not a bad entry: named by where it came
+        // from, never echoed.
+        if let Some(f) = crate::policy::secret_scan::scan_text(&actor).first() {
+            return Err(Error::Usage(format!(
+                "{} looks like {} {} (rule {}): the actor is written into every event, and \
+                 credentials must never be stored in memory; nothing was written: {}",
+                from.named(),
+                crate::policy::article(f.description),
+                f.description,
+                f.rule,
+                from.fix()
+            )));
+        }
         Ok(actor)
+    }
+
+    /// The actor as given (`--actor`, `MEMLOG_ACTOR`, else `$USER`, else `memlog`) and where it
+    /// came from, unchecked.
+    fn given_actor(&self) -> (String, ActorFrom) {
+        match &self.global.actor {
+            Some(a) => (a.clone(), self.actor_from),
+            None => (
+                std::env::var("USER")
+                    .ok()
+                    .filter(|u| !u.is_empty())
+                    .unwrap_or_else(|| "memlog".into()),
+                ActorFrom::User,
+            ),
+        }
     }
 
     pub fn write_context(&self) -> Result<crate::writer::WriteContext> {
         as_of::refuse(self, "this command writes")?;
         Ok(crate::writer::WriteContext {
             actor: self.actor()?,
+            ..self.unchecked_write_context()
+        })
+    }
+
+    /// [`Ctx::write_context`] for a write of `operation` to `project`: a credential given as
+    /// the actor, refused there, is also logged to the project's security log, as the secrets
+    /// of a refused write are (without the value). The error returned is the refusal, or the
+    /// error of writing the log.
+    pub fn write_context_for(
+        &self,
+        project: &Project,
+        operation: &str,
+    ) -> Result<crate::writer::WriteContext> {
+        self.write_context().map_err(|e| {
+            let (actor, _) = self.given_actor();
+            let found = crate::policy::Policy::defaults().check_free_text("actor", &actor);
+            if !matches!(e, Error::Usage(_)) || found.detections.is_empty() {
+                return e;
+            }
+            match crate::policy::log_detections(
+                project,
+                &self.now(),
+                &actor,
+                operation,
+                &found.detections,
+            ) {
+                Ok(()) => e,
+                Err(log_error) => log_error,
+            }
+        })
+    }
+
+    /// The context of a write as given, its actor unchecked: for logging a refused write,
+    /// whose actor may be what was refused.
+    fn unchecked_write_context(&self) -> crate::writer::WriteContext {
+        crate::writer::WriteContext {
+            actor: self.given_actor().0,
             at: self.now(),
             lock_timeout: self.lock_timeout(),
             dry_run: false,
             // A fault injector for the test suite, in debug builds only.
             fail_after_append: cfg!(debug_assertions)
                 && std::env::var_os("MEMLOG_TEST_FAIL_AFTER_APPEND").is_some(),
-        })
+        }
     }
 
     /// [`crate::writer::refused`] for a write refused before it opened its project (`project`,
     /// as [`Ctx::project`] takes it): the project is opened to log the secrets found, when it
-    /// exists. The error returned is `e`, or the error of writing the log.
+    /// exists, a credential given as the actor among them. The error returned is `e`, or the
+    /// error of writing the log.
     pub fn refused(&self, project: Option<&str>, operation: &str, e: impl Into<Error>) -> Error {
         let e = e.into();
-        if !matches!(e, Error::Invalid(_)) {
+        if !matches!(e, Error::Invalid(_)) || self.as_of.is_some() {
             return e;
         }
-        match (self.project(project), self.write_context()) {
-            (Ok(project), Ok(wctx)) => crate::writer::refused(&project, &wctx, operation, e),
-            _ => e,
+        match self.project(project) {
+            Ok(project) => {
+                crate::writer::refused(&project, &self.unchecked_write_context(), operation, e)
+            }
+            Err(_) => e,
         }
     }
 
@@ -465,9 +547,9 @@ pub fn quarantine_message(q: &crate::store::session::QuarantineNote) -> String {
 /// Runs the CLI with `args` (program name first) and returns the process exit code.
 pub fn main_with_args(args: Vec<std::ffi::OsString>, bin_name: &str) -> i32 {
     let json = args.iter().any(|a| a == "--json");
-    let (cli, actor_from) = match Cli::command_with_name(bin_name).try_get_matches_from(&args) {
+    let (cli, sources) = match Cli::command_with_name(bin_name).try_get_matches_from(&args) {
         Ok(m) => match <Cli as clap::FromArgMatches>::from_arg_matches(&m) {
-            Ok(cli) => (cli, ActorFrom::of(&m)),
+            Ok(cli) => (cli, Sources::of(&m)),
             Err(e) => return output::clap_error(&with_usage(e, &args, bin_name), json),
         },
         Err(e) => return output::clap_error(&with_usage(e, &args, bin_name), json),
@@ -480,7 +562,7 @@ pub fn main_with_args(args: Vec<std::ffi::OsString>, bin_name: &str) -> i32 {
     // Under `--json` warnings go into the JSON document only.
     output::set_warnings_in_json(json);
     let mut out = Out::new(json);
-    let result = Ctx::new(cli.global, actor_from).and_then(|ctx| run(&ctx, cli.command, &mut out));
+    let result = Ctx::new(cli.global, sources).and_then(|ctx| run(&ctx, cli.command, &mut out));
     let code = match result {
         Ok(code) => {
             out.finish();
@@ -528,7 +610,7 @@ fn without_env_options(usage: &str, args: &[std::ffi::OsString], bin_name: &str)
 /// refused a value (`--limit abc`): add it there too, so that every usage error carries it.
 fn with_usage(mut e: clap::Error, args: &[std::ffi::OsString], bin_name: &str) -> clap::Error {
     use clap::error::{ContextKind, ContextValue, ErrorKind};
-    // A bad value that only the environment gave (`MEMLOG_NOW=' '`) is named by its variable:
+    // A bad value that only the environment gave (`MEMLOG_LOCK_TIMEOUT_MS=soon`) is named by its variable:
     // the option clap names was never typed.
     if let Some(ContextValue::String(arg)) = e.get(ContextKind::InvalidArg) {
         let from_env = ENV_OPTIONS.iter().find(|(id, var)| {
@@ -593,9 +675,15 @@ impl Cli {
         let mut cmd = <Self as clap::CommandFactory>::command().bin_name(name.to_owned());
         // A variable set to nothing counts as unset (`MEMLOG_PROJECT= memlog list` is how a
         // shell clears one for a command), as `$USER` does for the actor: it was read as an
-        // empty value and refused as if the option had been given empty.
+        // empty value and refused as if the option had been given empty. So does one of only
+        // spaces (`MEMLOG_NOW=' '` was refused as `--now`), but for the actor: an actor of
+        // only spaces is refused, naming its variable ([`Ctx::actor`]), as an empty `$USER`
+        // is passed over but a blank one refused.
         for (arg, var) in ENV_OPTIONS {
-            if std::env::var_os(var).is_some_and(|v| v.is_empty()) {
+            let unset = std::env::var_os(var).is_some_and(|v| {
+                v.is_empty() || (arg != "actor" && v.to_str().is_some_and(|v| v.trim().is_empty()))
+            });
+            if unset {
                 cmd = cmd.mut_arg(arg, |a| a.env(None));
             }
         }

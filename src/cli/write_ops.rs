@@ -75,7 +75,7 @@ pub fn add(ctx: &Ctx, args: AddArgs, out: &mut Out) -> Result<ExitCode> {
     let input = args.entry.to_input().map_err(refused)?;
     let (fields, status) = check_create(&input).map_err(refused)?;
     let (project, missing) = super::apply::write_target(ctx, args.project.as_deref())?;
-    let wctx = ctx.write_context()?;
+    let wctx = ctx.write_context_for(&project, "create")?;
     let check = |_: &crate::store::session::Session, _: Option<&projections::EntryState>| {
         Ok(Change::Create {
             fields: check_create(&input)?.0,
@@ -155,7 +155,7 @@ pub fn supersede(ctx: &Ctx, args: SupersedeArgs, out: &mut Out) -> Result<ExitCo
     let input = args.entry.to_input().map_err(refused)?;
     check_reason(args.reason.as_deref()).map_err(refused)?;
     let project = ctx.project(None)?;
-    let wctx = ctx.write_context()?;
+    let wctx = ctx.write_context_for(&project, "supersede")?;
     let template = Change::Deprecate {
         target: args.id.clone(),
         reason: None,
@@ -184,7 +184,7 @@ pub fn update(ctx: &Ctx, args: UpdateArgs, out: &mut Out) -> Result<ExitCode> {
     }
     check_reason(args.reason.as_deref()).map_err(refused)?;
     let project = ctx.project(None)?;
-    let wctx = ctx.write_context()?;
+    let wctx = ctx.write_context_for(&project, "update")?;
     let template = Change::Deprecate {
         target: args.id.clone(),
         reason: None,
@@ -346,7 +346,7 @@ pub fn resolve(ctx: &Ctx, args: ResolveArgs, out: &mut Out) -> Result<ExitCode> 
     let input = args.entry.to_input().map_err(refused)?;
     check_reason(args.reason.as_deref()).map_err(refused)?;
     let project = ctx.project(None)?;
-    let wctx = ctx.write_context()?;
+    let wctx = ctx.write_context_for(&project, "resolve")?;
     let template = Change::Resolve {
         target: args.id.clone(),
         set: serde_json::Map::new(),

@@ -13,7 +13,7 @@ use std::path::Path;
 /// # Errors
 /// When the file cannot be opened, written or synced (the error names the path).
 pub fn append(path: &Path, bytes: &[u8]) -> Result<crate::log::stamp::FileStamp> {
-    refuse_link(path)?;
+    refuse_other_names(path)?;
     let mut file = open_to_write(std::fs::OpenOptions::new().create(true).append(true), path)?;
     file.write_all(bytes)?;
     file.sync_data()?;
@@ -52,7 +52,7 @@ pub fn append_unsynced(
     path: &Path,
     bytes: &[u8],
 ) -> Result<(crate::log::stamp::FileStamp, Unsynced)> {
-    refuse_link(path)?;
+    refuse_other_names(path)?;
     let mut file = open_to_write(std::fs::OpenOptions::new().create(true).append(true), path)?;
     // The caller holds the write lock: nobody else appends meanwhile.
     let before = file.metadata()?.len();
@@ -102,7 +102,7 @@ pub fn append_record(
 
 /// Refuses to append to, or cut, a file through a symbolic link: a repository can commit a link
 /// that points anywhere. (Replacing a file atomically renames over the link, never through it.)
-fn refuse_link(path: &Path) -> Result<()> {
+pub(crate) fn refuse_link(path: &Path) -> Result<()> {
     if !fs_err::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
         return Ok(());
     }
@@ -115,6 +115,35 @@ fn refuse_link(path: &Path) -> Result<()> {
             path.display()
         ),
     })
+}
+
+/// Refuses to write to a file that has another name: a symbolic link ([`refuse_link`]), or a
+/// file with more than one hard link, which a write in place (an append, a cut) changes under
+/// every name, maybe outside the workspace. Reads go on: only writing through it is refused.
+/// (Replacing a file atomically gives its name a new file, and leaves the other names alone.)
+fn refuse_other_names(path: &Path) -> Result<()> {
+    refuse_link(path)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let links = std::fs::symlink_metadata(path).map_or(1, |m| m.nlink());
+        if links > 1 {
+            let own = format!("{}.own", path.display());
+            return Err(crate::Error::Rejected {
+                message: format!(
+                    "{} has {links} hard links: the same file has another name, maybe outside \
+                     the workspace, and memlog never writes through one (memlog never writes \
+                     outside the workspace); nothing was written: give it a file of its own, \
+                     with the same content (`cp {} {own} && mv {own} {}`), and run the command \
+                     again",
+                    path.display(),
+                    path.display(),
+                    path.display()
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Opens `path` with `options` to write to it; a file that may not be written is named with
@@ -248,8 +277,8 @@ pub fn repair_tail(
     quarantine: &Path,
     is_whole: impl Fn(&[u8]) -> bool,
 ) -> Result<Option<TornTail>> {
-    refuse_link(log)?;
-    refuse_link(quarantine)?;
+    refuse_other_names(log)?;
+    refuse_other_names(quarantine)?;
     let mut file = match std::fs::OpenOptions::new().read(true).write(true).open(log) {
         Ok(f) => fs_err::File::from_parts(f, log),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),

@@ -113,6 +113,8 @@ impl FileLock {
             // The state directory may have been deleted (it is derived data).
             fs_err::create_dir_all(dir).map_err(|e| unwritable(path, e))?;
         }
+        // Opened to be created, a link would create or lock the file it names.
+        crate::log::durable::refuse_link(path)?;
         let file = fs_err::OpenOptions::new()
             .create(true)
             .truncate(false)
@@ -176,6 +178,12 @@ fn queue_path(path: &Path) -> PathBuf {
 /// A ticket whose file nobody holds locked belongs to a process that died waiting, and is
 /// removed by the next process that finds it ahead of its own. A process that cannot take a
 /// ticket (a read-only folder) waits all the same, out of line.
+///
+/// Nothing is followed through a symbolic link: a repository can commit one in `.memlog/`
+/// (which a merge driver's lock reaches without the checks of a project's links), and a queue
+/// folder that led elsewhere would have its files taken for dead tickets and removed. A queue
+/// folder that is a link is not used (its process waits out of line), and a link among the
+/// tickets is removed without being opened.
 struct Ticket {
     file: std::fs::File,
     queue: PathBuf,
@@ -185,11 +193,12 @@ struct Ticket {
 impl Ticket {
     /// True when some process may be waiting in the queue.
     fn any_in(queue: &Path) -> bool {
-        std::fs::read_dir(queue).is_ok_and(|entries| {
-            entries
-                .filter_map(std::result::Result::ok)
-                .any(|e| !e.file_name().as_encoded_bytes().starts_with(TEMPORARY))
-        })
+        is_own_folder(queue)
+            && std::fs::read_dir(queue).is_ok_and(|entries| {
+                entries
+                    .filter_map(std::result::Result::ok)
+                    .any(|e| !e.file_name().as_encoded_bytes().starts_with(TEMPORARY))
+            })
     }
 
     /// Joins the queue, best effort. The ticket is made and locked under a temporary name
@@ -197,6 +206,9 @@ impl Ticket {
     fn take(queue: &Path) -> Option<Self> {
         static TAKEN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         std::fs::create_dir_all(queue).ok()?;
+        if !is_own_folder(queue) {
+            return None;
+        }
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos());
@@ -225,6 +237,9 @@ impl Ticket {
     /// the tickets of dead processes found ahead are removed. Counting stops at a few: past
     /// that, the number only sets how long to wait before looking again.
     fn ahead(&self) -> usize {
+        if !is_own_folder(&self.queue) {
+            return 0;
+        }
         let Ok(entries) = std::fs::read_dir(&self.queue) else {
             return 0;
         };
@@ -237,6 +252,18 @@ impl Ticket {
         for name in older {
             let path = self.queue.join(&name);
             // A ticket gone meanwhile was its holder's, who has the lock now.
+            let Ok(meta) = std::fs::symlink_metadata(&path) else {
+                continue;
+            };
+            // memlog makes no links: one here is no ticket, and is removed unopened (removing
+            // a link leaves what it names alone). Whatever else is not a file is passed.
+            if meta.file_type().is_symlink() {
+                let _ = std::fs::remove_file(&path);
+                continue;
+            }
+            if !meta.is_file() {
+                continue;
+            }
             let Ok(file) = std::fs::File::open(&path) else {
                 continue;
             };
@@ -254,6 +281,11 @@ impl Ticket {
         }
         live
     }
+}
+
+/// True when `queue` is a folder itself, not a symbolic link to one (nor anything else).
+fn is_own_folder(queue: &Path) -> bool {
+    std::fs::symlink_metadata(queue).is_ok_and(|m| m.is_dir())
 }
 
 /// How the name of a ticket not yet in line begins.
@@ -280,11 +312,16 @@ struct Waiting {
 
 impl Waiting {
     fn announce(path: &Path) -> Self {
+        let wait = wait_path(path);
+        // A link is not followed: this process waits unseen instead.
+        if std::fs::symlink_metadata(&wait).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Self { _file: None };
+        }
         let file = std::fs::OpenOptions::new()
             .create(true)
             .truncate(false)
             .write(true)
-            .open(wait_path(path))
+            .open(&wait)
             .ok()
             .filter(|f| f.try_lock_shared().is_ok());
         Self { _file: file }
@@ -458,5 +495,60 @@ mod tests {
         drop(held);
         join(second);
         assert!(!Ticket::any_in(&queue), "the dead ticket was removed");
+    }
+
+    /// A queue folder that is a symbolic link (to a folder outside the workspace, say) is not
+    /// used: nothing is created in what it names, and a file there that looks like a dead
+    /// waiter's ticket is not removed. The waiter still gets the lock.
+    #[cfg(unix)]
+    #[test]
+    fn a_queue_folder_that_is_a_link_is_not_used() {
+        let (dir, path, held) = held();
+        let outside = dir.path().join("outside");
+        fs_err::create_dir_all(&outside).unwrap_or_else(|e| panic!("{e}"));
+        let victim = outside.join(format!("{:024}-0000000001-000000", 1));
+        fs_err::write(&victim, "precious").unwrap_or_else(|e| panic!("{e}"));
+        std::os::unix::fs::symlink(&outside, queue_path(&path)).unwrap_or_else(|e| panic!("{e}"));
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let waiter = waiter(&path, &order, ());
+        std::thread::sleep(Duration::from_millis(50));
+        drop(held);
+        join(waiter);
+        let left: Vec<_> = fs_err::read_dir(&outside)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .filter_map(|e| e.ok().map(|e| e.file_name()))
+            .collect();
+        assert_eq!(left, [victim.file_name().unwrap_or_default()]);
+        assert_eq!(fs_err::read(&victim).unwrap_or_default(), b"precious");
+    }
+
+    /// A symbolic link among the tickets is not opened: one that names a file some other
+    /// program holds locked is no live waiter that the line waits behind, and it is removed
+    /// (the link only).
+    #[cfg(unix)]
+    #[test]
+    fn a_link_among_the_tickets_is_not_followed() {
+        let (dir, path, held) = held();
+        let outside = dir.path().join("elsewhere");
+        let busy = fs_err::File::create(&outside).unwrap_or_else(|e| panic!("{e}"));
+        busy.file().lock().unwrap_or_else(|e| panic!("{e}"));
+        let queue = queue_path(&path);
+        fs_err::create_dir_all(&queue).unwrap_or_else(|e| panic!("{e}"));
+        let link = queue.join(format!("{:024}-0000000001-000000", 1));
+        std::os::unix::fs::symlink(&outside, &link).unwrap_or_else(|e| panic!("{e}"));
+        let started = Instant::now();
+        let waiter = std::thread::spawn({
+            let path = path.clone();
+            move || FileLock::acquire(&path, "store", Duration::from_secs(5)).map(|_| ())
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        drop(held);
+        join(waiter);
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert!(
+            std::fs::symlink_metadata(&link).is_err(),
+            "the link is removed"
+        );
+        assert!(outside.is_file(), "what it named stays");
     }
 }

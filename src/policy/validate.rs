@@ -69,6 +69,18 @@ impl Invalid {
             detections: Vec::new(),
         }
     }
+
+    /// This refusal, with the secrets found in `text` (what was submitted as `field`, a value
+    /// or a field's name, which the refusal echoes redacted) added as a problem and kept as
+    /// detections: the refusal logs them, as any refused write logs the secrets in it.
+    #[must_use]
+    pub fn with_secrets_of(mut self, field: &str, text: &str) -> Self {
+        let mut c = Checker::default();
+        c.secrets(field, text, false);
+        self.problems.extend(c.problems);
+        self.detections.extend(c.detections);
+        self
+    }
 }
 
 /// Messages quote what was submitted (`kind` is `…`), and field paths name the keys submitted
@@ -153,8 +165,10 @@ impl Checker {
                 f.rule
             ),
         );
+        // The field's path may hold the secret itself (an unknown field's name).
+        let field = redact_secrets(field);
         self.detections.extend(findings.iter().map(|f| Detection {
-            field: field.to_owned(),
+            field: field.clone(),
             rule: f.rule,
         }));
     }
@@ -451,14 +465,19 @@ pub fn entry_input_from_json(value: &Value, field_prefix: &str) -> Result<EntryI
             },
             "evidence" => input.evidence = evidence_from_json(v, &field, &mut c),
             k if IGNORED_KEYS.contains(&k) => {}
-            _ => c.push(
-                &field,
-                "unknown_field",
-                format!(
-                    "unknown field `{key}`; known fields: {}",
-                    ENTRY_KEYS.join(", ")
-                ),
-            ),
+            _ => {
+                c.push(
+                    &field,
+                    "unknown_field",
+                    format!(
+                        "unknown field `{key}`; known fields: {}",
+                        ENTRY_KEYS.join(", ")
+                    ),
+                );
+                // Refused, the name is still echoed (redacted) and must be logged as any
+                // secret in a refused write is.
+                c.secrets(&field, key, false);
+            }
         }
     }
     if !c.problems.is_empty() {
@@ -501,6 +520,7 @@ fn evidence_from_json(v: &Value, field: &str, c: &mut Checker) -> Option<Vec<Evi
                         "unknown_field",
                         format!("unknown evidence field `{k}`; use type, uri and note"),
                     );
+                    c.secrets(&format!("{f}.{k}"), k, false);
                     continue;
                 }
             };
@@ -678,6 +698,9 @@ fn check_common(c: &mut Checker, input: &EntryInput) {
             "`review_interval` is `{}`; use an ISO 8601 duration such as P30D or PT12H, or 30d / 2w / 12h",
             r.escape_debug()
         ));
+        // Refused as no duration, the value is still echoed (redacted) and must be logged as
+        // any secret in a refused write is.
+        c.secrets("review_interval", r, false);
     }
 }
 

@@ -1,7 +1,7 @@
 //! The foundation's promises under abuse: reads answer for the log on disk, nothing committed is
 //! dropped, a broken store heals, and every text that enters the log is checked.
 
-use crate::common::{Env, Run, add_args, git, stdin_run};
+use crate::common::{Env, NOW, Run, add_args, git, stdin_run};
 use std::io::Write;
 
 /// `add` of a learning (kind other, scope repo, confidence 0.7).
@@ -244,6 +244,33 @@ fn an_update_that_changes_nothing_is_refused() {
     assert_eq!(versions.as_array().map(Vec::len), Some(2), "{versions}");
 }
 
+/// An update dated before the entry's latest change (a `--now` or a clock behind it) is
+/// refused, naming that change's time and the fix, and writes nothing: an update comes after
+/// the version it changes, and an import refuses an update event that does not.
+#[test]
+fn an_update_dated_before_the_entrys_last_change_is_refused() {
+    let env = Env::with_project();
+    let id = env.add("dated", "Entry written now");
+    let before = read(&env.log());
+    let r = env.run_at(
+        "2026-01-01T00:00:00Z",
+        &["update", &id, "--confidence", "0.7"],
+    );
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains(&format!("{id} was last changed at {NOW}"))
+            && r.stderr
+                .contains("after this update's time 2026-01-01T00:00:00.000Z")
+            && r.stderr.contains(&format!("give --now {NOW} or later")),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(read(&env.log()), before);
+    // At the same time or later, it is written.
+    env.run(&["update", &id, "--confidence", "0.7"]).ok();
+}
+
 #[test]
 fn a_missing_configuration_is_named_and_no_other_project_is_used() {
     let env = Env::with_project();
@@ -358,7 +385,6 @@ fn every_text_that_enters_an_event_is_scanned() {
         env.run(&["deprecate", &a, "--reason", &reason]),
         env.run(&["update", &a, "--confidence", "0.7", "--reason", &key]),
         env.run(&["pin", &a, "--reason", &reason]),
-        env.run(&["--actor", FAKE_GITHUB, "pin", &a]),
         stdin_run(
             &env,
             &["apply", "-"],
@@ -377,6 +403,14 @@ fn every_text_that_enters_an_event_is_scanned() {
             "never echoed: {all}"
         );
     }
+    // As the actor, a credential is a bad setting (exit 2).
+    let r = env.run(&["--actor", FAKE_GITHUB, "pin", &a]);
+    assert_eq!(r.code, 2, "refused: {}", r.stderr);
+    assert!(
+        r.stderr.contains("looks like") && !r.stderr.contains(FAKE_GITHUB),
+        "{}",
+        r.stderr
+    );
     assert_eq!(read(&env.log()), before, "nothing written");
 }
 
@@ -1007,7 +1041,7 @@ fn a_bad_value_from_the_environment_names_its_variable() {
     let env = Env::with_project();
     let r = crate::common::output(
         env.command(&["list"])
-            .env("MEMLOG_LOCK_TIMEOUT_MS", " ")
+            .env("MEMLOG_LOCK_TIMEOUT_MS", "soon")
             .output(),
     );
     assert_eq!(r.code, 2, "{}", r.stderr);
@@ -1018,8 +1052,8 @@ fn a_bad_value_from_the_environment_names_its_variable() {
         r.stderr
     );
     let typed = crate::common::output(
-        env.command(&["list", "--lock-timeout", " "])
-            .env("MEMLOG_LOCK_TIMEOUT_MS", " ")
+        env.command(&["list", "--lock-timeout", "soon"])
+            .env("MEMLOG_LOCK_TIMEOUT_MS", "soon")
             .output(),
     );
     assert_eq!(typed.code, 2, "{}", typed.stderr);
@@ -1028,4 +1062,122 @@ fn a_bad_value_from_the_environment_names_its_variable() {
         "{}",
         typed.stderr
     );
+    // The time, read after the options, is named by its variable too.
+    let r = crate::common::output(env.command(&["list"]).env("MEMLOG_NOW", "soon").output());
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .starts_with("error: MEMLOG_NOW: `soon` is not an ISO 8601 time")
+            && r.stderr
+                .contains("set MEMLOG_NOW to a valid time, or unset it"),
+        "{}",
+        r.stderr
+    );
+    let typed = env.run(&["list", "--now", "soon"]);
+    assert_eq!(typed.code, 2, "{}", typed.stderr);
+    assert!(
+        typed.stderr.starts_with("error: --now: ") && !typed.stderr.contains("MEMLOG_NOW"),
+        "{}",
+        typed.stderr
+    );
+}
+
+/// A variable of only spaces counts as unset, as an empty one does (`MEMLOG_NOW=' '` was
+/// refused as a bad `--now`): the default applies. (An actor of only spaces is refused instead,
+/// see `a_blank_actor_is_refused`.)
+#[test]
+fn a_blank_environment_variable_counts_as_unset() {
+    let env = Env::with_project();
+    for blank in [" ", "  \t"] {
+        let r = env
+            .command(&add_args(
+                ("learnings", "other"),
+                &format!("s.blank{}", blank.len()),
+                "e",
+                "c",
+                "0.9",
+                "doc:a.md:n",
+            ))
+            .env("MEMLOG_NOW", blank)
+            .env("MEMLOG_LOCK_TIMEOUT_MS", blank)
+            .env("MEMLOG_WORKSPACE", blank)
+            .current_dir(env.root())
+            .output();
+        let r = crate::common::output(r);
+        assert_eq!(r.code, 0, "{blank:?}: {}", r.stderr);
+        let id = r.stdout.trim().to_owned();
+        let listed = crate::common::output(
+            env.command(&["list", "--json"])
+                .env("MEMLOG_PROJECT", blank)
+                .env("MEMLOG_NOW", blank)
+                .output(),
+        )
+        .ok();
+        assert!(listed.stdout.contains(&id), "{}", listed.stdout);
+    }
+}
+
+/// A credential given as the actor (`--actor`, or by mistake in `MEMLOG_ACTOR` or `$USER`) is
+/// a bad setting, not a bad entry: refused as a usage error (exit 2) naming where it came from
+/// and the fix, never echoed, logged to the security log without its value, and nothing is
+/// written.
+#[test]
+fn a_credential_as_the_actor_is_a_usage_error_naming_its_source() {
+    let env = Env::with_project();
+    let add = add_args(("learnings", "other"), "s.x", "e", "c", "0.9", "doc:a.md:n");
+    let before = read(&env.log());
+    let from_env =
+        crate::common::output(env.command(&add).env("MEMLOG_ACTOR", FAKE_GITHUB).output());
+    let from_user = crate::common::output(
+        env.command(&add)
+            .env_remove("MEMLOG_ACTOR")
+            .env("USER", FAKE_AWS)
+            .output(),
+    );
+    let mut typed = vec!["--actor", FAKE_GITHUB];
+    typed.extend(&add);
+    let from_option = env.run(&typed);
+    for (r, said) in [
+        (
+            &from_env,
+            "the actor from MEMLOG_ACTOR looks like a GitHub token (rule github-token): the \
+             actor is written into every event, and credentials must never be stored in \
+             memory; nothing was written: set MEMLOG_ACTOR to another name, or give --actor \
+             NAME",
+        ),
+        (
+            &from_user,
+            "the actor from $USER (used when neither --actor nor MEMLOG_ACTOR is set) looks \
+             like an AWS access key id (rule aws-access-key-id): the actor is written into \
+             every event, and credentials must never be stored in memory; nothing was written: \
+             give a name with --actor NAME or MEMLOG_ACTOR",
+        ),
+        (
+            &from_option,
+            "--actor looks like a GitHub token (rule github-token): the actor is written into \
+             every event, and credentials must never be stored in memory; nothing was written: \
+             give another name with --actor NAME",
+        ),
+    ] {
+        assert_eq!(r.code, 2, "{}", r.stderr);
+        assert_eq!(r.stderr, format!("error: {said}\n"));
+    }
+    assert_eq!(read(&env.log()), before, "nothing written");
+    let security =
+        std::fs::read_to_string(env.root().join("ai-memory/demo/.memlog/security.jsonl"))
+            .unwrap_or_default();
+    let rules: Vec<String> = security
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|r| r["field"] == "actor" && r["actor"] == "[redacted]")
+        .map(|r| r["rule"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(
+        rules,
+        ["github-token", "aws-access-key-id", "github-token"],
+        "{security}"
+    );
+    let runs = [&from_env, &from_user, &from_option];
+    crate::common::assert_nowhere(&env, &runs, FAKE_GITHUB);
+    crate::common::assert_nowhere(&env, &runs, FAKE_AWS);
 }

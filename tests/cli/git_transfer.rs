@@ -1231,6 +1231,197 @@ fn a_supersede_or_consolidation_into_nothing_is_not_imported() {
     assert_eq!(r["rejected"], json!([]), "{r}");
 }
 
+/// An imported or merged update must be one `memlog update` would write: one dated before
+/// its parent, one that sets no field, and one without a reason that sets only the values the
+/// entry has are each rejected, naming the event and the fix, and nothing of them is written.
+/// With a reason, an update that changes nothing is a review, and is taken.
+#[test]
+fn an_update_memlog_update_would_refuse_is_not_imported() {
+    let env = two_projects();
+    env.run(&["init", "third"]).ok();
+    let a = add(&env, "demo", NOW, "learnings", "a", "0.7", "t");
+    let (create, create_line) = exported_events(&env).remove(0);
+    env.run(&["import", "copy", "ev.jsonl"]).ok();
+    let update = |at: &str, set: Value, reason: Option<&str>| {
+        let Value::Object(set) = set else {
+            panic!("not an object: {set}")
+        };
+        projections::Event::build(
+            &a,
+            "elsewhere",
+            at,
+            vec![create.id.clone()],
+            projections::EventData::Update {
+                set,
+                reason: reason.map(str::to_owned),
+            },
+        )
+        .unwrap_or_else(|e| panic!("{e}"))
+    };
+    let later = "2026-11-23T10:00:00.000Z";
+    let bad = [
+        (
+            update("2026-01-01T00:00:00.000Z", json!({"confidence": 0.8}), None),
+            format!(
+                "is dated 2026-01-01T00:00:00.000Z, before its parent {}",
+                create.id
+            ),
+        ),
+        (update(later, json!({}), None), "sets no field".to_owned()),
+        (
+            update(later, json!({}), Some("looked again")),
+            "sets no field".to_owned(),
+        ),
+        (
+            update(later, json!({"confidence": 0.7}), None),
+            "sets only values the entry already has".to_owned(),
+        ),
+    ];
+    let log = env.root().join("ai-memory/copy/events.jsonl");
+    let before = std::fs::read_to_string(&log).unwrap_or_default();
+    for (event, why) in &bad {
+        write_lines(&env, "bad.jsonl", &[line_of(event)]);
+        let r = env.run(&["import", "copy", "bad.jsonl", "--json"]);
+        assert_eq!(r.code, 1, "{}", r.stdout);
+        let r = r.json();
+        assert_eq!(r["imported"], json!([]), "{r}");
+        assert_eq!(r["rejected"][0]["source"], "line 1", "{r}");
+        let reason = reasons(&r, "rejected").join("");
+        assert!(
+            reason.contains(&format!("event {} (update of entry {a})", event.id))
+                && reason.contains(why.as_str())
+                && reason.contains("leave the event out"),
+            "{why}: {r}"
+        );
+        assert_eq!(std::fs::read_to_string(&log).unwrap_or_default(), before);
+    }
+    // With a reason, the same values are a review that found nothing to change.
+    let review = update(later, json!({"confidence": 0.7}), Some("reviewed"));
+    write_lines(&env, "review.jsonl", &[line_of(&review)]);
+    let r = env
+        .run(&["import", "copy", "review.jsonl", "--json"])
+        .json();
+    assert_eq!(r["rejected"], json!([]), "{r}");
+    // The same events in a project merged into another.
+    for (event, _) in &bad {
+        env.append_log(format!("{}\n", line_of(event)).as_bytes());
+    }
+    let r = env
+        .run(&["merge-project", "demo", "third", "--json"])
+        .json();
+    assert_eq!(r["added"], 1, "{r}");
+    let rejected: Vec<String> = r["rejected"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|pair| pair[1].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(rejected.len(), bad.len(), "{r}");
+    for (_, why) in &bad {
+        assert!(
+            rejected.iter().any(|w| w.contains(why.as_str())),
+            "{why}: {r}"
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(env.root().join("ai-memory/third/events.jsonl"))
+            .unwrap_or_default(),
+        create_line + "\n"
+    );
+}
+
+/// Two entries that each supersede the other (both present) would leave neither active and
+/// no successor: the event that closes the cycle is rejected, from the same input or from an
+/// earlier import, and by `merge-project`; a consolidation that closes one too.
+#[test]
+fn a_supersede_cycle_is_not_imported() {
+    let env = two_projects();
+    env.run(&["init", "third"]).ok();
+    let a = add(&env, "demo", NOW, "learnings", "a", "0.7", "t");
+    let b = add(&env, "demo", NOW, "learnings", "b", "0.7", "t");
+    let events = exported_events(&env);
+    env.run(&["import", "copy", "ev.jsonl"]).ok();
+    let head = |entry: &str| {
+        events
+            .iter()
+            .find(|(e, _)| e.entry == entry)
+            .map(|(e, _)| e.id.clone())
+            .unwrap_or_default()
+    };
+    let over = |entry: &str, data| {
+        projections::Event::build(
+            entry,
+            "elsewhere",
+            "2026-11-23T10:00:00.000Z",
+            vec![head(entry)],
+            data,
+        )
+        .unwrap_or_else(|e| panic!("{e}"))
+    };
+    let supersede = |by: &str| projections::EventData::Supersede {
+        by: by.to_owned(),
+        reason: None,
+        replacement: None,
+    };
+    let a_by_b = over(&a, supersede(&b));
+    let b_by_a = over(&b, supersede(&a));
+    let b_into_a = over(
+        &b,
+        projections::EventData::Consolidate {
+            into: a.clone(),
+            reason: None,
+        },
+    );
+    let cycle = format!("({b} → {a} → {b})");
+    write_lines(&env, "cycle.jsonl", &[line_of(&a_by_b), line_of(&b_by_a)]);
+    let r = env.run(&["import", "copy", "cycle.jsonl", "--json"]).json();
+    assert_eq!(r["imported"].as_array().map(Vec::len), Some(1), "{r}");
+    let why = reasons(&r, "rejected");
+    assert_eq!(why.len(), 1, "{r}");
+    assert!(
+        why[0].contains(&format!(
+            "event {} has entry {b} superseded by {a}",
+            b_by_a.id
+        )) && why[0].contains(&cycle)
+            && why[0].contains("leave one of these events out"),
+        "{r}"
+    );
+    // The cycle's other half in a later import, as a supersede or a consolidation.
+    for event in [&b_by_a, &b_into_a] {
+        write_lines(&env, "half.jsonl", &[line_of(event)]);
+        let r = env.run(&["import", "copy", "half.jsonl", "--json"]).json();
+        assert_eq!(r["imported"], json!([]), "{r}");
+        assert!(reasons(&r, "rejected").join("").contains(&cycle), "{r}");
+    }
+    let shown = env.run(&["-p", "copy", "--json", "show", &b]).ok().json();
+    assert_eq!(shown["status"], "active", "{shown}");
+    // Both halves in a project merged into another: one is taken, the other refused.
+    env.append_log(format!("{}\n{}\n", line_of(&a_by_b), line_of(&b_by_a)).as_bytes());
+    let r = env
+        .run(&["merge-project", "demo", "third", "--json"])
+        .json();
+    assert_eq!(r["added"], 3, "{r}");
+    assert_eq!(r["rejected"].as_array().map(Vec::len), Some(1), "{r}");
+    assert!(
+        r["rejected"][0][1]
+            .as_str()
+            .is_some_and(|w| w.contains("leave one of these events out")),
+        "{r}"
+    );
+    let listed = env
+        .run(&["-p", "third", "list", "--min-confidence", "0", "--json"])
+        .ok()
+        .json();
+    let active = listed
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|e| e["status"] == "active")
+        .count();
+    assert_eq!(active, 1, "{listed}");
+    env.run(&["verify", "third"]).ok();
+}
+
 /// A purged entry whose confidence changed before the purge moves by `merge-project` after
 /// `gc`: the change is checked on the entry as `gc` left it, whose content (summary, content,
 /// evidence) is gone by design.

@@ -182,3 +182,93 @@ fn a_link_inside_the_state_directory_is_refused() {
     }
     env.run(&["list"]).ok();
 }
+
+/// A lock's queue folder (`.memlog/store.lock.queue/`, where waiting processes take their
+/// turn) that is a link, or a link among its tickets, is refused as every link in `.memlog/`
+/// is: memlog creates and removes files there, and never through a link.
+#[test]
+fn a_link_in_a_locks_queue_is_refused() {
+    let (env, outside) = setup();
+    let state = env.root().join("ai-memory/demo/.memlog");
+    let queue = state.join("store.lock.queue");
+    let ticket = queue.join(format!("{:024}-0000000001-000000", 1));
+    for (link, target) in [(&queue, outside.clone()), (&ticket, outside.join("victim"))] {
+        if link == &ticket {
+            std::fs::create_dir_all(&queue).unwrap_or_else(|e| panic!("{e}"));
+        }
+        symlink(&target, link).unwrap_or_else(|e| panic!("{e}"));
+        let before = listing(&outside);
+        let shown = link
+            .strip_prefix(env.root())
+            .unwrap_or(link)
+            .display()
+            .to_string();
+        assert_refused(&env.run(&["list"]), &shown);
+        assert_refused(&add(&env, "demo"), &shown);
+        assert_eq!(listing(&outside), before, "{shown}");
+        std::fs::remove_file(link).unwrap_or_else(|e| panic!("{e}"));
+    }
+    env.run(&["list"]).ok();
+    add(&env, "demo").ok();
+}
+
+/// A log with a second hard link (a name elsewhere, maybe outside the workspace) is not
+/// written through: a write is refused naming the file and the fix, and changes neither name;
+/// reads go on. Given a file of its own, as the error says, the log takes the write.
+#[test]
+fn a_hard_linked_log_is_read_but_not_written() {
+    let (env, outside) = setup();
+    let log = env.root().join("ai-memory/demo/events.jsonl");
+    let other = outside.join("events.jsonl");
+    std::fs::hard_link(&log, &other).unwrap_or_else(|e| panic!("{e}"));
+    let before = std::fs::read(&log).unwrap_or_default();
+    let refused = add(&env, "demo");
+    assert_eq!(refused.code, 3, "{}{}", refused.stdout, refused.stderr);
+    let shown = log.display().to_string();
+    assert!(
+        refused
+            .stderr
+            .contains(&format!("{shown} has 2 hard links"))
+            && refused.stderr.contains(&format!(
+                "`cp {shown} {shown}.own && mv {shown}.own {shown}`"
+            )),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(std::fs::read(&other).unwrap_or_default(), before);
+    assert_eq!(std::fs::read(&log).unwrap_or_default(), before);
+    let listed = env.run(&["list", "--json"]).ok().json();
+    assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed}");
+    let own = format!("{shown}.own");
+    std::fs::copy(&log, &own).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::rename(&own, &log).unwrap_or_else(|e| panic!("{e}"));
+    add(&env, "demo").ok();
+    assert_eq!(std::fs::read(&other).unwrap_or_default(), before);
+}
+
+/// The merge driver, which takes the project's write lock without opening the project, does
+/// not make its lock through a `.memlog/` that is a link either.
+#[test]
+fn the_merge_driver_refuses_a_linked_state_directory() {
+    let (env, outside) = setup();
+    let state = env.root().join("ai-memory/demo/.memlog");
+    std::fs::remove_dir_all(&state).unwrap_or_else(|e| panic!("{e}"));
+    symlink(&outside, &state).unwrap_or_else(|e| panic!("{e}"));
+    let log = std::fs::read_to_string(env.log()).unwrap_or_default();
+    let dir = env.dir.path().join("merge");
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    for name in ["base", "ours", "theirs"] {
+        std::fs::write(dir.join(name), &log).unwrap_or_else(|e| panic!("{e}"));
+    }
+    let path = |n: &str| dir.join(n).display().to_string();
+    let before = listing(&outside);
+    let r = env.run(&[
+        "merge-driver",
+        &path("base"),
+        &path("ours"),
+        &path("theirs"),
+        "ai-memory/demo/events.jsonl",
+    ]);
+    assert_refused(&r, "ai-memory/demo/.memlog");
+    assert_eq!(listing(&outside), before);
+}

@@ -444,9 +444,9 @@ fn apply_and_validate_redact_the_input_they_echo() {
     assert_eq!(
         codes,
         [
-            "VALIDATION_ERROR",
-            "VALIDATION_ERROR",
-            "VALIDATION_ERROR",
+            "SECRET_DETECTED",
+            "SECRET_DETECTED",
+            "SECRET_DETECTED",
             "NOT_FOUND"
         ],
         "{report}"
@@ -459,7 +459,12 @@ fn apply_and_validate_redact_the_input_they_echo() {
         .collect();
     assert_eq!(
         fields,
-        ["entry.evidence[0].[redacted]", "entry.[redacted]"],
+        [
+            "entry.evidence[0].[redacted]",
+            "entry.evidence[0].[redacted]",
+            "entry.[redacted]",
+            "entry.[redacted]"
+        ],
         "{report}"
     );
     assert_eq!(skipped[2]["operation"], "[redacted]", "{report}");
@@ -524,7 +529,7 @@ fn import_redacts_the_record_ids_it_reports() {
     crate::common::assert_nowhere(&env, &[&first, &again], LEAK_TOKEN);
 }
 
-/// A credential given as the actor is refused, and the security log records the detection
+/// A credential given as the actor is refused (a usage error), and the security log records the detection
 /// without it (as it does every detection), as does the log of skipped updates.
 #[test]
 fn a_credential_as_actor_is_kept_in_no_log() {
@@ -532,7 +537,7 @@ fn a_credential_as_actor_is_kept_in_no_log() {
     let mut args = vec!["--actor", LEAK_TOKEN];
     args.extend(add_args("s", "c", "doc:docs/a.md:n"));
     let added = env.run(&args);
-    assert_eq!(added.code, 3, "{}", added.stderr);
+    assert_eq!(added.code, 2, "{}", added.stderr);
     let update = json!({"operation": "create", "entry": {"section": "learnings",
         "kind": "other", "subject": "a", "scope": "repo", "summary": "s", "content": "c",
         "confidence": 0.9, "evidence": [{"type": "doc", "uri": "a.md", "note": "n"}]}});
@@ -542,7 +547,7 @@ fn a_credential_as_actor_is_kept_in_no_log() {
         &["--actor", LEAK_TOKEN, "apply", "-"],
         lines.as_bytes(),
     );
-    assert_eq!(applied.code, 3, "{}", applied.stderr);
+    assert_eq!(applied.code, 2, "{}", applied.stderr);
     let security =
         std::fs::read_to_string(env.root().join("ai-memory/demo/.memlog/security.jsonl"))
             .unwrap_or_default();
@@ -710,6 +715,68 @@ fn a_secret_in_a_field_of_fixed_values_is_logged() {
         .collect();
     assert_eq!(fields, ["kind", "evidence[0].type"], "{security}");
     crate::common::assert_nowhere(&env, &runs.iter().collect::<Vec<_>>(), t);
+}
+
+/// A credential given as the name of a field apply does not know (of the update, of its entry,
+/// of an evidence object), as apply's `operation`, or as `--review-interval` is refused,
+/// redacted in the message, and logged as a secret like any other: its field named, the name
+/// that is the secret redacted.
+#[test]
+fn a_secret_as_a_field_name_an_operation_or_a_review_interval_is_logged() {
+    let env = Env::with_project();
+    let t = LEAK_TOKEN;
+    let key = "AKIAQ7ZJ4R2WXN6TB3KD";
+    let entry = json!({"section": "learnings", "kind": "other", "subject": "a", "scope": "repo",
+        "summary": "s", "content": "c", "confidence": 0.8,
+        "evidence": [{"type": "doc", "uri": "a.md", "note": "n"}]});
+    let mut unknown_entry_field = entry.clone();
+    unknown_entry_field[key] = json!(1);
+    let mut unknown_evidence_field = entry.clone();
+    unknown_evidence_field["evidence"][0][key] = json!("x");
+    let inputs = [
+        json!({"operation": "create", "entry": entry, key: "x"}),
+        json!({"operation": "create", "entry": unknown_entry_field}),
+        json!({"operation": "create", "entry": unknown_evidence_field}),
+        json!({"operation": t, "entry": entry}),
+    ];
+    let mut review = add_args("s", "c", "doc:docs/a.md:n");
+    review.extend(["--review-interval", t]);
+    let mut runs: Vec<Run> = inputs
+        .iter()
+        .map(|i| stdin_run(&env, &["apply", "-"], i.to_string().as_bytes()))
+        .collect();
+    runs.push(env.run(&review));
+    for r in &runs {
+        assert_eq!(r.code, 3, "{}{}", r.stdout, r.stderr);
+        assert!(r.stderr.contains("[redacted]"), "{}", r.stderr);
+    }
+    let security =
+        std::fs::read_to_string(env.root().join("ai-memory/demo/.memlog/security.jsonl"))
+            .unwrap_or_default();
+    let logged: Vec<(String, String, String)> = security
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .map(|r| {
+            let s = |k: &str| r[k].as_str().unwrap_or_default().to_owned();
+            (s("field"), s("operation"), s("rule"))
+        })
+        .collect();
+    let expected = [
+        ("[redacted]", "create", "aws-access-key-id"),
+        ("entry.[redacted]", "create", "aws-access-key-id"),
+        (
+            "entry.evidence[0].[redacted]",
+            "create",
+            "aws-access-key-id",
+        ),
+        ("operation", "apply", "github-token"),
+        ("review_interval", "create", "github-token"),
+    ]
+    .map(|(f, o, r)| (f.to_owned(), o.to_owned(), r.to_owned()));
+    assert_eq!(logged, expected, "{security}");
+    let runs: Vec<&Run> = runs.iter().collect();
+    crate::common::assert_nowhere(&env, &runs, t);
+    crate::common::assert_nowhere(&env, &runs, key);
 }
 
 /// The query log keeps every query's filters, with a credential in them redacted; `--debug`
