@@ -605,9 +605,6 @@ impl<'a> Batch<'a> {
             Some(s) => parents_for(self.session.store(), &change, s)?,
             None => Vec::new(),
         };
-        if let Change::Update { target, .. } = &change {
-            refuse_update_before(self.session.store(), target, &heads, &self.ctx.at)?;
-        }
         let key = duplicate_key(&change);
         // An update restores an archived entry in the same append; an expired one cannot come
         // back, and the update says so.
@@ -982,27 +979,6 @@ fn parents_for(store: &Store, change: &Change, state: &EntryState) -> Result<Vec
         .max_by(|a, b| (&a.at, &a.id).cmp(&(&b.at, &b.id)))
         .map(|e| e.id);
     Ok(latest.map_or_else(|| state.heads.clone(), |h| vec![h]))
-}
-
-/// Refuses an update of `target` dated `at`, before one of `heads`, the events it would name
-/// as parents: an update comes after the version it changes (`history` and `--as-of` read it
-/// so), and an import refuses an update event dated before its parent.
-fn refuse_update_before(store: &Store, target: &str, heads: &[String], at: &str) -> Result<()> {
-    for head in heads {
-        if let Some(parent) = store.stored_event(head)?
-            && parent.at.as_str() > at
-        {
-            return Err(Error::Rejected {
-                message: format!(
-                    "{target} was last changed at {} (event {head}), after this update's time \
-                     {at}: an update comes after the version it changes, and nothing was \
-                     written; give --now {} or later, or set the clock right",
-                    parent.at, parent.at
-                ),
-            });
-        }
-    }
-    Ok(())
 }
 
 /// Runs the write policy on the change's final fields; rejected secrets are logged (without

@@ -258,11 +258,10 @@ fn an_update_dated_before_the_entrys_last_change_is_refused() {
     );
     assert_eq!(r.code, 3, "{}", r.stderr);
     assert!(
-        r.stderr
-            .contains(&format!("{id} was last changed at {NOW}"))
+        r.stderr.contains(&format!("{id} has an event dated {NOW}"))
             && r.stderr
-                .contains("after this update's time 2026-01-01T00:00:00.000Z")
-            && r.stderr.contains(&format!("give --now {NOW} or later")),
+                .contains("after this change's time 2026-01-01T00:00:00.000Z")
+            && r.stderr.contains(&format!("use a --now at or after {NOW}")),
         "{}",
         r.stderr
     );
