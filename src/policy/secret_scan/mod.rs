@@ -17,6 +17,7 @@ use regex::Regex;
 use std::sync::LazyLock;
 
 mod keywords;
+mod normalize;
 mod provider;
 #[rustfmt::skip]
 mod provider_rules;
@@ -573,20 +574,42 @@ pub fn rules() -> Vec<(&'static str, &'static str)> {
 
 /// Scans free text: an entry's summary, content, subject, tags and evidence notes, or any file.
 pub fn scan_text(text: &str) -> Vec<Finding> {
-    finish(text, text_findings(text))
+    finish(text, with_view(text, text_findings))
 }
 
 /// Scans an evidence URI: the text rules plus credentials in the user part, token-like query
 /// parameters, signed-URL signatures and paths of credential files.
 pub fn scan_uri(uri: &str) -> Vec<Finding> {
-    let mut raw = scan_with(&URI, uri);
-    raw.extend(text_findings(uri));
+    let raw = with_view(uri, |uri| {
+        let mut raw = scan_with(&URI, uri);
+        raw.extend(text_findings(uri));
+        raw
+    });
     finish(uri, raw)
+}
+
+/// `scan` of `text`, and of its [`normalize::View`] (invisible characters removed, a token
+/// broken by a line break joined, needless `%XX` escapes decoded) mapped back onto `text`: a
+/// finding in the view covers the characters of `text` it came from, those removed too.
+fn with_view(text: &str, scan: impl Fn(&str) -> Vec<Raw>) -> Vec<Raw> {
+    let mut raw = scan(text);
+    if let Some(view) = normalize::View::of(text) {
+        for (rank, id, description, start, end) in scan(&view.text) {
+            if let Some((start, end)) = view.original(start, end) {
+                raw.push((rank, id, description, start, end));
+            }
+        }
+    }
+    raw
 }
 
 /// Scans a whole document (a file, a log, a diff): the text rules everywhere, and the URI rules
 /// (except credential-file paths, which prose mentions freely) on every `http(s)://` URL in it.
 pub fn scan_document(text: &str) -> Vec<Finding> {
+    finish(text, with_view(text, document_findings))
+}
+
+fn document_findings(text: &str) -> Vec<Raw> {
     static URL: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(r#"(?i)\b[a-z][a-z0-9+.-]{1,20}://[^\s"'<>`\\]+"#)
             .unwrap_or_else(|e| panic!("url pattern: {e}"))
@@ -605,7 +628,7 @@ pub fn scan_document(text: &str) -> Vec<Finding> {
             }
         }
     }
-    finish(text, raw)
+    raw
 }
 
 /// (precedence, rule id, description, start, end): when two findings overlap, the lower
