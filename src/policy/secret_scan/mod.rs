@@ -591,11 +591,31 @@ pub fn scan_uri(uri: &str) -> Vec<Finding> {
 /// `scan` of `text`, and of its [`normalize::View`] (invisible characters removed, a token
 /// broken by a line break joined, needless `%XX` escapes decoded) mapped back onto `text`: a
 /// finding in the view covers the characters of `text` it came from, those removed too.
+///
+/// The view only adds findings where the text itself has none: a finding of the view that
+/// overlaps one of the text is dropped. Joining lines may put together what is apart (a PEM
+/// block's lines, a PuTTY file's header and the line after it), and what the rules find in the
+/// text as it is stays exactly what they found before the view existed.
 fn with_view(text: &str, scan: impl Fn(&str) -> Vec<Raw>) -> Vec<Raw> {
     let mut raw = scan(text);
     if let Some(view) = normalize::View::of(text) {
+        // The text's findings by start, each with the furthest end up to it: a span overlaps
+        // one of them when the furthest end of those starting before its end is past its start.
+        let mut spans: Vec<(usize, usize)> = raw.iter().map(|r| (r.3, r.4)).collect();
+        spans.sort_unstable();
+        let mut furthest = 0;
+        for span in &mut spans {
+            furthest = furthest.max(span.1);
+            span.1 = furthest;
+        }
+        let overlaps = |start: usize, end: usize| {
+            let before = spans.partition_point(|s| s.0 < end);
+            before > 0 && spans[before - 1].1 > start
+        };
         for (rank, id, description, start, end) in scan(&view.text) {
-            if let Some((start, end)) = view.original(start, end) {
+            if let Some((start, end)) = view.original(start, end)
+                && !overlaps(start, end)
+            {
                 raw.push((rank, id, description, start, end));
             }
         }

@@ -122,10 +122,16 @@ impl Run {
     }
 
     /// Whether a line break after this run, `after` (the text after the break) following it,
-    /// is inside a token-looking run: at least 8 token characters before it, with a digit or an
-    /// underscore among them, and a token character right after it. Prose (a word at the end of
-    /// a line) is not joined to the next line.
+    /// is inside a token-looking run: at least 8 token characters before it, a token character
+    /// right after it, and a digit or an underscore on either side (`AKIAFAKE` then
+    /// `T9LGMXG9EDN5`). Prose (a word at the end of a line) is not joined to the next line.
+    ///
+    /// The run after the break is read up to its end, which is at the latest the next line
+    /// break: every byte is read twice at most, however many lines the text has.
     fn joins(&self, after: &str) -> bool {
-        self.len >= 8 && self.marked && after.chars().next().is_some_and(is_token_char)
+        let mut next = after.chars().take_while(|&c| is_token_char(c)).peekable();
+        self.len >= 8
+            && next.peek().is_some()
+            && (self.marked || next.any(|c| c.is_ascii_digit() || c == '_'))
     }
 }

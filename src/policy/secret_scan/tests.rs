@@ -526,6 +526,15 @@ fn the_broken_up_tokens_of_the_report_are_found() {
         assert!(!scan_text(&text).is_empty(), "{text:?}");
         assert!(!scan_document(&text).is_empty(), "{text:?}");
     }
+    // The digit that marks a run as a token may come after the break only.
+    let a = BROKEN_UP[1].1;
+    let text = format!("key {}\n{}", &a[..8], &a[8..]);
+    assert_eq!(
+        scan_text(&text)
+            .first()
+            .map(|f| (f.rule, &text[f.start..f.end])),
+        Some(("aws-access-key-id", &text[4..]))
+    );
     // Prose broken over lines is not joined into a credential.
     assert!(scan_text("see the deploy\nguide for the steps").is_empty());
 }
