@@ -1111,13 +1111,14 @@ fn a_credential_that_reached_the_log_is_printed_by_no_read() {
             .stdout
             .contains("deploy token [redacted] rotate monthly")
     );
+    // `verify` names the field by its path in the event's data, `health` in the entry.
     let verify = env.run(&["verify"]);
     let health = env.run(&["health"]);
-    for r in [&verify, &health] {
+    for (r, field) in [(&verify, "`set.content`"), (&health, "`content`")] {
         assert_ne!(r.code, 0, "{}", r.stdout);
         assert!(
             r.stdout.contains(&id)
-                && r.stdout.contains("`content`")
+                && r.stdout.contains(field)
                 && r.stdout.contains("github-token")
                 && r.stdout.contains(&format!("memlog purge {id}"))
                 && !r.stdout.contains(FAKE_TOKEN),
@@ -1175,7 +1176,7 @@ fn tag_characters_direction_marks_and_variation_selectors_are_refused() {
     for (args, field, code) in [
         (&tag_subject, "subject", "U+E0041"),
         (&selector_subject, "subject", "U+FE0F"),
-        (&tag_content, "content", "U+E0049"),
+        (&tag_content, "content", "U+E0069"),
         (&mark_summary, "summary", "U+061C"),
     ] {
         let r = env.run(args);
