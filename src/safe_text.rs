@@ -2,19 +2,22 @@
 //! what writes refuse, and must never drive a terminal nor hide in a generated file.
 
 /// True for a character that is never shown as it is: a control character (C0, DEL, C1 such
-/// as U+009B CSI), a bidirectional embedding, override or isolate, or an invisible zero-width
-/// space, word joiner or byte order mark.
+/// as U+009B CSI), a bidirectional embedding, override, isolate or mark (the Arabic letter mark
+/// U+061C too), an invisible zero-width space, word joiner or byte order mark, or a tag
+/// character (U+E0000–U+E007F): a whole sentence written in tag characters shows as nothing
+/// and is read by a language model all the same.
 pub fn is_unsafe(c: char) -> bool {
     c.is_control()
-        || matches!(c, '\u{200B}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2069}' | '\u{FEFF}')
+        || matches!(c, '\u{061C}' | '\u{200B}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2069}' | '\u{FEFF}' | '\u{E0000}'..='\u{E007F}')
 }
 
 /// True for a character that shows nothing and tells two names apart that read the same: every
 /// [`is_unsafe`] character that is no control character, the zero-width non-joiner and joiner
-/// (U+200C, U+200D), the Arabic letter mark, the soft hyphen, the deprecated format characters
-/// (U+206A–U+206F) and the fillers and invisible vowels that render as nothing. Prose keeps the
-/// joiners (emoji sequences and several scripts need them); a subject, a tag, an evidence URI or
-/// an actor has no use for any of these.
+/// (U+200C, U+200D), the soft hyphen, the deprecated format characters (U+206A–U+206F), the
+/// variation selectors (U+FE00–U+FE0F, U+E0100–U+E01EF) and the fillers and invisible vowels
+/// that render as nothing. Prose keeps the joiners and the variation selectors (emoji
+/// sequences and several scripts need them); a subject, a tag, an evidence URI or an actor has
+/// no use for any of these.
 pub fn is_invisible(c: char) -> bool {
     (is_unsafe(c) && !c.is_control())
         || matches!(
@@ -31,7 +34,9 @@ pub fn is_invisible(c: char) -> bool {
                 | '\u{200D}'
                 | '\u{206A}'..='\u{206F}'
                 | '\u{3164}'
+                | '\u{FE00}'..='\u{FE0F}'
                 | '\u{FFA0}'
+                | '\u{E0100}'..='\u{E01EF}'
         )
 }
 
@@ -44,6 +49,12 @@ pub fn describe_invisible(c: char) -> &'static str {
         '\u{200E}' | '\u{200F}' | '\u{061C}' => "a direction mark, which cannot be seen",
         '\u{200B}'..='\u{200D}' | '\u{2060}' | '\u{FEFF}' => {
             "a zero-width character, which cannot be seen"
+        }
+        '\u{E0000}'..='\u{E007F}' => {
+            "a tag character, which cannot be seen (text written in them is hidden)"
+        }
+        '\u{FE00}'..='\u{FE0F}' | '\u{E0100}'..='\u{E01EF}' => {
+            "a variation selector, which cannot be seen"
         }
         _ => "an invisible format character, which cannot be seen",
     }
@@ -115,5 +126,17 @@ mod tests {
         assert!(!is_invisible('\n') && !is_invisible('é') && !is_invisible('👍'));
         assert!(describe_invisible('\u{202E}').starts_with("a bidirectional"));
         assert!(describe_invisible('\u{200D}').starts_with("a zero-width"));
+    }
+
+    #[test]
+    fn tag_characters_and_the_arabic_letter_mark_are_unsafe_and_variation_selectors_invisible() {
+        for c in ['\u{E0001}', '\u{E0041}', '\u{E007F}', '\u{061C}'] {
+            assert!(is_unsafe(c) && is_invisible(c), "U+{:04X}", c as u32);
+        }
+        for c in ['\u{FE0F}', '\u{FE00}', '\u{E0100}'] {
+            assert!(!is_unsafe(c) && is_invisible(c), "U+{:04X}", c as u32);
+        }
+        assert!(describe_invisible('\u{E0041}').starts_with("a tag character"));
+        assert!(describe_invisible('\u{061C}').starts_with("a direction mark"));
     }
 }

@@ -312,7 +312,10 @@ pub fn secrets(_ctx: &Ctx, command: SecretsCommand, out: &mut Out) -> Result<Exi
                     )));
                 }
                 let bytes = std::fs::read(path).map_err(|e| Error::input(path, e))?;
-                (path.display().to_string(), bytes)
+                // A file named after a credential: its name is printed redacted, as `apply`
+                // prints it (a hook's output ends up in CI logs).
+                let name = crate::policy::validate::redact_secrets(&path.display().to_string());
+                (name, bytes)
             }
         };
         let text = String::from_utf8_lossy(&bytes);

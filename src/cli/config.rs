@@ -55,6 +55,17 @@ pub const CONFIG_FORMAT: u64 = 1;
 /// project's directory, a creation time, kinds, ticket patterns that must be regular
 /// expressions, the lifecycle policy's ranges).
 pub fn problems(text: &str, name: &str) -> Vec<Problem> {
+    // Problems quote keys and values of the file: a credential pasted into it (as a name, as a
+    // key) is never echoed, by `config validate`, `health` or the refusal of any command.
+    let mut found = unredacted_problems(text, name);
+    for p in &mut found {
+        p.key = crate::policy::validate::redact_secrets(&p.key);
+        p.message = crate::policy::validate::redact_secrets(&p.message);
+    }
+    found
+}
+
+fn unredacted_problems(text: &str, name: &str) -> Vec<Problem> {
     let value: Value = match serde_json::from_str(text) {
         Ok(v) => v,
         Err(e) => {

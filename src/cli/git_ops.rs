@@ -141,7 +141,8 @@ pub fn git(ctx: &Ctx, command: GitCommand, out: &mut Out) -> Result<ExitCode> {
 fn context_status(ctx: &Ctx, project: &Project) -> Result<(PathBuf, Context, Staleness)> {
     let session = ctx.open_session(project)?;
     let entries = sync_context::entries(session.store())?;
-    let context = sync_context::render(project.name.as_str(), &entries);
+    let secrets = session.store().secrets()?;
+    let context = sync_context::render(project.name.as_str(), &entries, &secrets);
     let path = context_path(ctx, project)?;
     let existing = match fs_err::read_to_string(&path) {
         Ok(s) => Some(s),
@@ -181,7 +182,8 @@ fn staged_context(ctx: &Ctx, repo: &crate::git::repo::Repo, project: &Project) -
     }
     let session = crate::store::session::Session::detached(project, events)?;
     let entries = sync_context::entries(session.store())?;
-    Ok(sync_context::render(project.name.as_str(), &entries).text)
+    let secrets = session.store().secrets()?;
+    Ok(sync_context::render(project.name.as_str(), &entries, &secrets).text)
 }
 
 fn context_path(ctx: &Ctx, project: &Project) -> Result<PathBuf> {

@@ -280,7 +280,11 @@ pub fn export(ctx: &Ctx, args: ExportArgs, out: &mut Out) -> Result<ExitCode> {
         Format::Events => selection
             .events
             .iter()
-            .flat_map(|(_, l)| format!("{l}\n").into_bytes())
+            // A line holding a secret (it reached the log without memlog's checks) is
+            // written redacted: it no longer verifies, and an import refuses it.
+            .flat_map(|(_, l)| {
+                format!("{}\n", crate::policy::validate::redact_secrets(l)).into_bytes()
+            })
             .collect(),
         Format::Jsonl => selection
             .entries

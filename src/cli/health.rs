@@ -69,6 +69,24 @@ fn check(ctx: &Ctx, project: &Project) -> (Value, Vec<String>) {
                 "caught_up": if current { Value::Null } else { json!({"mode": report.mode, "events_applied": report.applied, "rebuilt_because": report.rebuilt_because}) },
             });
             warnings.extend(report.warnings().into_iter().map(|w| w.message));
+            // A credential that reached the log without memlog's checks: redacted in every
+            // read, named here (never its value) with the fix.
+            match session.store().secrets() {
+                Ok(secrets) => {
+                    for (entry, found) in &secrets {
+                        for f in found {
+                            unhealthy.push(format!(
+                                "entry {entry} holds a secret in `{}` (rule {}), redacted in \
+                                 every output: {}",
+                                f.field,
+                                f.rule,
+                                crate::policy::stored::fix(entry)
+                            ));
+                        }
+                    }
+                }
+                Err(e) => unhealthy.push(format!("the store cannot be read: {e}")),
+            }
             match session.store().compaction_state() {
                 Ok(state) => projections["compaction"] = json!(state),
                 Err(e) => unhealthy.push(format!("the store cannot be read: {e}")),

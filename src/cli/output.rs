@@ -250,7 +250,10 @@ pub fn set_quiet(quiet: bool) {
 
 /// Prints a `--debug` line on standard error (also under the MCP server, whose log it is).
 pub fn debug(text: &str) {
-    let _ = writeln!(std::io::stderr(), "debug: {}", safe(text));
+    // A debug line quotes what memlog read (a whole configuration, a query): a credential in
+    // it is never echoed.
+    let text = crate::policy::validate::redact_secrets(text);
+    let _ = writeln!(std::io::stderr(), "debug: {}", safe(&text));
 }
 
 /// Prints an informational line on standard error. Under the MCP server, which has no

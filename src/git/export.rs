@@ -91,6 +91,12 @@ pub fn select(events: Vec<(Event, String)>, filters: &Filters) -> Result<Selecti
         .values()
         .filter_map(|f| f.state.clone())
         .filter(|s| !s.purged && filters.passes(s))
+        .map(|mut s| {
+            // As the store does: a secret that reached the log without memlog's checks is
+            // never written out.
+            crate::policy::stored::redact_state(&mut s);
+            s
+        })
         .collect();
     let mut by_entry: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
     for (i, (e, _)) in events.iter().enumerate() {

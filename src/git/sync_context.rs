@@ -70,11 +70,25 @@ pub struct Context {
 /// The file's text for `project` from its selected entries (in [`entries`] order). An entry
 /// whose text trips the secret scanner is left out, named in the file and in
 /// [`Context::withheld`]: a credential merged from elsewhere is never copied into a file meant
-/// to be committed.
-pub fn render(project: &str, entries: &[EntryState]) -> Context {
+/// to be committed. So is an entry of `secrets` (the store redacted a secret from its text:
+/// the rest of it may still say too much).
+pub fn render(project: &str, entries: &[EntryState], secrets: &crate::store::Secrets) -> Context {
     let mut by_section: BTreeMap<Section, Vec<String>> = BTreeMap::new();
     let mut withheld = Vec::new();
+    let rules = crate::policy::secret_scan::rules();
     for e in entries {
+        let stored = secrets
+            .get(&e.id)
+            .and_then(|found| found.first())
+            .and_then(|f| rules.iter().find(|(id, _)| *id == f.rule));
+        if let Some(&(rule, description)) = stored {
+            withheld.push(Withheld {
+                entry: e.id.clone(),
+                rule,
+                description,
+            });
+            continue;
+        }
         let block = entry_block(e);
         if let Some(f) = crate::policy::secret_scan::scan_document(&block).first() {
             withheld.push(Withheld {

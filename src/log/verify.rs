@@ -274,6 +274,34 @@ pub fn verify_log(path: &Path) -> Result<Report> {
             });
         }
     }
+    // A credential that reached the log without memlog's checks (another clone without the
+    // hooks, `--no-verify`): the reads redact it, but the log in git still holds it.
+    let found = crate::parallel::map_chunks(&events, |chunk| {
+        chunk
+            .iter()
+            .map(|(n, o, e)| (*n, *o, e.id.clone(), e.entry.clone(), secrets_in(e)))
+            .collect::<Vec<_>>()
+    });
+    for (n, o, id, entry, secrets) in found.into_iter().flatten() {
+        for s in secrets {
+            let fix = if purged.contains(entry.as_str()) {
+                "rotate the credential; the entry is purged: run `memlog gc` to remove it from \
+                 the log"
+                    .to_owned()
+            } else {
+                crate::policy::stored::fix(&entry)
+            };
+            problems.push(Finding {
+                line: n,
+                offset: o,
+                problem: format!(
+                    "event {} of entry {} holds a secret in `{}` (rule {}), redacted in every \
+                     output: {fix}",
+                    id, entry, s.field, s.rule
+                ),
+            });
+        }
+    }
     let place: HashMap<String, (usize, u64)> = where_is
         .iter()
         .map(|(id, (n, o, _))| ((*id).to_owned(), (*n, *o)))
@@ -330,6 +358,48 @@ pub fn verify_log(path: &Path) -> Result<Report> {
         conflicts,
         missing,
     })
+}
+
+/// The secrets in the text an event carries (its `data`: fields, patches, reasons), each by
+/// its path in `data` (`content`, `patch.tags[0]`, `replacement.evidence[1].uri`) and rule.
+pub fn secrets_in(event: &Event) -> Vec<crate::policy::stored::StoredSecret> {
+    fn walk(
+        path: &str,
+        key: &str,
+        v: &serde_json::Value,
+        out: &mut Vec<crate::policy::stored::StoredSecret>,
+    ) {
+        match v {
+            serde_json::Value::String(s) => {
+                let mut text = s.clone();
+                crate::policy::stored::redact_field(path, &mut text, key == "uri", out);
+            }
+            serde_json::Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    walk(&format!("{path}[{i}]"), key, item, out);
+                }
+            }
+            serde_json::Value::Object(map) => {
+                for (k, item) in map {
+                    let inner = if path.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{path}.{k}")
+                    };
+                    walk(&inner, k, item, out);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    let line = event.to_line().unwrap_or_default();
+    if let Ok(serde_json::Value::Object(mut whole)) = serde_json::from_str(&line)
+        && let Some(data) = whole.remove("data")
+    {
+        walk("", "", &data, &mut out);
+    }
+    out
 }
 
 /// Rule 9.2 of docs/EVENT_FORMAT.md for `parent`, one of `event`'s parents: it must project

@@ -7,6 +7,7 @@
 
 pub mod evidence_uri;
 pub mod secret_scan;
+pub mod stored;
 pub mod validate;
 
 use crate::error::{Error, Result};

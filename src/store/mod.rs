@@ -26,6 +26,7 @@
 //! their tag, and only hot entries are in the index.
 
 use crate::error::{Error, Result};
+use crate::policy::stored::StoredSecret;
 use crate::retrieval::text_index::{Analysis, TextStats, analyze};
 use fjall::{Database, Keyspace, KeyspaceCreateOptions};
 use projections::{
@@ -39,7 +40,7 @@ use std::path::{Path, PathBuf};
 
 /// Bumped whenever the layout or the meaning of a projection changes: a store of another format
 /// is rebuilt from the log, never misread.
-pub const STORE_FORMAT: &str = "memlog-store-23";
+pub const STORE_FORMAT: &str = "memlog-store-24";
 
 /// Journal size above which opening the store first flushes its memtables and starts a new
 /// journal, so that a process replays little whatever the history of writes. Replaying 512 KiB
@@ -341,9 +342,22 @@ struct EntryRecords {
     text: Option<Analysis>,
     /// The entry's create, supersede and deprecate operations (for the recent operations).
     ops: Vec<projections::stats::Operation>,
+    /// Where its state held a secret, now redacted (see [`crate::policy::stored`]).
+    secrets: Vec<StoredSecret>,
 }
 
-fn derive(entry: &str, folded: LeanFold<'_>) -> EntryRecords {
+fn derive(entry: &str, mut folded: LeanFold<'_>) -> EntryRecords {
+    // A secret that reached the log without memlog's checks (another clone, `--no-verify`) is
+    // redacted here, once per change of the entry, so that no read ever prints it and no index
+    // holds it; where it was is kept for `health`.
+    let mut secrets = folded
+        .state
+        .as_mut()
+        .map(crate::policy::stored::redact_state)
+        .unwrap_or_default();
+    for a in &mut folded.audit {
+        secrets.extend(crate::policy::stored::redact_audit(a));
+    }
     let mut own = Vec::with_capacity(folded.versions.len() + 1);
     // Tags in key order: cold state, (entry events), hot state, versions.
     if let Some(s) = folded.state.as_ref().filter(|s| s.is_cold()) {
@@ -376,6 +390,7 @@ fn derive(entry: &str, folded: LeanFold<'_>) -> EntryRecords {
         audit,
         text,
         ops: Vec::new(),
+        secrets,
     }
 }
 
@@ -885,6 +900,13 @@ fn dangling_among<'a>(
 /// The meta record of the events whose parents the log lacks.
 const DANGLING: &str = "dangling";
 
+/// The meta record of the entries whose stored text held a secret, redacted when projected:
+/// entry id to where (see [`crate::policy::stored`]). Absent when there are none.
+const SECRETS: &str = "secrets";
+
+/// Entry id to the secrets redacted from its state.
+pub type Secrets = BTreeMap<String, Vec<StoredSecret>>;
+
 /// The parents named among `events` that are not among them, by entry and event.
 fn dangling_of<L>(events: &[(Event, L)]) -> Vec<Dangling> {
     dangling_among(events.iter().map(|(e, _)| (&e.id, &e.entry, &e.parents)))
@@ -1172,6 +1194,15 @@ impl Store {
         Ok(self.get_json(&meta_key(DANGLING))?.unwrap_or_default())
     }
 
+    /// The entries whose stored text held a secret (redacted in every state read from here),
+    /// with where: one read of one record, absent when none.
+    ///
+    /// # Errors
+    /// When the store cannot be read.
+    pub fn secrets(&self) -> Result<Secrets> {
+        Ok(self.get_json(&meta_key(SECRETS))?.unwrap_or_default())
+    }
+
     fn apply_chunk(
         &self,
         events: Vec<(Event, String)>,
@@ -1205,6 +1236,8 @@ impl Store {
         let mut text_stats = self.text_stats()?;
         let old_recent = self.recent_operations()?;
         let mut recent = old_recent.clone();
+        let old_secrets = self.secrets()?;
+        let mut secrets = old_secrets.clone();
         for event in by_entry.values().flatten() {
             recent.note_event(event);
         }
@@ -1237,7 +1270,11 @@ impl Store {
                 );
             }
             let refs: Vec<&Event> = all.iter().collect();
-            let new = derive(&entry, fold_entry_lean(&entry, &refs));
+            let mut new = derive(&entry, fold_entry_lean(&entry, &refs));
+            secrets.remove(&entry);
+            if new.state.is_some() && !new.secrets.is_empty() {
+                secrets.insert(entry.clone(), std::mem::take(&mut new.secrets));
+            }
             if let Some(s) = &new.state {
                 self.load_stats_day(&mut stats, &mut days, s)?;
                 stats.apply(s, 1);
@@ -1276,6 +1313,13 @@ impl Store {
             }
         }
         batch.insert(proj, meta_key("text_stats"), to_json(&text_stats));
+        if secrets != old_secrets {
+            if secrets.is_empty() {
+                batch.remove(proj, meta_key(SECRETS));
+            } else {
+                batch.insert(proj, meta_key(SECRETS), to_json(&secrets));
+            }
+        }
         for op in old_recent.0.iter().filter(|op| !recent.0.contains(op)) {
             batch.remove(proj, recent_key(op));
         }
@@ -1620,6 +1664,7 @@ impl Store {
         let mut recent = projections::RecentOperations::default();
         let mut index = IndexBuckets::default();
         let mut text = TextBuckets::default();
+        let mut secrets = Secrets::new();
         let fold_chunk = |chunk: &[G]| -> Result<Vec<Derived>> {
             let parts = crate::parallel::map_chunks(chunk, |part| {
                 part.iter().map(&fold).collect::<Result<Vec<_>>>()
@@ -1656,6 +1701,9 @@ impl Store {
                     if let Some(s) = &records.state {
                         stats.apply(s, 1);
                         index.add(position, s);
+                        if !records.secrets.is_empty() {
+                            secrets.insert(s.id.clone(), std::mem::take(&mut records.secrets));
+                        }
                     }
                     if let Some(analysis) = records.text.take() {
                         text_stats.apply_features(&analysis.features, 1);
@@ -1692,6 +1740,9 @@ impl Store {
         );
         if !dangling.is_empty() {
             meta.push((meta_key(DANGLING), to_json(&dangling)));
+        }
+        if !secrets.is_empty() {
+            meta.push((meta_key(SECRETS), to_json(&secrets)));
         }
         meta.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         let ids = std::sync::Arc::new(entries.iter().map(|e| (*e).to_owned()).collect());
@@ -2338,11 +2389,13 @@ impl Store {
                         None => ("unknown", key.to_vec()),
                     }
                 };
+                // The raw events are the log's lines, which may hold a secret that reached
+                // the log without memlog's checks: never printed.
                 writeln!(
                     out,
                     "{name}\t{}\t{}",
                     String::from_utf8_lossy(&shown).escape_default(),
-                    String::from_utf8_lossy(&value)
+                    crate::policy::validate::redact_secrets(&String::from_utf8_lossy(&value))
                 )?;
             }
         }

@@ -17,6 +17,7 @@ use regex::Regex;
 use std::sync::LazyLock;
 
 mod keywords;
+mod normalize;
 mod provider;
 #[rustfmt::skip]
 mod provider_rules;
@@ -573,20 +574,62 @@ pub fn rules() -> Vec<(&'static str, &'static str)> {
 
 /// Scans free text: an entry's summary, content, subject, tags and evidence notes, or any file.
 pub fn scan_text(text: &str) -> Vec<Finding> {
-    finish(text, text_findings(text))
+    finish(text, with_view(text, text_findings))
 }
 
 /// Scans an evidence URI: the text rules plus credentials in the user part, token-like query
 /// parameters, signed-URL signatures and paths of credential files.
 pub fn scan_uri(uri: &str) -> Vec<Finding> {
-    let mut raw = scan_with(&URI, uri);
-    raw.extend(text_findings(uri));
+    let raw = with_view(uri, |uri| {
+        let mut raw = scan_with(&URI, uri);
+        raw.extend(text_findings(uri));
+        raw
+    });
     finish(uri, raw)
+}
+
+/// `scan` of `text`, and of its [`normalize::View`] (invisible characters removed, a token
+/// broken by a line break joined, needless `%XX` escapes decoded) mapped back onto `text`: a
+/// finding in the view covers the characters of `text` it came from, those removed too.
+///
+/// The view only adds findings where the text itself has none: a finding of the view that
+/// overlaps one of the text is dropped. Joining lines may put together what is apart (a PEM
+/// block's lines, a PuTTY file's header and the line after it), and what the rules find in the
+/// text as it is stays exactly what they found before the view existed.
+fn with_view(text: &str, scan: impl Fn(&str) -> Vec<Raw>) -> Vec<Raw> {
+    let mut raw = scan(text);
+    if let Some(view) = normalize::View::of(text) {
+        // The text's findings by start, each with the furthest end up to it: a span overlaps
+        // one of them when the furthest end of those starting before its end is past its start.
+        let mut spans: Vec<(usize, usize)> = raw.iter().map(|r| (r.3, r.4)).collect();
+        spans.sort_unstable();
+        let mut furthest = 0;
+        for span in &mut spans {
+            furthest = furthest.max(span.1);
+            span.1 = furthest;
+        }
+        let overlaps = |start: usize, end: usize| {
+            let before = spans.partition_point(|s| s.0 < end);
+            before > 0 && spans[before - 1].1 > start
+        };
+        for (rank, id, description, start, end) in scan(&view.text) {
+            if let Some((start, end)) = view.original(start, end)
+                && !overlaps(start, end)
+            {
+                raw.push((rank, id, description, start, end));
+            }
+        }
+    }
+    raw
 }
 
 /// Scans a whole document (a file, a log, a diff): the text rules everywhere, and the URI rules
 /// (except credential-file paths, which prose mentions freely) on every `http(s)://` URL in it.
 pub fn scan_document(text: &str) -> Vec<Finding> {
+    finish(text, with_view(text, document_findings))
+}
+
+fn document_findings(text: &str) -> Vec<Raw> {
     static URL: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(r#"(?i)\b[a-z][a-z0-9+.-]{1,20}://[^\s"'<>`\\]+"#)
             .unwrap_or_else(|e| panic!("url pattern: {e}"))
@@ -605,7 +648,7 @@ pub fn scan_document(text: &str) -> Vec<Finding> {
             }
         }
     }
-    finish(text, raw)
+    raw
 }
 
 /// (precedence, rule id, description, start, end): when two findings overlap, the lower

@@ -439,3 +439,102 @@ fn keywords_found_in_one_pass_are_those_found_one_by_one() {
         prop_assert_eq!(Present::of(&text).0, naive(&text));
     });
 }
+
+/// Fake credentials the rules find as they are.
+const BROKEN_UP: [(&str, &str); 2] = [
+    ("github-token", "ghp_aB3dE5fG7hI9jK1lM3nO5pQ7rS9tU1vW3xY5"),
+    ("aws-access-key-id", "AKIAFAKET9LGMXG9EDN5"),
+];
+
+/// What a reader removes without thinking: characters that show nothing.
+const INVISIBLE: [char; 9] = [
+    '\u{00AD}',
+    '\u{200C}',
+    '\u{200D}',
+    '\u{034F}',
+    '\u{FE0F}',
+    '\u{E0041}',
+    '\u{2060}',
+    '\u{200B}',
+    '\u{180E}',
+];
+
+proptest! {
+    /// A fake credential with an invisible character inserted anywhere inside it is still
+    /// found, and the finding covers all of it, the inserted character too (so that a
+    /// redaction leaves nothing of it).
+    #[test]
+    fn a_token_broken_by_an_invisible_character_is_found(
+        which in 0..BROKEN_UP.len(),
+        c in proptest::sample::select(INVISIBLE.to_vec()),
+        at in 1usize..19,
+        uri in any::<bool>(),
+    ) {
+        let (rule, token) = BROKEN_UP[which];
+        let broken = format!("{}{c}{}", &token[..at], &token[at..]);
+        let text = format!("the token {broken} is used by the deploy");
+        let found = scan(&text, uri);
+        prop_assert_eq!(found.len(), 1, "{:?}", text);
+        prop_assert_eq!(found[0].rule, rule);
+        prop_assert_eq!(&text[found[0].start..found[0].end], broken.as_str());
+    }
+
+    /// So is one broken by a line break.
+    #[test]
+    fn a_token_broken_by_a_line_break_is_found(
+        which in 0..BROKEN_UP.len(),
+        at in 8usize..19,
+        crlf in any::<bool>(),
+    ) {
+        let (rule, token) = BROKEN_UP[which];
+        let eol = if crlf { "\r\n" } else { "\n" };
+        let broken = format!("{}{eol}{}", &token[..at], &token[at..]);
+        let text = format!("the token {broken} is used by the deploy");
+        let found: Vec<Finding> = scan_text(&text).into_iter().filter(|f| f.rule == rule).collect();
+        prop_assert_eq!(found.len(), 1, "{:?}", text);
+        prop_assert_eq!(&text[found[0].start..found[0].end], broken.as_str());
+        prop_assert_eq!(scan_document(&text).len(), 1);
+    }
+
+    /// And one whose characters are written as needless `%XX` escapes in a URL.
+    #[test]
+    fn a_token_with_escaped_characters_is_found(
+        which in 0..BROKEN_UP.len(),
+        at in 0usize..20,
+        lower in any::<bool>(),
+    ) {
+        let token = BROKEN_UP[which].1;
+        let c = token.as_bytes()[at];
+        let escape = if lower { format!("%{c:02x}") } else { format!("%{c:02X}") };
+        let escaped = format!("{}{escape}{}", &token[..at], &token[at + 1..]);
+        let uri = format!("https://api.example.com/x?t={escaped}");
+        let found = scan_uri(&uri);
+        prop_assert!(found.iter().any(|f| uri[f.start..f.end].contains(&escaped)), "{:?}", found);
+    }
+}
+
+/// The cases of the report: each of them is found, and in the document scan too.
+#[test]
+fn the_broken_up_tokens_of_the_report_are_found() {
+    let g = BROKEN_UP[0].1;
+    for text in [
+        format!("{}\u{00AD}{}", &g[..10], &g[10..]),
+        format!("{}\u{E0041}{}", &g[..10], &g[10..]),
+        format!("token {}\n{}", &g[..20], &g[20..]),
+        format!("https://api.example.com/x?t={}", g.replace('_', "%5F")),
+    ] {
+        assert!(!scan_text(&text).is_empty(), "{text:?}");
+        assert!(!scan_document(&text).is_empty(), "{text:?}");
+    }
+    // The digit that marks a run as a token may come after the break only.
+    let a = BROKEN_UP[1].1;
+    let text = format!("key {}\n{}", &a[..8], &a[8..]);
+    assert_eq!(
+        scan_text(&text)
+            .first()
+            .map(|f| (f.rule, &text[f.start..f.end])),
+        Some(("aws-access-key-id", &text[4..]))
+    );
+    // Prose broken over lines is not joined into a credential.
+    assert!(scan_text("see the deploy\nguide for the steps").is_empty());
+}
