@@ -213,7 +213,7 @@ pub fn build(project: &Project) -> Result<Option<Built>> {
         hashes: BlockHashes::of(&buf),
         stamp: if unchanged { before } else { None },
     };
-    let built = Store::build_from_log_at(&staging, &log, &buf, &next, super::Verify::Hashes);
+    let built = Store::build_from_log_at(&staging, &log, &buf, &next, super::Verify::Hashes, None);
     drop(buf);
     match built {
         Ok(b) => {

@@ -997,8 +997,15 @@ impl Session {
             hashes: BlockHashes::of(&buf),
             stamp,
         };
+        // Lines the store verified were scanned for secrets when it applied them, and this
+        // process's own were checked: only the entries found holding one are scanned again.
+        let known = match verify {
+            crate::store::Verify::Trusted => Some(self.store().secrets()?),
+            crate::store::Verify::Hashes => None,
+        };
         let n = self.swap_in(|staging| {
-            let built = Store::build_from_log_at(staging, &path, &buf, &next, verify)?;
+            let built =
+                Store::build_from_log_at(staging, &path, &buf, &next, verify, known.as_ref())?;
             Ok((built.applied, built.dangling))
         })?;
         self.report.mode = "rebuild";

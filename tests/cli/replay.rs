@@ -212,3 +212,50 @@ fn a_bulk_import_takes_every_catch_up_path_to_the_same_store() {
     assert_eq!(report, default_report, "the thresholds changed the report");
     assert!(small.matches("entries\tm-").count() >= 46, "{small}");
 }
+
+/// A credential that reached the log without memlog's checks stays redacted through a bulk
+/// import's replay of the whole log, which scans again only the entries the store it replaces
+/// had found holding one (every other line was scanned when applied, or checked by the import).
+#[test]
+fn a_credential_in_the_log_stays_redacted_through_a_bulk_imports_replay() {
+    const FAKE_TOKEN: &str = "ghp_aB3dE5fG7hI9jK1lM3nO5pQ7rS9tU1vW3xY5";
+    let env = Env::with_project();
+    let id = env.add("auth.deploy", "Deploy token policy");
+    env.forge_update(
+        &id,
+        "2026-11-22T10:31:13.000Z",
+        serde_json::json!({"content": format!("deploy token {FAKE_TOKEN} rotate monthly")}),
+    );
+    // The store applies the pulled line (and redacts it) before the import.
+    assert!(!env.run(&["list"]).ok().stdout.contains(FAKE_TOKEN));
+    let input = env.root().join("import.jsonl");
+    std::fs::write(&input, import_lines(40)).unwrap_or_else(|e| panic!("{e}"));
+    let mut cmd = env.command(&["apply", "demo", &input.to_string_lossy()]);
+    // Tiny thresholds: the import outgrows the store, which is replayed from the whole log.
+    cmd.env("MEMLOG_TEST_SMALL_BATCHES", "1");
+    crate::common::output(cmd.output()).ok();
+    for args in [
+        vec!["show", id.as_str()],
+        vec!["dump"],
+        vec!["query", "deploy"],
+    ] {
+        let r = env.run(&args).ok();
+        assert!(
+            !r.stdout.contains(FAKE_TOKEN),
+            "{args:?} printed: {}",
+            r.stdout
+        );
+    }
+    assert!(
+        env.run(&["show", &id])
+            .ok()
+            .stdout
+            .contains("deploy token [redacted]")
+    );
+    let health = env.run(&["health"]);
+    assert!(
+        health.stdout.contains(&format!("memlog purge {id}")),
+        "{}",
+        health.stdout
+    );
+}
