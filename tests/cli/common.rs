@@ -6,6 +6,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Output, Stdio};
 use std::time::Duration;
 
+/// A fake GitHub token (never a real one), as a line pulled from another clone may hold.
+pub const PULLED_TOKEN: &str = "ghp_aB3dE5fG7hI9jK1lM3nO5pQ7rS9tU1vW3xY5";
+
 pub const NOW: &str = "2026-11-22T10:31:12.123Z";
 
 /// A temporary workspace and a way to run memlog in it.
@@ -199,6 +202,19 @@ impl Env {
         std::fs::write(&file, lines.join("\n")).unwrap_or_else(|e| panic!("{e}"));
         self.run(&["apply", "demo", file.to_str().unwrap_or_default()])
             .ok();
+    }
+
+    /// Appends to the log a hash-valid update of entry `id` that puts [`PULLED_TOKEN`] in its
+    /// content and summary: a credential that reached the log without memlog's checks.
+    pub fn forge_credential(&self, id: &str) {
+        self.forge_update(
+            id,
+            "2026-11-22T10:31:13.000Z",
+            serde_json::json!({
+                "content": format!("deploy token {PULLED_TOKEN} rotate monthly"),
+                "summary": format!("Deploy token {PULLED_TOKEN}"),
+            }),
+        );
     }
 
     /// Appends to the log a hash-valid update of entry `id` at `at` that sets the fields of

@@ -1137,15 +1137,10 @@ fn text_that_reorders_or_hides_itself_is_refused_on_write() {
 /// the fix.
 #[test]
 fn a_credential_that_reached_the_log_is_printed_by_no_read() {
-    const FAKE_TOKEN: &str = "ghp_aB3dE5fG7hI9jK1lM3nO5pQ7rS9tU1vW3xY5";
+    const FAKE_TOKEN: &str = crate::common::PULLED_TOKEN;
     let env = Env::with_project();
     let id = env.add("auth.deploy", "Deploy token policy");
-    env.forge_update(
-        &id,
-        "2026-11-22T10:31:13.000Z",
-        json!({"content": format!("deploy token {FAKE_TOKEN} rotate monthly"),
-               "summary": format!("Deploy token {FAKE_TOKEN}")}),
-    );
+    env.forge_credential(&id);
     let task = br#"{"task_id":"t","description":"deploy token","memory_enabled":true}"#;
     let mcp = concat!(
         r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2024-11-05","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,

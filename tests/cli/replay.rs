@@ -218,14 +218,10 @@ fn a_bulk_import_takes_every_catch_up_path_to_the_same_store() {
 /// had found holding one (every other line was scanned when applied, or checked by the import).
 #[test]
 fn a_credential_in_the_log_stays_redacted_through_a_bulk_imports_replay() {
-    const FAKE_TOKEN: &str = "ghp_aB3dE5fG7hI9jK1lM3nO5pQ7rS9tU1vW3xY5";
+    const FAKE_TOKEN: &str = crate::common::PULLED_TOKEN;
     let env = Env::with_project();
     let id = env.add("auth.deploy", "Deploy token policy");
-    env.forge_update(
-        &id,
-        "2026-11-22T10:31:13.000Z",
-        serde_json::json!({"content": format!("deploy token {FAKE_TOKEN} rotate monthly")}),
-    );
+    env.forge_credential(&id);
     // The store applies the pulled line (and redacts it) before the import.
     assert!(!env.run(&["list"]).ok().stdout.contains(FAKE_TOKEN));
     let input = env.root().join("import.jsonl");

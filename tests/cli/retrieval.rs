@@ -312,22 +312,30 @@ fn uninitialized_memory_answers_an_empty_array() {
     assert_eq!(r.json()["memory_context"], json!([]));
 }
 
-#[test]
-fn summary_only_and_related() {
-    let env = Env::with_project();
+/// Two entries, the second naming the first in `related_entries`: their ids.
+fn related_pair(env: &Env) -> (String, String) {
     let first = apply(
-        &env,
+        env,
         "demo",
         &[entry("Use canary deploys", "repo", 0.9, "doc")],
     );
     let mut second = entry("Canary size is five percent", "repo", 0.9, "doc");
     second["related_entries"] = json!([first[0]]);
     second["summary"] = "Canary traffic share is five percent".into();
-    apply(&env, "demo", &[second]);
+    let second = apply(env, "demo", &[second]);
+    (first[0].clone(), second[0].clone())
+}
+
+#[test]
+fn summary_only_and_related() {
+    let env = Env::with_project();
+    let (first, _) = related_pair(&env);
     let r = env
         .run(&["--json", "query", "traffic share", "--summary-only"])
         .ok();
-    for e in r.json().as_array().unwrap_or(&Vec::new()) {
+    let results = r.json().as_array().cloned().unwrap_or_default();
+    assert!(!results.is_empty(), "{}", r.stdout);
+    for e in &results {
         let mut keys: Vec<&String> = e
             .as_object()
             .map(|m| m.keys().collect())
@@ -342,7 +350,7 @@ fn summary_only_and_related() {
         .run(&["--json", "query", "traffic share", "--include-related"])
         .ok();
     let got = ids_of(&r.json());
-    assert!(got.contains(&first[0]), "related entry missing: {got:?}");
+    assert!(got.contains(&first), "related entry missing: {got:?}");
 }
 
 /// `--explain` says why an entry that `--include-related` added is scored by its composite
@@ -350,21 +358,12 @@ fn summary_only_and_related() {
 #[test]
 fn explain_says_why_a_related_entry_is_scored_by_its_composite() {
     let env = Env::with_project();
-    let first = apply(
-        &env,
-        "demo",
-        &[entry("Use canary deploys", "repo", 0.9, "doc")],
-    );
-    let mut second = entry("Canary size is five percent", "repo", 0.9, "doc");
-    second["related_entries"] = json!([first[0]]);
-    second["summary"] = "Canary traffic share is five percent".into();
-    let second = apply(&env, "demo", &[second]);
+    let (_, second) = related_pair(&env);
     let r = env
         .run(&["query", "traffic share", "--include-related", "--explain"])
         .ok();
     let why = format!(
-        "= composite (related to {}, added by --include-related, not ranked by the text: decay",
-        second[0]
+        "= composite (related to {second}, added by --include-related, not ranked by the text: decay"
     );
     assert!(r.stdout.contains(&why), "{why}\n{}", r.stdout);
     assert!(!r.stdout.contains("no text"), "{}", r.stdout);
