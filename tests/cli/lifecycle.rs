@@ -118,12 +118,7 @@ fn reading_an_archived_entry_restores_it_with_every_field() {
         }
     }
     assert_eq!(env.listed(), Some(1));
-    let audit = env.run(&["audit", &a, "--json"]).ok().json();
-    let last = audit
-        .as_array()
-        .and_then(|a| a.last())
-        .cloned()
-        .unwrap_or_default();
+    let last = last_transition(&env, &a);
     assert_eq!(
         (last["from"].as_str(), last["to"].as_str()),
         (Some("archived"), Some("active"))
@@ -195,16 +190,11 @@ fn renewing_an_archived_state_entry_with_update_restores_it() {
     }
     // Updated today and valid until later: the next run leaves it where it is.
     assert!(transitions(&run_at(&env, 11)).is_empty());
-    let audit = env.run(&["audit", &a, "--json"]).ok().json();
-    let last = audit
-        .as_array()
-        .and_then(|a| a.last())
-        .cloned()
-        .unwrap_or_default();
+    let last = last_transition(&env, &a);
     assert_eq!(
         (last["from"].as_str(), last["to"].as_str()),
         (Some("archived"), Some("active")),
-        "{audit}"
+        "{last}"
     );
     assert_eq!(last["reason"], "restored: updated while archived");
     assert_eq!(env.run(&["verify"]).code, 0);
@@ -1445,4 +1435,14 @@ fn check_freshness_columns_line_up() {
         .collect();
     assert!(starts[0].is_some(), "{}", r.stdout);
     assert_eq!(starts[0], starts[1], "{}", r.stdout);
+}
+
+/// The latest record of entry `id`'s audit.
+fn last_transition(env: &Env, id: &str) -> serde_json::Value {
+    let audit = env.run(&["audit", id, "--json"]).ok().json();
+    audit
+        .as_array()
+        .and_then(|a| a.last())
+        .cloned()
+        .unwrap_or_default()
 }
