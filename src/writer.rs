@@ -26,6 +26,10 @@ pub struct WriteContext {
     pub dry_run: bool,
     /// Fault injection for tests: the projections fail right after the append.
     pub fail_after_append: bool,
+    /// `at` is the machine's clock, read when the command began (not a time given with
+    /// `--now`): a batch reads the clock again once it holds the write lock, so that a write
+    /// that waited for another one to the same entry is not dated before it.
+    pub clock: bool,
 }
 
 /// A change to make, already validated.
@@ -256,13 +260,14 @@ fn refuse_backdated(store: &Store, state: &EntryState, at: &str) -> Result<()> {
 /// The events of `change`, each with its log line.
 type Lines = Vec<(Event, String)>;
 
+/// The events of `change` by `actor` at `at`.
 fn build_events(
     change: Change,
     heads: Vec<String>,
-    ctx: &WriteContext,
+    (actor, at): (&str, &str),
 ) -> Result<(Lines, String, Option<String>)> {
     let event = |entry: &str, parents: Vec<String>, data| {
-        Event::build_with_line(entry, &ctx.actor, &ctx.at, parents, data)
+        Event::build_with_line(entry, actor, at, parents, data)
     };
     Ok(match change {
         Change::Create { fields, status } => {
@@ -395,6 +400,9 @@ fn build_events(
 pub struct Batch<'a> {
     project: &'a Project,
     ctx: &'a WriteContext,
+    /// The time of the events this batch writes: `ctx.at`, or the clock read again under the
+    /// write lock (see [`WriteContext::clock`]).
+    at: String,
     policy: std::sync::Arc<Policy>,
     session: Session,
     _write_lock: Option<FileLock>,
@@ -476,9 +484,18 @@ impl<'a> Batch<'a> {
             session.catch_up(None)?;
             Some(lock)
         };
+        // Read under the write lock: no write can now come between this time and the append.
+        let at = if ctx.clock && write_lock.is_some() {
+            ctx.at
+                .clone()
+                .max(crate::clock::Clock::timestamp(&crate::clock::SystemClock))
+        } else {
+            ctx.at.clone()
+        };
         Ok(Self {
             project,
             ctx,
+            at,
             policy,
             session,
             _write_lock: write_lock,
@@ -507,6 +524,11 @@ impl<'a> Batch<'a> {
     /// The project this batch writes to and the context it writes with (for [`refused`]).
     pub fn context(&self) -> (&'a Project, &'a WriteContext) {
         (self.project, self.ctx)
+    }
+
+    /// The time of the events this batch writes (see [`WriteContext::clock`]).
+    pub fn at(&self) -> &str {
+        &self.at
     }
 
     /// The caught-up session (what is staged is not in it yet).
@@ -569,7 +591,7 @@ impl<'a> Batch<'a> {
             precondition(&change, s)?;
         }
         if let Some(s) = &state {
-            refuse_backdated(self.session.store(), s, &self.ctx.at)?;
+            refuse_backdated(self.session.store(), s, &self.at)?;
         }
         let change = check(&self.session, state.as_ref())?;
         if let Some(s) = &state {
@@ -622,7 +644,7 @@ impl<'a> Batch<'a> {
                 let id = event.0.entry.clone();
                 (vec![event], id, None)
             }
-            _ => build_events(change, heads, self.ctx)?,
+            _ => build_events(change, heads, (&self.ctx.actor, &self.at))?,
         };
         if restore {
             push_restore(&mut events, &id, self.ctx)?;
@@ -665,9 +687,8 @@ impl<'a> Batch<'a> {
         check: impl FnOnce(&Session, Option<&EntryState>) -> Result<Change>,
     ) -> Result<Written> {
         self.prechecked = Some(content);
-        self.prebuilt = event.filter(|(e, _)| {
-            e.actor == self.ctx.actor && e.at == self.ctx.at && e.parents.is_empty()
-        });
+        self.prebuilt = event
+            .filter(|(e, _)| e.actor == self.ctx.actor && e.at == self.at && e.parents.is_empty());
         self.stage(change, check)
     }
 
@@ -1132,7 +1153,7 @@ fn dry_run_without_store(project: &Project, ctx: &WriteContext, change: Change) 
         });
     }
     let warnings = gate(project, ctx, &Policy::defaults(), None, &change, None, None)?;
-    let (events, id, superseded) = build_events(change, Vec::new(), ctx)?;
+    let (events, id, superseded) = build_events(change, Vec::new(), (&ctx.actor, &ctx.at))?;
     Ok(unstored(&events, id, superseded, warnings))
 }
 
@@ -1619,6 +1640,7 @@ mod tests {
             lock_timeout: Duration::from_secs(5),
             dry_run: false,
             fail_after_append: false,
+            clock: false,
         };
         let fields: EntryFields = serde_json::from_value(serde_json::json!({
             "section": "decisions", "kind": "decision", "subject": "a.b", "scope": "repo",

@@ -767,7 +767,13 @@ pub fn run(ctx: &Ctx, args: ApplyArgs, out: &mut Out) -> Result<ExitCode> {
         Batch::policy,
     );
     let (send, receive) = crossbeam_channel::bounded(READ_AHEAD);
-    let author = (wctx.actor.clone(), wctx.at.clone());
+    // The batch's time: the clock read under the write lock, when no --now is given.
+    let author = (
+        wctx.actor.clone(),
+        batch
+            .as_ref()
+            .map_or_else(|| wctx.at.clone(), |b| b.at().to_owned()),
+    );
     let reader = std::thread::spawn(move || read_and_precheck(updates, &policy, &author, &send));
     let mut in_order = InOrder {
         receive,

@@ -431,6 +431,8 @@ impl Ctx {
             // A fault injector for the test suite, in debug builds only.
             fail_after_append: cfg!(debug_assertions)
                 && std::env::var_os("MEMLOG_TEST_FAIL_AFTER_APPEND").is_some(),
+            // The same test as the clock's choice in `Ctx::new`.
+            clock: self.global.now.is_none(),
         }
     }
 

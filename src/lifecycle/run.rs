@@ -218,6 +218,8 @@ pub fn run(project: &Project, opts: &RunOptions, stop: &AtomicBool) -> Result<Ru
         lock_timeout: opts.lock_timeout,
         dry_run: opts.dry_run,
         fail_after_append: false,
+        // The run is judged and recorded at the one time it reports.
+        clock: false,
     };
     let mut report = RunReport {
         project: project.name.to_string(),

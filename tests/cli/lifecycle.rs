@@ -1025,6 +1025,7 @@ fn invalid_transitions_are_refused_naming_both_states() {
         lock_timeout: std::time::Duration::from_secs(10),
         dry_run: false,
         fail_after_append: false,
+        clock: false,
     };
     let log = std::fs::read(env.log()).unwrap_or_default();
     let attempt = |from, to| {
@@ -1445,4 +1446,45 @@ fn last_transition(env: &Env, id: &str) -> serde_json::Value {
         .and_then(|a| a.last())
         .cloned()
         .unwrap_or_default()
+}
+
+/// A write whose time is the clock's, read when its command began, takes its time again once it
+/// holds the write lock: one that waited for another write to the same entry is not refused as
+/// dated before it. A time given with `--now` is kept as given, and such a write is refused.
+#[test]
+fn a_write_that_waited_for_the_lock_is_dated_when_it_holds_it() {
+    use memlog::writer::{Change, WriteContext, write};
+    let env = Env::with_project();
+    let a = env.add("a.subject", "a decision");
+    let ws = memlog::workspace::Workspace::at(env.root()).unwrap_or_else(|e| panic!("{e}"));
+    let name = memlog::workspace::ProjectName::new("demo").unwrap_or_else(|e| panic!("{e}"));
+    let project = memlog::project::Project::open(&ws, name).unwrap_or_else(|e| panic!("{e}"));
+    // The entry's create is at NOW; this write's command began before it.
+    let ctx = |clock| WriteContext {
+        actor: "agent-7".into(),
+        at: "2026-01-01T00:00:00.000Z".into(),
+        lock_timeout: std::time::Duration::from_secs(10),
+        dry_run: false,
+        fail_after_append: false,
+        clock,
+    };
+    let pin = Change::Pin {
+        target: a.clone(),
+        reason: None,
+    };
+    let given = write(&project, &ctx(false), pin.clone(), |_, _| Ok(pin.clone()));
+    let refused = given.err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(refused.contains("has an event dated"), "{refused}");
+    let written = write(&project, &ctx(true), pin.clone(), |_, _| Ok(pin.clone()))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let event = written.events.first().cloned().unwrap_or_default();
+    let line = std::fs::read_to_string(env.log()).unwrap_or_default();
+    let at = line
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|v| v["id"] == event.as_str())
+        .map(|v| v["at"].as_str().unwrap_or_default().to_owned())
+        .unwrap_or_default();
+    assert!(at.as_str() > NOW, "{at}");
+    assert_eq!(env.run(&["verify"]).code, 0);
 }
