@@ -255,6 +255,8 @@ pub struct Sources {
     pub actor: ActorFrom,
     /// `--now` came from `MEMLOG_NOW`, not from the command line.
     pub now_from_env: bool,
+    /// `--project` came from `MEMLOG_PROJECT`.
+    pub project_from_env: bool,
 }
 
 impl Sources {
@@ -263,6 +265,8 @@ impl Sources {
         Self {
             actor: ActorFrom::of(m),
             now_from_env: m.value_source("now") == Some(clap::parser::ValueSource::EnvVariable),
+            project_from_env: m.value_source("project")
+                == Some(clap::parser::ValueSource::EnvVariable),
         }
     }
 }
@@ -287,6 +291,16 @@ impl Ctx {
             })?)),
             None => Box::new(SystemClock),
         };
+        // A project name from the environment is checked here, where its source is known: a bad
+        // one is a usage error naming the variable, as for the other variables.
+        if sources.project_from_env
+            && let Some(name) = &global.project
+            && let Err(e) = ProjectName::new(name)
+        {
+            return Err(Error::Usage(format!(
+                "MEMLOG_PROJECT: {e}; set MEMLOG_PROJECT to a project's name, or unset it"
+            )));
+        }
         let as_of = global
             .as_of
             .as_deref()

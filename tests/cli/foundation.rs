@@ -1061,6 +1061,16 @@ fn a_bad_value_from_the_environment_names_its_variable() {
         "{}",
         typed.stderr
     );
+    // So is a project name that is no project's.
+    let r = crate::common::output(env.command(&["list"]).env("MEMLOG_PROJECT", "a b").output());
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.starts_with("error: MEMLOG_PROJECT: ")
+            && r.stderr
+                .contains("set MEMLOG_PROJECT to a project's name, or unset it"),
+        "{}",
+        r.stderr
+    );
     // The time, read after the options, is named by its variable too.
     let r = crate::common::output(env.command(&["list"]).env("MEMLOG_NOW", "soon").output());
     assert_eq!(r.code, 2, "{}", r.stderr);
