@@ -87,6 +87,20 @@ pub fn list(
     Ok(out)
 }
 
+/// The fields of a side's (or the base's) state, folded from the log's events: a credential
+/// that reached the log is shown `[redacted]`, as the store shows the entry.
+fn shown(mut state: EntryState) -> Map<String, Value> {
+    crate::policy::stored::redact_state(&mut state);
+    to_flat_map(&state)
+}
+
+/// `text` with any credential in it `[redacted]`.
+fn without_secrets(text: &str) -> String {
+    let mut text = text.to_owned();
+    crate::policy::stored::redact_field("actor", &mut text, false, &mut Vec::new());
+    text
+}
+
 /// Both sides of the conflict of `state`, from the entry's events.
 pub fn describe(state: &EntryState, events: &[Event]) -> Conflict {
     // A purged entry's sides are shown without its content, whatever event still carries it.
@@ -113,7 +127,7 @@ pub fn describe(state: &EntryState, events: &[Event]) -> Conflict {
         .filter_map(|id| by_id.get(id).copied())
         .collect();
     let base_state = fold_entry_refs(&state.id, &shared_events).state;
-    let base_map = base_state.as_ref().map(to_flat_map).unwrap_or_default();
+    let base_map = base_state.map(shown).unwrap_or_default();
     let mut base: Vec<String> = shared
         .iter()
         .filter(|id| {
@@ -139,14 +153,13 @@ pub fn describe(state: &EntryState, events: &[Event]) -> Conflict {
         let ordered = projections::order::order_events(&own);
         let side_map = fold_entry_refs(&state.id, &all)
             .state
-            .as_ref()
-            .map(to_flat_map)
+            .map(shown)
             .unwrap_or_default();
         let set: Map<String, Value> = side_map
             .into_iter()
             .filter(|(k, v)| !BOOKKEEPING.contains(&k.as_str()) && base_map.get(k) != Some(v))
             .collect();
-        let actors: BTreeSet<String> = ordered.iter().map(|e| e.actor.clone()).collect();
+        let actors: BTreeSet<String> = ordered.iter().map(|e| without_secrets(&e.actor)).collect();
         sides.push(Side {
             head: head.clone(),
             actors: actors.into_iter().collect(),
@@ -155,7 +168,7 @@ pub fn describe(state: &EntryState, events: &[Event]) -> Conflict {
                 .map(|e| SideEvent {
                     event: e.id.clone(),
                     event_type: e.event_type().as_str().to_owned(),
-                    actor: e.actor.clone(),
+                    actor: without_secrets(&e.actor),
                     at: e.at.clone(),
                 })
                 .collect(),

@@ -1326,3 +1326,56 @@ fn secrets_scan_redacts_a_path_holding_a_credential() {
         );
     }
 }
+
+/// `conflicts` folds each side of a conflict from the log's events: a credential one side brought
+/// in through git is shown `[redacted]` there too, in text and JSON.
+#[test]
+fn a_credential_on_one_side_of_a_conflict_is_never_printed() {
+    const FAKE_TOKEN: &str = crate::common::PULLED_TOKEN;
+    let env = Env::with_project();
+    let id = env.add("auth.deploy", "Deploy token policy");
+    let mut log = std::fs::read_to_string(env.log()).unwrap_or_else(|e| panic!("{e}"));
+    let create = log
+        .lines()
+        .filter_map(|l| projections::decode_line(l).ok())
+        .find(|e| e.entry == id)
+        .map(|e| e.id)
+        .unwrap_or_else(|| panic!("no create of {id}"));
+    // Two updates of the same version, as two branches make them: the entry has two heads.
+    for (actor, content) in [
+        (
+            "branch-a",
+            format!("deploy token {FAKE_TOKEN} rotate monthly"),
+        ),
+        ("branch-b", "deploy tokens rotate weekly".to_owned()),
+    ] {
+        let mut set = serde_json::Map::new();
+        set.insert("content".into(), Value::String(content));
+        let e = projections::Event::build(
+            &id,
+            actor,
+            "2026-11-22T10:31:13.000Z",
+            vec![create.clone()],
+            projections::EventData::Update { set, reason: None },
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        log.push_str(&e.to_line().unwrap_or_else(|e| panic!("{e}")));
+        log.push('\n');
+    }
+    std::fs::write(env.log(), log).unwrap_or_else(|e| panic!("{e}"));
+    for args in [vec!["conflicts"], vec!["--json", "conflicts"]] {
+        let r = env.run(&args);
+        assert!(
+            r.stdout.contains("content") && r.stdout.contains("[redacted]"),
+            "{args:?}: {}{}",
+            r.stdout,
+            r.stderr
+        );
+        assert!(
+            !r.stdout.contains(FAKE_TOKEN) && !r.stderr.contains(FAKE_TOKEN),
+            "{args:?} printed: {}{}",
+            r.stdout,
+            r.stderr
+        );
+    }
+}
