@@ -94,13 +94,6 @@ fn shown(mut state: EntryState) -> Map<String, Value> {
     to_flat_map(&state)
 }
 
-/// `text` with any credential in it `[redacted]`.
-fn without_secrets(text: &str) -> String {
-    let mut text = text.to_owned();
-    crate::policy::stored::redact_field("actor", &mut text, false, &mut Vec::new());
-    text
-}
-
 /// Both sides of the conflict of `state`, from the entry's events.
 pub fn describe(state: &EntryState, events: &[Event]) -> Conflict {
     // A purged entry's sides are shown without its content, whatever event still carries it.
@@ -159,7 +152,10 @@ pub fn describe(state: &EntryState, events: &[Event]) -> Conflict {
             .into_iter()
             .filter(|(k, v)| !BOOKKEEPING.contains(&k.as_str()) && base_map.get(k) != Some(v))
             .collect();
-        let actors: BTreeSet<String> = ordered.iter().map(|e| without_secrets(&e.actor)).collect();
+        let actors: BTreeSet<String> = ordered
+            .iter()
+            .map(|e| crate::policy::stored::without_secrets(&e.actor))
+            .collect();
         sides.push(Side {
             head: head.clone(),
             actors: actors.into_iter().collect(),
@@ -168,7 +164,7 @@ pub fn describe(state: &EntryState, events: &[Event]) -> Conflict {
                 .map(|e| SideEvent {
                     event: e.id.clone(),
                     event_type: e.event_type().as_str().to_owned(),
-                    actor: without_secrets(&e.actor),
+                    actor: crate::policy::stored::without_secrets(&e.actor),
                     at: e.at.clone(),
                 })
                 .collect(),

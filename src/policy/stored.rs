@@ -50,6 +50,13 @@ pub fn redact_field(field: &str, text: &mut String, uri: bool, found: &mut Vec<S
     *text = out;
 }
 
+/// `text` with every secret in it replaced by [`REDACTED`] (an actor's name, say).
+pub fn without_secrets(text: &str) -> String {
+    let mut text = text.to_owned();
+    redact_field("", &mut text, false, &mut Vec::new());
+    text
+}
+
 /// Redacts every secret in the text fields of `state` (those a write checks, the reason of its
 /// last change and the names of its actors), returning where they were.
 pub fn redact_state(state: &mut EntryState) -> Vec<StoredSecret> {

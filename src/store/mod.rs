@@ -2227,6 +2227,12 @@ impl Store {
     /// When the store cannot be read.
     pub fn versions(&self, entry: &str) -> Result<Vec<Version>> {
         let mut versions = fold_entry_of(entry, &self.entry_events(entry)?).versions;
+        // Folded from the events, as the log holds them: a credential that reached the log is
+        // shown `[redacted]` in every version, as in the entry.
+        for v in &mut versions {
+            crate::policy::stored::redact_state(&mut v.state);
+            v.actor = crate::policy::stored::without_secrets(&v.actor);
+        }
         projections::fill_changes(&mut versions);
         Ok(versions)
     }

@@ -1152,6 +1152,8 @@ fn a_credential_that_reached_the_log_is_printed_by_no_read() {
         env.run(&["list"]).ok(),
         env.run(&["show", &id]).ok(),
         env.run(&["--json", "show", &id]).ok(),
+        env.run(&["history", &id]).ok(),
+        env.run(&["--json", "history", &id]).ok(),
         env.run(&["query", "deploy"]).ok(),
         env.run(&["stats"]).ok(),
         env.run(&["dump"]).ok(),
