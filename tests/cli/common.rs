@@ -204,6 +204,25 @@ impl Env {
             .ok();
     }
 
+    /// The project `demo`, opened as the library opens it.
+    pub fn demo_project(&self) -> Project {
+        let ws = Workspace::at(self.root()).unwrap_or_else(|e| panic!("{e}"));
+        let name = ProjectName::new("demo").unwrap_or_else(|e| panic!("{e}"));
+        Project::open(&ws, name).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// The text of project `demo`'s security log and its records (empty when there is none).
+    pub fn security_log(&self) -> (String, Vec<serde_json::Value>) {
+        let text =
+            std::fs::read_to_string(self.root().join("ai-memory/demo/.memlog/security.jsonl"))
+                .unwrap_or_default();
+        let records = text
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect();
+        (text, records)
+    }
+
     /// Appends to the log a hash-valid update of entry `id` that puts [`PULLED_TOKEN`] in its
     /// content and summary: a credential that reached the log without memlog's checks.
     pub fn forge_credential(&self, id: &str) {

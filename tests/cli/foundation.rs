@@ -1172,12 +1172,9 @@ fn a_credential_as_the_actor_is_a_usage_error_naming_its_source() {
         assert_eq!(r.stderr, format!("error: {said}\n"));
     }
     assert_eq!(read(&env.log()), before, "nothing written");
-    let security =
-        std::fs::read_to_string(env.root().join("ai-memory/demo/.memlog/security.jsonl"))
-            .unwrap_or_default();
-    let rules: Vec<String> = security
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+    let (security, records) = env.security_log();
+    let rules: Vec<String> = records
+        .iter()
         .filter(|r| r["field"] == "actor" && r["actor"] == "[redacted]")
         .map(|r| r["rule"].as_str().unwrap_or_default().to_owned())
         .collect();

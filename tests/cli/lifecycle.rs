@@ -1016,9 +1016,7 @@ fn invalid_transitions_are_refused_naming_both_states() {
     use projections::Lifecycle;
     let env = Env::with_project();
     let a = env.add("a.subject", "a decision");
-    let ws = memlog::workspace::Workspace::at(env.root()).unwrap_or_else(|e| panic!("{e}"));
-    let name = memlog::workspace::ProjectName::new("demo").unwrap_or_else(|e| panic!("{e}"));
-    let project = memlog::project::Project::open(&ws, name).unwrap_or_else(|e| panic!("{e}"));
+    let project = env.demo_project();
     let ctx = WriteContext {
         actor: "agent-7".into(),
         at: NOW.into(),
@@ -1456,9 +1454,7 @@ fn a_write_that_waited_for_the_lock_is_dated_when_it_holds_it() {
     use memlog::writer::{Change, WriteContext, write};
     let env = Env::with_project();
     let a = env.add("a.subject", "a decision");
-    let ws = memlog::workspace::Workspace::at(env.root()).unwrap_or_else(|e| panic!("{e}"));
-    let name = memlog::workspace::ProjectName::new("demo").unwrap_or_else(|e| panic!("{e}"));
-    let project = memlog::project::Project::open(&ws, name).unwrap_or_else(|e| panic!("{e}"));
+    let project = env.demo_project();
     // The entry's create is at NOW; this write's command began before it.
     let ctx = |clock| WriteContext {
         actor: "agent-7".into(),

@@ -100,14 +100,8 @@ fn a_secret_is_refused_on_every_write_path_and_never_echoed() {
     );
     assert!(!String::from_utf8_lossy(&after).contains("FAKEFAKE"));
     // Every detection is in the security log, without the value.
-    let security =
-        std::fs::read_to_string(env.root().join("ai-memory/demo/.memlog/security.jsonl"))
-            .unwrap_or_default();
+    let (security, records) = env.security_log();
     assert!(!security.contains("FAKEFAKE"));
-    let records: Vec<Value> = security
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect();
     assert!(records.len() >= 7, "{security}");
     assert!(
         records
@@ -548,13 +542,7 @@ fn a_credential_as_actor_is_kept_in_no_log() {
         lines.as_bytes(),
     );
     assert_eq!(applied.code, 2, "{}", applied.stderr);
-    let security =
-        std::fs::read_to_string(env.root().join("ai-memory/demo/.memlog/security.jsonl"))
-            .unwrap_or_default();
-    let records: Vec<Value> = security
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect();
+    let (security, records) = env.security_log();
     assert!(!records.is_empty(), "the detection is logged");
     assert!(
         records.iter().all(|r| r["actor"] == "[redacted]"
@@ -659,12 +647,9 @@ fn a_write_refused_for_other_reasons_too_logs_its_secrets() {
             r.stderr
         );
     }
-    let security =
-        std::fs::read_to_string(env.root().join("ai-memory/demo/.memlog/security.jsonl"))
-            .unwrap_or_default();
-    let logged: Vec<(String, String, String)> = security
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+    let (security, records) = env.security_log();
+    let logged: Vec<(String, String, String)> = records
+        .iter()
         .map(|r| {
             let s = |k: &str| r[k].as_str().unwrap_or_default().to_owned();
             assert_eq!(s("rule"), "github-token", "{r}");
@@ -705,12 +690,9 @@ fn a_secret_in_a_field_of_fixed_values_is_logged() {
     for r in &runs {
         assert_eq!(r.code, 3, "{}{}", r.stdout, r.stderr);
     }
-    let security =
-        std::fs::read_to_string(env.root().join("ai-memory/demo/.memlog/security.jsonl"))
-            .unwrap_or_default();
-    let fields: Vec<String> = security
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+    let (security, records) = env.security_log();
+    let fields: Vec<String> = records
+        .iter()
         .map(|r| r["field"].as_str().unwrap_or_default().to_owned())
         .collect();
     assert_eq!(fields, ["kind", "evidence[0].type"], "{security}");
@@ -750,12 +732,9 @@ fn a_secret_as_a_field_name_an_operation_or_a_review_interval_is_logged() {
         assert_eq!(r.code, 3, "{}{}", r.stdout, r.stderr);
         assert!(r.stderr.contains("[redacted]"), "{}", r.stderr);
     }
-    let security =
-        std::fs::read_to_string(env.root().join("ai-memory/demo/.memlog/security.jsonl"))
-            .unwrap_or_default();
-    let logged: Vec<(String, String, String)> = security
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+    let (security, records) = env.security_log();
+    let logged: Vec<(String, String, String)> = records
+        .iter()
         .map(|r| {
             let s = |k: &str| r[k].as_str().unwrap_or_default().to_owned();
             (s("field"), s("operation"), s("rule"))

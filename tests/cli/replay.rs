@@ -1,7 +1,6 @@
 use crate::common::{Env, session, store_dump};
 use memlog::project::Project;
 use memlog::store::session::Session;
-use memlog::workspace::{ProjectName, Workspace};
 use proptest::prelude::*;
 use std::time::Duration;
 
@@ -18,12 +17,7 @@ fn rebuilt_dump(project: &Project) -> String {
 }
 
 fn project(env: &Env) -> Project {
-    let ws = Workspace::at(env.root()).unwrap_or_else(|e| panic!("{e}"));
-    Project::open(
-        &ws,
-        ProjectName::new("demo").unwrap_or_else(|e| panic!("{e}")),
-    )
-    .unwrap_or_else(|e| panic!("{e}"))
+    env.demo_project()
 }
 
 /// A small history written through the CLI, one process per command.
