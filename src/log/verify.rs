@@ -393,8 +393,7 @@ pub fn secrets_in(event: &Event) -> Vec<crate::policy::stored::StoredSecret> {
         }
     }
     let mut out = Vec::new();
-    let line = event.to_line().unwrap_or_default();
-    if let Ok(serde_json::Value::Object(mut whole)) = serde_json::from_str(&line)
+    if let Ok(serde_json::Value::Object(mut whole)) = event.to_value()
         && let Some(data) = whole.remove("data")
     {
         walk("", "", &data, &mut out);
