@@ -1141,14 +1141,7 @@ fn a_credential_that_reached_the_log_is_printed_by_no_read() {
         stdin_run(&env, &["context", "demo", "-", "--format", "prompt"], task),
         stdin_run(&env, &["mcp"], mcp.as_bytes()),
     ];
-    for r in &runs {
-        assert!(
-            !r.stdout.contains(FAKE_TOKEN) && !r.stderr.contains(FAKE_TOKEN),
-            "printed: {}{}",
-            r.stdout,
-            r.stderr
-        );
-    }
+    crate::common::assert_not_printed(&runs.iter().collect::<Vec<_>>(), FAKE_TOKEN);
     assert!(
         runs[1]
             .stdout
@@ -1263,14 +1256,7 @@ fn a_credential_in_the_configuration_is_never_printed() {
             env.run(&["--debug", "list"]),
             env.run(&["health"]),
         ];
-        for r in &runs {
-            assert!(
-                !r.stdout.contains(FAKE_TOKEN) && !r.stderr.contains(FAKE_TOKEN),
-                "printed: {}{}",
-                r.stdout,
-                r.stderr
-            );
-        }
+        crate::common::assert_not_printed(&runs.iter().collect::<Vec<_>>(), FAKE_TOKEN);
         assert_ne!(runs[0].code, 0);
         assert!(
             runs[0].stdout.contains("[redacted]") || runs[0].stderr.contains("[redacted]"),
