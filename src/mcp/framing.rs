@@ -201,9 +201,24 @@ fn refusal(v: &Value) -> Option<Vec<u8>> {
     if let Some((id, why)) = invalid_request(v) {
         return Some(error_line(&id, -32600, why));
     }
+    // The library answers a request it cannot read with a bare "Invalid request" and a null
+    // id, so that a client cannot tell which call failed: the reason and the id are given here.
+    // (A notification, without an id, gets no answer.)
+    let id = v.get("id")?;
+    if id.is_number() && id.as_i64().is_none() {
+        return Some(error_line(
+            id,
+            -32600,
+            "Invalid Request: a numeric `id` must be an integer from -2^63 to 2^63-1; use a \
+             smaller integer or a string",
+        ));
+    }
+    if let Some(why) = unreadable_params(v) {
+        return Some(error_line(id, -32602, &why));
+    }
     // The library takes a tool call whose params it cannot read for an unknown method: it is
-    // a call with invalid params. (A notification, without an id, gets no answer.)
-    if v["method"] != "tools/call" || v.get("id").is_none() {
+    // a call with invalid params.
+    if v["method"] != "tools/call" {
         return None;
     }
     let params = &v["params"];
@@ -222,6 +237,49 @@ fn refusal(v: &Value) -> Option<Vec<u8>> {
         return None;
     };
     Some(error_line(&v["id"], -32602, why))
+}
+
+/// Why the `params` of request `v` cannot be read, for any method: `params` that is not an
+/// object, a `_meta` that is not one, or an `initialize` without the members it needs (which
+/// the library answered as an unknown method).
+fn unreadable_params(v: &Value) -> Option<String> {
+    let method = v["method"].as_str().unwrap_or_default();
+    let params = v.get("params").filter(|p| !p.is_null());
+    if let Some(p) = params
+        && !p.is_object()
+    {
+        return Some(format!(
+            "Invalid params: `params` of `{}` must be an object",
+            method.escape_debug()
+        ));
+    }
+    if params
+        .and_then(|p| p.get("_meta"))
+        .is_some_and(|m| !m.is_object() && !m.is_null())
+    {
+        return Some("Invalid params: `params._meta` must be an object".into());
+    }
+    if method == "initialize" {
+        let p = params.cloned().unwrap_or(Value::Null);
+        let wanted = [
+            ("protocolVersion", Value::is_string as fn(&Value) -> bool),
+            ("capabilities", Value::is_object),
+            ("clientInfo", Value::is_object),
+        ];
+        let missing: Vec<&str> = wanted
+            .iter()
+            .filter(|(name, ok)| !p.get(*name).is_some_and(ok))
+            .map(|(name, _)| *name)
+            .collect();
+        if !missing.is_empty() {
+            return Some(format!(
+                "Invalid params: `initialize` needs `protocolVersion` (a string), \
+                 `capabilities` and `clientInfo` (objects); missing or of the wrong type: {}",
+                missing.join(", ")
+            ));
+        }
+    }
+    None
 }
 
 /// Copies the library's answers to `out`, line by line.

@@ -256,6 +256,11 @@ fn bad_tool_calls_unknown_methods_and_blank_lines_are_answered() {
         r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":5}}"#,
         r#"{"jsonrpc":"2.0","id":4,"method":"tools/call"}"#,
         r#"{"jsonrpc":"2.0","id":5,"method":"x"}"#,
+        r#"{"jsonrpc":"2.0","id":6,"method":"ping","params":[]}"#,
+        r#"{"jsonrpc":"2.0","id":7,"method":"tools/list","params":5}"#,
+        r#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"list","arguments":{},"_meta":5}}"#,
+        r#"{"jsonrpc":"2.0","id":9,"method":"initialize","params":{}}"#,
+        r#"{"jsonrpc":"2.0","id":18446744073709551615,"method":"ping"}"#,
         "",
         "   ",
     ] {
@@ -276,12 +281,24 @@ fn bad_tool_calls_unknown_methods_and_blank_lines_are_answered() {
         (2, "`name` is missing"),
         (3, "`name` must be a string"),
         (4, "`params`"),
+        (6, "`params` of `ping` must be an object"),
+        (7, "`params` of `tools/list` must be an object"),
+        (8, "`params._meta` must be an object"),
+        (
+            9,
+            "missing or of the wrong type: protocolVersion, capabilities, clientInfo",
+        ),
     ] {
         let v = answer(id);
         assert_eq!(v["error"]["code"], -32602, "{v}");
         let message = v["error"]["message"].as_str().unwrap_or_default();
         assert!(message.contains(named), "{v}");
     }
+    let huge = answers
+        .iter()
+        .find(|v| v["id"] == json!(18_446_744_073_709_551_615_u64))
+        .unwrap_or_else(|| panic!("no answer to the huge id: {answers:?}"));
+    assert_eq!(huge["error"]["code"], -32600, "{huge}");
     let v = answer(5);
     assert_eq!(v["error"]["code"], -32601, "{v}");
     assert!(
