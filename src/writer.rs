@@ -67,11 +67,15 @@ pub enum Change {
     },
     /// Settle concurrent supersedes of `target`: each loser (a competing replacement, with its
     /// heads) is superseded by `winner`, then `target` is superseded by `winner` with all its
-    /// heads as parents, which clears the conflict.
+    /// heads as parents, which clears the conflict. `restore` holds the winner's heads when
+    /// the winner is itself superseded by a competing replacement (two resolves that chose
+    /// different winners on two branches, merged: each replacement superseded by the other):
+    /// a resolve on the winner makes it active again, first.
     ResolveWinner {
         target: String,
         winner: String,
         losers: Vec<(String, Vec<String>)>,
+        restore: Option<Vec<String>>,
         reason: Option<String>,
     },
     /// Clear a conflict on `target`: the event's parents are all its heads; `set` picks values.
@@ -249,7 +253,8 @@ fn refuse_backdated(store: &Store, state: &EntryState, at: &str) -> Result<()> {
             message: format!(
                 "{id} has an event dated {latest}, after this change's time {at}: a change \
                  cannot be dated before the history it follows, and nothing was written; use a \
-                 --now at or after {latest}, or leave --now (and MEMLOG_NOW) out to use the clock",
+                 --now at or after {latest} (leaving --now and MEMLOG_NOW out dates a change by \
+                 the clock, which works once the clock has passed that time)",
                 id = state.id
             ),
         }),
@@ -357,11 +362,27 @@ fn build_events(
             target,
             winner,
             losers,
+            restore,
             reason,
         } => {
             // Losers first: if the write is cut short, the conflict on `target` stays open and
             // visible, and running the resolve again finishes it.
             let mut events = Vec::new();
+            if let Some(winner_heads) = restore {
+                let mut set = Map::new();
+                set.insert("status".into(), Value::from(Status::Active.as_str()));
+                events.push(event(
+                    &winner,
+                    winner_heads,
+                    EventData::Resolve {
+                        set,
+                        reason: Some(format!(
+                            "won the concurrent supersedes of {target}; the other replacements \
+                             are superseded by it"
+                        )),
+                    },
+                )?);
+            }
             for (loser, loser_heads) in losers {
                 events.push(event(
                     &loser,
@@ -1214,9 +1235,13 @@ impl Batch<'_> {
         // What `gc` left of an event of a purged entry: its summary, content and evidence are
         // blank by design, and so are they in what descends from such an event.
         let mut blanked = line.as_deref().is_some_and(crate::log::tombstones::marked);
+        // Entries this entry names in `related_entries`, as checked below: one this import
+        // created before it is not in the store yet, and is no dangling reference.
+        let mut related: Vec<String> = Vec::new();
         for entry in event.entries() {
             if let Some((fields, status)) = event.creation_of(entry) {
                 checked = Checked::Created;
+                related.extend(fields.related_entries.iter().cloned());
                 // The schema checks of `memlog add` (credentials are the policy's, below).
                 if let Err(invalid) = check_recorded_create(fields, status) {
                     let schema = invalid.problems.into_iter();
@@ -1257,6 +1282,9 @@ impl Batch<'_> {
             // The checks of `memlog update`, on the entry as the event found it.
             match check_recorded_set(set, &state.fields) {
                 Ok(()) => {
+                    if let Ok((fields, _)) = projections::fold::apply_set(&state, set) {
+                        related.extend(fields.related_entries);
+                    }
                     verdict.merge(check_update(&self.policy, Some(store), &state, set)?);
                     checked = Checked::Set;
                 }
@@ -1266,6 +1294,7 @@ impl Batch<'_> {
         if blanked {
             verdict.problems.retain(|p| !is_blank_by_purge(p));
         }
+        self.accept_related_in_batch(&mut verdict, &related, &event.entry);
         verdict.merge(self.policy.check_free_text("actor", &event.actor));
         if let Ok(Value::Object(body)) = event.to_value()
             && let Some(data) = body.get("data")
@@ -1339,6 +1368,28 @@ impl Batch<'_> {
 }
 
 impl Batch<'_> {
+    /// Drops the policy's "does not exist" problem of each of `related` (an entry's
+    /// `related_entries`, as the policy numbered them) that this batch created: the policy looks
+    /// entries up in the store, which holds the batch's events only once it commits, and an
+    /// export lists an entry before those related to it only by chance. A reference of `entry`
+    /// to itself stays refused.
+    fn accept_related_in_batch(
+        &self,
+        verdict: &mut crate::policy::Verdict,
+        related: &[String],
+        entry: &str,
+    ) {
+        let staged: Vec<String> = related
+            .iter()
+            .enumerate()
+            .filter(|(_, id)| id.as_str() != entry && self.foreign_entries.contains(id.as_str()))
+            .map(|(i, _)| format!("related_entries[{i}]"))
+            .collect();
+        verdict
+            .problems
+            .retain(|p| !(p.constraint == "reference" && staged.contains(&p.field)));
+    }
+
     /// The entries that take over from `entry` (by a supersede or a consolidation), in the log
     /// or accepted by this batch.
     fn successors(&self, entry: &str) -> Result<Vec<String>> {

@@ -83,6 +83,7 @@ pub fn merge_driver(ctx: &Ctx, args: MergeDriverArgs, out: &mut Out) -> Result<E
                 log,
                 &state.join("quarantine.jsonl"),
                 crate::store::session::is_whole_line,
+                crate::store::session::without_secrets,
             )?;
             let written = fs_err::read(log)?;
             crate::git::merge_driver::run_with(&args.ours, &args.theirs, &written, &name)?

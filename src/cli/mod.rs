@@ -400,10 +400,14 @@ impl Ctx {
 
     pub fn write_context(&self) -> Result<crate::writer::WriteContext> {
         as_of::refuse(self, "this command writes")?;
-        Ok(crate::writer::WriteContext {
+        let ctx = crate::writer::WriteContext {
             actor: self.actor()?,
             ..self.unchecked_write_context()
-        })
+        };
+        if !ctx.clock {
+            warn_if_ahead_of_the_clock(&ctx.at);
+        }
+        Ok(ctx)
     }
 
     /// [`Ctx::write_context`] for a write of `operation` to `project`: a credential given as
@@ -754,6 +758,25 @@ fn run(ctx: &Ctx, command: Command, out: &mut Out) -> Result<ExitCode> {
         Command::Health(a) => health::run(ctx, a, out),
         Command::Config(c) => config::run(ctx, c, out),
         Command::Completions(a) => completions::run(a, out),
+    }
+}
+
+/// Warns when a write is dated (by `--now` or `MEMLOG_NOW`) more than a year after this
+/// machine's clock (a mistyped year, a time meant for a `--dry-run`): a change is never dated before its entry's history, so every later change
+/// to what it touches must be dated after it too, and a `lifecycle run` at such a time archives
+/// what has not decayed yet.
+fn warn_if_ahead_of_the_clock(at: &str) {
+    let Ok(at_time) = chrono::DateTime::parse_from_rfc3339(at) else {
+        return;
+    };
+    let ahead = at_time.with_timezone(&chrono::Utc) - chrono::Utc::now();
+    if ahead > chrono::Duration::days(365) {
+        output::warn(&format!(
+            "this write is dated {at}, {} days after this machine's clock: every later change \
+             to what it touches must be dated at or after it; leave --now (and MEMLOG_NOW) out \
+             to date writes by the clock",
+            ahead.num_days()
+        ));
     }
 }
 

@@ -297,10 +297,24 @@ fn winner_change(
             losers.push((state.id.clone(), state.heads.clone()));
         }
     }
+    // Two resolves that chose different winners on two branches leave, once merged, each
+    // replacement superseded by another: none active. The winner chosen now is made active
+    // again (a replacement superseded by an entry of its own line is left as it is).
+    let restore = session
+        .store()
+        .entry(&winner)?
+        .filter(|w| {
+            w.status == projections::Status::Superseded
+                && w.superseded_by
+                    .as_ref()
+                    .is_some_and(|by| competing.contains(by))
+        })
+        .map(|w| w.heads);
     Ok(Change::ResolveWinner {
         target: old.id.clone(),
         winner,
         losers,
+        restore,
         reason,
     })
 }
@@ -355,6 +369,15 @@ pub fn resolve(ctx: &Ctx, args: ResolveArgs, out: &mut Out) -> Result<ExitCode> 
     let reason = args.reason.clone();
     let w = write(&project, &wctx, template, |session, state| {
         let old = state.ok_or_else(|| crate::Error::Usage("resolve needs a target".into()))?;
+        if !old.in_conflict() {
+            // Refused by the write's own checks, as an entry without a conflict: its
+            // replacements may still be several, from a conflict that `--winner` settled.
+            return Ok(Change::Resolve {
+                target: old.id.clone(),
+                set: serde_json::Map::new(),
+                reason,
+            });
+        }
         let competing = crate::writer::competing_replacements(session.store(), old)?;
         if args.winner.is_none() {
             refuse_orphaned_replacement(session, old, &competing)?;

@@ -345,16 +345,16 @@ fn import_one(
     let refused = |e| crate::writer::refused(project, wctx, "import", e);
     let mut input = entry_input_from_json(value, "").map_err(refused)?;
     if let Some(related) = input.related_entries.as_mut() {
-        let mut renamed = false;
+        let mut imported = false;
         for id in related.iter_mut() {
             if let Some(new) = ids.get(id.as_str()) {
-                renamed |= new != id;
+                imported = true;
                 new.clone_into(id);
             }
         }
         // The write policy looks related entries up in the store: what this import staged
-        // must be there.
-        if renamed {
+        // must be there, whether or not the entry kept the record's id.
+        if imported {
             batch.flush()?;
         }
     }

@@ -1,6 +1,6 @@
 //! The order in which events written elsewhere are staged (`import --format events`,
 //! `merge-project`): an event after its parents and after the create of each entry it is
-//! about, when the input holds them; in the input's order otherwise. A log's lines need not be
+//! about or names in `related_entries`, when the input holds them; in the input's order otherwise. A log's lines need not be
 //! in that order (a union merge interleaves branches, and a supersede that creates its
 //! replacement may come before an update it descends from), yet an event is accepted only when
 //! what it names is already accepted.
@@ -32,8 +32,12 @@ pub fn parents_first<T>(items: Vec<T>, event: impl Fn(&T) -> &Event) -> Vec<T> {
                 .entries()
                 .filter(|x| Some(*x) != created)
                 .filter_map(|x| creator.get(x));
+            // The entries it names in `related_entries`, which must exist when it is checked.
+            let related = related_of(e);
+            let related = related.iter().filter_map(|x| creator.get(x.as_str()));
             parents
                 .chain(creates)
+                .chain(related)
                 .copied()
                 .filter(|&d| d != i)
                 .collect()
@@ -42,6 +46,27 @@ pub fn parents_first<T>(items: Vec<T>, event: impl Fn(&T) -> &Event) -> Vec<T> {
     let order = dependencies_first(&deps);
     let mut slots: Vec<Option<T>> = items.into_iter().map(Some).collect();
     order.into_iter().filter_map(|i| slots[i].take()).collect()
+}
+
+/// The entries `e` relates its entry to: the `related_entries` of what it creates, or of what
+/// it sets.
+fn related_of(e: &Event) -> Vec<String> {
+    if let Some(entry) = e.created_entry()
+        && let Some((fields, _)) = e.creation_of(entry)
+    {
+        return fields.related_entries.clone();
+    }
+    match &e.data {
+        projections::EventData::Update { set, .. }
+        | projections::EventData::Resolve { set, .. } => set
+            .get("related_entries")
+            .and_then(serde_json::Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v.as_str().map(str::to_owned))
+            .collect(),
+        _ => Vec::new(),
+    }
 }
 
 /// The indexes `0..deps.len()` ordered so that each comes after the ones `deps[i]` names

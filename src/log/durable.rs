@@ -266,8 +266,9 @@ pub fn has_torn_tail(log: &Path) -> Result<bool> {
 }
 
 /// If `log` ends without a newline: when `is_whole(line)` says the last line is a complete event,
-/// adds the missing newline; otherwise moves the partial line to `quarantine` (appended, with a
-/// newline) and truncates the log to its last complete line. The caller must hold the write lock:
+/// adds the missing newline; otherwise moves the partial line, as `set_aside` makes it (the caller
+/// redacts what must not be stored), to `quarantine` (appended, with a newline) and truncates the
+/// log to its last complete line. The caller must hold the write lock:
 /// otherwise the "partial line" may be a write still in progress.
 ///
 /// # Errors
@@ -276,6 +277,7 @@ pub fn repair_tail(
     log: &Path,
     quarantine: &Path,
     is_whole: impl Fn(&[u8]) -> bool,
+    set_aside: impl Fn(Vec<u8>) -> Vec<u8>,
 ) -> Result<Option<TornTail>> {
     refuse_other_names(log)?;
     refuse_other_names(quarantine)?;
@@ -315,6 +317,7 @@ pub fn repair_tail(
             completed: true,
         }));
     }
+    let mut torn = set_aside(torn);
     torn.push(b'\n');
     append(quarantine, &torn)?;
     file.set_len(offset)?;
@@ -349,8 +352,8 @@ mod tests {
         };
         refused(append(&link, b"x\n").map(|_| ()));
         refused(append_unsynced(&link, b"x\n").map(|_| ()));
-        refused(repair_tail(&link, &dir.path().join("q"), |_| false).map(|_| ()));
-        refused(repair_tail(&target, &link, |_| false).map(|_| ()));
+        refused(repair_tail(&link, &dir.path().join("q"), |_| false, |t| t).map(|_| ()));
+        refused(repair_tail(&target, &link, |_| false, |t| t).map(|_| ()));
         assert_eq!(fs_err::read(&target).unwrap_or_default(), b"precious");
     }
 

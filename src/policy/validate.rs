@@ -841,7 +841,7 @@ pub fn check_create(input: &EntryInput) -> Result<(EntryFields, Status), Invalid
             summary: input.summary.clone().unwrap_or_default(),
             content: input.content.clone().unwrap_or_default(),
             tags: input.tags.clone().unwrap_or_default(),
-            confidence: input.confidence.unwrap_or_default(),
+            confidence: input.confidence.map_or(0.0, positive_zero),
             evidence,
             related_entries: input.related_entries.clone().unwrap_or_default(),
             valid_from,
@@ -902,6 +902,13 @@ pub fn refuse_before_checks(
 ///
 /// # Errors
 /// [`Invalid`] with every problem found, or when nothing would change.
+/// `-0.0` as `0.0`: the log's canonical form writes both as `0`, so the entry a write projects
+/// must hold what a replay of its line gives (`-0.0` showed as `-0.00` in the writer's store
+/// and `0.00` in every rebuilt one).
+fn positive_zero(x: f64) -> f64 {
+    if x == 0.0 { 0.0 } else { x }
+}
+
 pub fn check_patch(
     input: &EntryInput,
     current: &EntryFields,
@@ -955,7 +962,7 @@ pub fn check_patch(
     if let Some(conf) = input.confidence {
         put(
             "confidence",
-            serde_json::Number::from_f64(conf).map_or(Value::Null, Value::Number),
+            serde_json::Number::from_f64(positive_zero(conf)).map_or(Value::Null, Value::Number),
         );
     }
     if let Some(items) = &input.evidence {

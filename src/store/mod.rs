@@ -313,6 +313,25 @@ fn index_keys(s: &EntryState) -> Vec<Vec<u8>> {
         .collect()
 }
 
+/// A record's value as [`Store::dump`] prints it: text (JSON, with any credential redacted) as
+/// it is, and a binary value (the text index's postings and features) as `hex:` and its bytes,
+/// so that every record is one line and two values that differ print differently.
+fn dump_value(value: &[u8]) -> String {
+    match std::str::from_utf8(value) {
+        Ok(text) if !text.chars().any(char::is_control) => {
+            crate::policy::validate::redact_secrets(text)
+        }
+        _ => {
+            let mut out = String::with_capacity(4 + value.len() * 2);
+            out.push_str("hex:");
+            for b in value {
+                let _ = std::fmt::Write::write_fmt(&mut out, format_args!("{b:02x}"));
+            }
+            out
+        }
+    }
+}
+
 fn to_json<T: Serialize>(v: &T) -> Vec<u8> {
     // Serialize into a reused buffer, then copy out exactly: growing a fresh buffer record by
     // record showed up as a large share of a rebuild's allocations. Serializing our own plain
@@ -904,6 +923,10 @@ fn dangling_among<'a>(
     out
 }
 
+/// How a store error says the store lost data (see [`crate::error::store_damaged`]): the
+/// session that finds it, or the next one, rebuilds the store from the log.
+const UNRECOVERABLE: &str = "Unrecoverable";
+
 /// The meta record of the events whose parents the log lacks.
 const DANGLING: &str = "dangling";
 
@@ -935,10 +958,13 @@ impl Store {
             .get(meta_key("format"))
             .map_err(|e| Error::store(path, e))?;
         let fresh = match format.as_deref() {
-            Some(f) if f == STORE_FORMAT.as_bytes() => store.ks[K_PROJ]
-                .get(meta_key("log"))
-                .map_err(|e| Error::store(path, e))?
-                .is_none(),
+            Some(f) if f == STORE_FORMAT.as_bytes() => {
+                store.check_events_kept()?;
+                store.ks[K_PROJ]
+                    .get(meta_key("log"))
+                    .map_err(|e| Error::store(path, e))?
+                    .is_none()
+            }
             None if store.db.keyspace_count() == KEYSPACES.len() && store.is_empty()? => true,
             _ => {
                 drop(store);
@@ -948,6 +974,25 @@ impl Store {
             }
         };
         Ok((store, fresh))
+    }
+
+    /// Refuses a store whose `events` keyspace is empty while it projects entries: the store
+    /// engine opens a keyspace whose files were lost (its `current` file, or its directory) as a
+    /// new, empty one, and such a store, served as caught up with the log, answered `history`
+    /// with nothing and dropped an entry refolded by the next write. The session rebuilds it.
+    fn check_events_kept(&self) -> Result<()> {
+        let projects_entries = self.ks[K_PROJ]
+            .first_key_value()
+            .map(|guard| guard.key().map_err(|e| self.err(e)))
+            .transpose()?
+            .is_some_and(|key| !key.starts_with(b"~"));
+        if projects_entries && self.ks[K_EVENTS].is_empty().map_err(|e| self.err(e))? {
+            return Err(self.err(format!(
+                "{UNRECOVERABLE}: it projects entries but holds none of their events (a file of \
+                 the store was lost)"
+            )));
+        }
+        Ok(())
     }
 
     fn is_empty(&self) -> Result<bool> {
@@ -1401,10 +1446,17 @@ impl Store {
         for item in self.ks[K_PROJ].prefix(&prefix) {
             let key = item.key().map_err(|e| self.err(e))?;
             let id = &key[prefix.len()..];
-            if let Some(line) = self.ks[K_EVENTS].get(id).map_err(|e| self.err(e))? {
-                let text = std::str::from_utf8(&line).map_err(|e| self.err(e))?;
-                out.push(projections::decode_line(text).map_err(|e| self.err(e))?);
-            }
+            // Every event of an entry is in `events`: one missing means a file of the store
+            // was lost, and folding the entry without it would serve (and write) a wrong state.
+            let Some(line) = self.ks[K_EVENTS].get(id).map_err(|e| self.err(e))? else {
+                return Err(self.err(format!(
+                    "{UNRECOVERABLE}: event {} of entry {entry} is missing from its events (a \
+                     file of the store was lost)",
+                    String::from_utf8_lossy(id)
+                )));
+            };
+            let text = std::str::from_utf8(&line).map_err(|e| self.err(e))?;
+            out.push(projections::decode_line(text).map_err(|e| self.err(e))?);
         }
         Ok(out)
     }
@@ -2417,7 +2469,7 @@ impl Store {
                     out,
                     "{name}\t{}\t{}",
                     String::from_utf8_lossy(&shown).escape_default(),
-                    crate::policy::validate::redact_secrets(&String::from_utf8_lossy(&value))
+                    dump_value(&value)
                 )?;
             }
         }
@@ -2426,7 +2478,7 @@ impl Store {
                 out,
                 "index\t{}\t{}",
                 String::from_utf8_lossy(&key).escape_default(),
-                String::from_utf8_lossy(&value)
+                dump_value(&value)
             )?;
         }
         Ok(())

@@ -330,6 +330,19 @@ pub fn recover_torn_tail(project: &Project) -> Result<Option<QuarantineNote>> {
     repair_tail_locked(project)
 }
 
+/// A line of the log as memlog keeps it aside (`.memlog/quarantine.jsonl`, `dropped-*.jsonl`):
+/// with every credential the secret detector finds replaced by `[redacted]`, since nothing
+/// memlog stores may hold one (a line that held one cannot be imported again anyway: the write
+/// policy refuses it). Bytes that are not UTF-8 are scanned as text with the bad bytes replaced,
+/// and kept as they are when that finds nothing.
+pub fn without_secrets(line: Vec<u8>) -> Vec<u8> {
+    let text = String::from_utf8_lossy(&line);
+    if crate::policy::secret_scan::scan_text(&text).is_empty() {
+        return line;
+    }
+    crate::policy::validate::redact_secrets(&text).into_bytes()
+}
+
 /// Whether the bytes after a log's last newline are a whole event (only the newline is
 /// missing), which a repair keeps, rather than a torn write, which it sets aside.
 pub fn is_whole_line(line: &[u8]) -> bool {
@@ -346,6 +359,7 @@ pub fn repair_tail_locked(project: &Project) -> Result<Option<QuarantineNote>> {
         &project.log_path(),
         &project.quarantine_path(),
         is_whole_line,
+        without_secrets,
     )?
     .map(
         |TornTail {
@@ -794,7 +808,13 @@ impl Session {
             .map_or(0, |d| d.as_nanos());
         let dir = self.project.state_dir();
         let file = dir.join(format!("dropped-{nanos}.jsonl"));
-        let text: String = lines.iter().map(|(_, l)| format!("{l}\n")).collect();
+        let text: String = lines
+            .iter()
+            .map(|(_, l)| {
+                let kept = without_secrets(l.clone().into_bytes());
+                format!("{}\n", String::from_utf8_lossy(&kept))
+            })
+            .collect();
         // Best effort: without the file the warning still says what went.
         if crate::log::durable::write_atomic(&file, text.as_bytes()).is_ok() {
             self.report.dropped_file = Some(file);

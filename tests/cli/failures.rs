@@ -1117,3 +1117,50 @@ fn an_unwritable_log_is_named_with_the_fix() {
     );
     assert_eq!(env.listed(), Some(1));
 }
+
+/// A store that lost one of its keyspaces' files (the store engine then opens that keyspace
+/// empty) is rebuilt from the log by the next command, not served: `history` shows the
+/// entry's versions, and a write refolds the entry with all its events.
+#[test]
+fn a_store_that_lost_a_keyspace_is_rebuilt_not_served() {
+    let base = Env::with_project();
+    let id = base.add("a", "first");
+    base.run(&["rebuild"]).ok();
+    let keyspaces = base.root().join("ai-memory/demo/.memlog/store/keyspaces");
+    let mut names: Vec<PathBuf> = std::fs::read_dir(&keyspaces)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    names.sort();
+    assert!(names.len() >= 2, "{names:?}");
+    for keyspace in names {
+        let env = Env::with_project();
+        // The same entry (a fixed clock and actor): the workspace is a copy of the first.
+        env.add("a", "first");
+        env.run(&["rebuild"]).ok();
+        let name = keyspace.file_name().unwrap_or_default();
+        let lost = env
+            .root()
+            .join("ai-memory/demo/.memlog/store/keyspaces")
+            .join(name)
+            .join("current");
+        std::fs::remove_file(&lost).unwrap_or_else(|e| panic!("{}: {e}", lost.display()));
+        let history = env.run(&["history", &id, "--json"]).ok().json();
+        assert_eq!(
+            history.as_array().map(Vec::len),
+            Some(1),
+            "{}: {history}",
+            lost.display()
+        );
+        env.run_at(
+            "2026-11-23T00:00:00Z",
+            &["update", &id, "--content", "second"],
+        )
+        .ok();
+        let shown = env.run(&["show", &id, "--json"]).ok().json();
+        assert_eq!(shown["content"], "second", "{}: {shown}", lost.display());
+        assert_eq!(shown["version"], 2, "{}: {shown}", lost.display());
+        assert_eq!(env.listed(), Some(1), "{}", lost.display());
+    }
+}

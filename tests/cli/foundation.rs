@@ -759,6 +759,15 @@ fn concurrent_supersedes_are_settled_by_choosing_a_winner() {
     );
     let audit = env.run(&["audit", &b2]).ok().stdout;
     assert!(audit.contains("lost a concurrent supersede"), "{audit}");
+    // Settled: resolving again is refused as for any entry without a conflict, not sent back
+    // to choose a winner.
+    let again = env.run_at(after, &["resolve", &old]);
+    assert_eq!(again.code, 3, "{}", again.stderr);
+    assert!(
+        again.stderr.contains("has no conflict to resolve") && !again.stderr.contains("--winner"),
+        "{}",
+        again.stderr
+    );
     assert_eq!(env.run(&["verify"]).code, 0);
 }
 

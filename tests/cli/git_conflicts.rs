@@ -1,6 +1,7 @@
 //! `memlog conflicts`: both sides of every entry that concurrent writers left with two heads.
 
 use crate::common::{Env, git};
+use serde_json::json;
 
 /// A time after every branch's writes: a change is not dated before its entry's latest event.
 const AFTER_THE_BRANCHES: &str = "2026-11-24T00:00:00Z";
@@ -223,10 +224,9 @@ fn supersede_against_deprecate_is_listed() {
     );
 }
 
-/// Two branches supersede the same entry: each side names its own replacement, the merge's
-/// current value is the later one, and `resolve --winner` settles it.
-#[test]
-fn concurrent_supersedes_show_each_replacement() {
+/// A repository where entry `id` ("Use one queue") was superseded on branch `a` by `ra` and on
+/// `main` by `rb`, and `a` merged into `main`: (workspace, id, ra, rb).
+fn superseded_on_two_branches() -> (Env, String, String, String) {
     let env = Env::new();
     git(&env, &["init", "-q", "-b", "main"]);
     env.run(&["init", "demo"]).ok();
@@ -248,6 +248,14 @@ fn concurrent_supersedes_show_each_replacement() {
     let rb = supersede("2026-11-23T00:00:01Z", "Use a stream");
     git(&env, &["commit", "-qam", "b"]);
     git(&env, &["merge", "-q", "--no-edit", "a"]);
+    (env, id, ra, rb)
+}
+
+/// Two branches supersede the same entry: each side names its own replacement, the merge's
+/// current value is the later one, and `resolve --winner` settles it.
+#[test]
+fn concurrent_supersedes_show_each_replacement() {
+    let (env, id, ra, rb) = superseded_on_two_branches();
 
     let c = env.run(&["conflicts", "--json"]).ok().json();
     let by: Vec<String> = c[0]["sides"]
@@ -288,6 +296,42 @@ fn concurrent_supersedes_show_each_replacement() {
         env.run(&["conflicts", "--json"]).ok().json(),
         serde_json::json!([])
     );
+}
+
+/// Two branches settle the same concurrent supersedes with different winners, and merge: each
+/// replacement is then superseded by the other and none is active. The entry shows the conflict
+/// (the two resolves), and `resolve --winner` on it makes the winner active again.
+#[test]
+fn resolves_that_chose_different_winners_are_settled_by_another() {
+    let (env, id, ra, rb) = superseded_on_two_branches();
+    git(&env, &["checkout", "-qb", "alice"]);
+    env.run_at("2026-11-24T00:00:00Z", &["resolve", &id, "--winner", &ra])
+        .ok();
+    git(&env, &["commit", "-qam", "alice"]);
+    git(&env, &["checkout", "-q", "main"]);
+    env.run_at("2026-11-24T01:00:00Z", &["resolve", &id, "--winner", &rb])
+        .ok();
+    git(&env, &["commit", "-qam", "bob"]);
+    git(&env, &["merge", "-q", "--no-edit", "alice"]);
+    let status = |entry: &str| env.run(&["show", entry, "--json"]).ok().json()["status"].clone();
+    assert_eq!(
+        (status(&ra), status(&rb)),
+        (json!("superseded"), json!("superseded"))
+    );
+    let c = env.run(&["conflicts", "--json"]).ok().json();
+    assert_eq!(c[0]["entry"], id.as_str(), "{c}");
+    env.run_at("2026-11-25T00:00:00Z", &["resolve", &id, "--winner", &ra])
+        .ok();
+    assert_eq!(
+        (status(&ra), status(&rb)),
+        (json!("active"), json!("superseded"))
+    );
+    let shown = env.run(&["show", &rb, "--json"]).ok().json();
+    assert_eq!(shown["superseded_by"], ra.as_str(), "{shown}");
+    assert_eq!(env.run(&["conflicts", "--json"]).ok().json(), json!([]));
+    let found = env.run(&["--json", "query", "queues"]).ok().json();
+    assert_eq!(found[0]["id"], ra.as_str(), "{found}");
+    assert_eq!(env.run(&["verify"]).code, 0);
 }
 
 /// An archived entry (out of the active indexes) in conflict is listed too, now and as of a

@@ -740,6 +740,49 @@ fn exported_records_import_with_their_relations_and_deprecated_drafts() {
     assert_eq!(guess["evidence"], json!([]), "{records}");
 }
 
+/// An entry related to another entry of the same input is imported with it in one run, by
+/// every way of moving entries: the policy's reference check sees what the import accepted
+/// before (it looked only at the store, which holds the batch's events once it commits).
+#[test]
+fn an_entry_related_to_another_of_the_same_input_is_imported_in_one_run() {
+    let env = two_projects();
+    let a = add(&env, "demo", NOW, "decisions", "auth.tokens", "0.9", "t");
+    let mut args = crate::common::add_args(
+        ("decisions", "decision"),
+        "auth.refresh",
+        "Refresh tokens rotate",
+        "Every use rotates the refresh token.",
+        "0.8",
+        "code:src/lib.rs#L1-L9:here",
+    );
+    args.extend(["--related", &a, "-p", "demo"]);
+    let b = env.run(&args).ok().stdout.trim().to_owned();
+    env.run(&["-p", "demo", "export", "out/ev.jsonl", "--format", "events"])
+        .ok();
+    env.run(&["-p", "demo", "export", "out/records.json"]).ok();
+    for (project, file) in [("copy", "out/ev.jsonl"), ("records", "out/records.json")] {
+        env.run(&["init", project]).ok();
+        let r = env.run(&["--json", "import", project, file]);
+        let report = r.json();
+        assert_eq!(r.code, 0, "{file}: {report}");
+        assert_eq!(report["rejected"], json!([]), "{file}: {report}");
+        assert_eq!(
+            report["imported"].as_array().map(Vec::len),
+            Some(2),
+            "{file}: {report}"
+        );
+        let again = env.run(&["--json", "import", project, file]).ok().json();
+        assert_eq!(again["imported"], json!([]), "{file}: {again}");
+    }
+    let shown = env.run(&["-p", "copy", "show", &b, "--json"]).ok().json();
+    assert_eq!(shown["related_entries"], json!([a]), "{shown}");
+    env.run(&["init", "merged"]).ok();
+    let r = env.run(&["--json", "merge-project", "demo", "merged"]);
+    assert_eq!(r.code, 0, "{}", r.stdout);
+    let merged = env.run(&["-p", "merged", "show", &b, "--json"]).ok().json();
+    assert_eq!(merged["related_entries"], json!([a]), "{merged}");
+}
+
 /// Options may stand between the project and the path, as with every other command.
 #[test]
 fn options_may_stand_between_the_project_and_the_path() {

@@ -254,8 +254,8 @@ fn a_change_dated_before_the_entrys_latest_event_is_refused() {
             format!(
                 "error: {a} has an event dated {archived}, after this change's time {behind}: a \
                  change cannot be dated before the history it follows, and nothing was written; \
-                 use a --now at or after {archived}, or leave --now (and MEMLOG_NOW) out to use \
-                 the clock"
+                 use a --now at or after {archived} (leaving --now and MEMLOG_NOW out dates a \
+                 change by the clock, which works once the clock has passed that time)"
             ),
             "{args:?}"
         );

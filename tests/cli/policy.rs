@@ -1346,3 +1346,37 @@ fn a_credential_on_one_side_of_a_conflict_is_never_printed() {
         );
     }
 }
+
+/// A credential that reached the log is not stored by memlog when it sets the line aside: a
+/// line deleted from the log by hand is kept in `.memlog/dropped-*.jsonl`, and a torn last line
+/// in `.memlog/quarantine.jsonl`, each with the credential redacted.
+#[test]
+fn lines_set_aside_keep_no_credential() {
+    const FAKE_TOKEN: &str = crate::common::PULLED_TOKEN;
+    let env = Env::with_project();
+    let id = env.add("auth.deploy", "Deploy token policy");
+    let clean = std::fs::read_to_string(env.log()).unwrap_or_default();
+    env.forge_credential(&id);
+    env.run(&["list"]).ok();
+    // The forged line deleted by hand: the store held it, so it is kept aside.
+    std::fs::write(env.log(), &clean).unwrap_or_else(|e| panic!("{e}"));
+    let dropped = env.run(&["list"]);
+    let state = env.root().join("ai-memory/demo/.memlog");
+    let kept: Vec<String> = std::fs::read_dir(&state)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("dropped-"))
+        .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
+        .collect();
+    assert!(
+        kept.iter().any(|k| k.contains("[redacted]")),
+        "{kept:?} {}",
+        dropped.stderr
+    );
+    // A torn last line that holds one.
+    env.append_log(format!(r#"{{"actor":"x","data":{{"content":"deploy {FAKE_TOKEN}"#).as_bytes());
+    let torn = env.run(&["list"]).ok();
+    let quarantine = std::fs::read_to_string(state.join("quarantine.jsonl")).unwrap_or_default();
+    assert!(quarantine.contains("[redacted]"), "{quarantine}");
+    crate::common::assert_nowhere(&env, &[&dropped, &torn], FAKE_TOKEN);
+}

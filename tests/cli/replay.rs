@@ -249,3 +249,64 @@ fn a_credential_in_the_log_stays_redacted_through_a_bulk_imports_replay() {
         health.stdout
     );
 }
+
+/// `dump` prints one record per line, keyspace, key and value apart by tabs: a binary value
+/// (the text index's postings and features) is printed as hex, not as raw bytes that broke its
+/// line and were replaced where they were not UTF-8.
+#[test]
+fn dump_prints_one_record_per_line() {
+    let env = Env::with_project();
+    history(&env);
+    let out = env.run(&["dump"]).ok().stdout;
+    let keyspaces = [
+        "audit",
+        "cold",
+        "entries",
+        "entry_events",
+        "events",
+        "index",
+        "meta",
+        "versions",
+    ];
+    let mut binary = 0;
+    for line in out.lines() {
+        let fields: Vec<&str> = line.split('\t').collect();
+        assert!(
+            fields.len() == 3 && keyspaces.contains(&fields[0]),
+            "not a record: {line:?}"
+        );
+        assert!(!line.contains('\u{fffd}'), "a lossy value: {line:?}");
+        if let Some(hex) = fields[2].strip_prefix("hex:") {
+            binary += 1;
+            assert!(
+                hex.len() % 2 == 0 && hex.bytes().all(|b| b.is_ascii_hexdigit()),
+                "{line:?}"
+            );
+        }
+    }
+    assert!(binary > 0, "no binary value in {out}");
+}
+
+/// A confidence of `-0.0` is written to the log as `0` (its canonical form): the writer's store
+/// holds what a replay of that line gives, not the sign it was given with.
+#[test]
+fn a_negative_zero_is_projected_as_the_log_holds_it() {
+    let env = Env::with_project();
+    let update = r#"{"operation":"create","entry":{"section":"decisions","kind":"decision","subject":"o.cn","scope":"repo","summary":"s","content":"c","evidence":[{"type":"doc","uri":"README.md","note":"n"}],"confidence":-0.0}}"#;
+    let id = crate::common::stdin_run(&env, &["apply", "-"], update.as_bytes())
+        .ok()
+        .stdout
+        .trim()
+        .to_owned();
+    env.run(&["update", &id, "--confidence=-0", "--reason", "again"])
+        .ok();
+    let project = project(&env);
+    assert_eq!(dump(&project), rebuilt_dump(&project));
+    let shown = env.run(&["show", &id, "--json"]).ok().json();
+    assert!(
+        shown["confidence"]
+            .as_f64()
+            .is_some_and(f64::is_sign_positive),
+        "{shown}"
+    );
+}

@@ -383,20 +383,9 @@ fn explain_shows_every_component_and_rule() {
 }
 
 fn context(env: &Env, args: &[&str], task: &str) -> crate::common::Run {
-    crate::common::output(
-        env.command(args)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .and_then(|mut c| {
-                use std::io::Write;
-                if let Some(mut s) = c.stdin.take() {
-                    s.write_all(task.as_bytes())?;
-                }
-                c.wait_with_output()
-            }),
-    )
+    // A command refused before it reads the task (a missing task file) may close its input
+    // first: it is judged by what it printed, not by the broken pipe.
+    crate::common::stdin_run(env, args, task.as_bytes())
 }
 
 #[test]
