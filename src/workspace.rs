@@ -160,13 +160,20 @@ impl ProjectName {
     /// `lpt0`-`lpt9`, in any case, with or without an extension): no Windows checkout can hold
     /// a directory of that name.
     pub fn is_windows_device(&self) -> bool {
-        let stem = self.0.split('.').next().unwrap_or_default();
-        let lower = stem.to_ascii_lowercase();
-        match lower.as_bytes() {
-            b"con" | b"prn" | b"aux" | b"nul" => true,
-            [b'c', b'o', b'm', d] | [b'l', b'p', b't', d] => d.is_ascii_digit(),
-            _ => false,
-        }
+        is_windows_device_name(&self.0)
+    }
+}
+
+/// Whether a file or directory name is a device name on Windows (`con`, `prn`, `aux`, `nul`,
+/// `com0`-`com9`, `lpt0`-`lpt9`, in any case, with or without an extension): no Windows
+/// checkout can hold it.
+pub fn is_windows_device_name(name: &str) -> bool {
+    let stem = name.split('.').next().unwrap_or_default();
+    let lower = stem.to_ascii_lowercase();
+    match lower.as_bytes() {
+        b"con" | b"prn" | b"aux" | b"nul" => true,
+        [b'c', b'o', b'm', d] | [b'l', b'p', b't', d] => d.is_ascii_digit(),
+        _ => false,
     }
 }
 

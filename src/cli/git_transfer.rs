@@ -168,6 +168,27 @@ fn export_target(root: &Path, memory: &Path, path: &Path) -> Result<PathBuf> {
             "the export path looks like a credential; name the file after what it holds".into(),
         ));
     }
+    let text = path.to_string_lossy();
+    if let Some(c) = text.chars().find(|c| c.is_control()) {
+        return Err(Error::Usage(format!(
+            "the export path contains U+{:04X}, a control character: give a path of plain \
+             characters, or `-` and redirect standard output",
+            u32::from(c)
+        )));
+    }
+    // The export is in the repository, often committed (`ai-memory/memory.jsonl`): a name
+    // that no Windows checkout can hold is refused, as it is for a project.
+    if let Some(name) = path
+        .components()
+        .filter_map(|c| c.as_os_str().to_str())
+        .find(|name| crate::workspace::is_windows_device_name(name))
+    {
+        return Err(Error::Usage(format!(
+            "the export path names `{name}`, a device name on Windows (con, prn, aux, nul, \
+             com0-com9, lpt0-lpt9, with any extension): a Windows checkout could not hold it; \
+             give another name"
+        )));
+    }
     let target = confined(root, path, || {
         Error::Usage(format!(
             "{} is outside the workspace {}: memlog writes only inside it; give a path inside \

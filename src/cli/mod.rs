@@ -257,6 +257,8 @@ pub struct Sources {
     pub now_from_env: bool,
     /// `--project` came from `MEMLOG_PROJECT`.
     pub project_from_env: bool,
+    /// `--workspace` came from `MEMLOG_WORKSPACE`.
+    pub workspace_from_env: bool,
 }
 
 impl Sources {
@@ -266,6 +268,8 @@ impl Sources {
             actor: ActorFrom::of(m),
             now_from_env: m.value_source("now") == Some(clap::parser::ValueSource::EnvVariable),
             project_from_env: m.value_source("project")
+                == Some(clap::parser::ValueSource::EnvVariable),
+            workspace_from_env: m.value_source("workspace")
                 == Some(clap::parser::ValueSource::EnvVariable),
         }
     }
@@ -277,6 +281,7 @@ pub struct Ctx {
     clock: Box<dyn Clock>,
     as_of: Option<crate::git::as_of::AsOf>,
     actor_from: ActorFrom,
+    workspace_from_env: bool,
 }
 
 impl Ctx {
@@ -311,6 +316,7 @@ impl Ctx {
             clock,
             as_of,
             actor_from: sources.actor,
+            workspace_from_env: sources.workspace_from_env,
         })
     }
 
@@ -509,6 +515,12 @@ impl Ctx {
 
     pub fn workspace(&self) -> Result<Workspace> {
         match &self.global.workspace {
+            // A directory the environment gave is named by its variable: `--workspace` was
+            // never typed.
+            Some(dir) if self.workspace_from_env => Workspace::at(dir).map_err(|e| match e {
+                Error::Usage(m) => Error::Usage(m.replacen("--workspace", "MEMLOG_WORKSPACE", 1)),
+                e => e,
+            }),
             Some(dir) => Workspace::at(dir),
             None => Workspace::discover(&std::env::current_dir()?),
         }
@@ -652,6 +664,20 @@ fn with_usage(mut e: clap::Error, args: &[std::ffi::OsString], bin_name: &str) -
                 ]),
             );
         }
+    }
+    // A variable that is not UTF-8 fails the whole parse with clap's "invalid UTF-8 ... in one
+    // or more arguments": name it, since no argument typed is at fault.
+    if e.kind() == ErrorKind::InvalidUtf8
+        && let Some((_, var)) = ENV_OPTIONS
+            .iter()
+            .find(|(_, var)| std::env::var_os(var).is_some_and(|v| v.to_str().is_none()))
+    {
+        e.insert(
+            ContextKind::Suggested,
+            ContextValue::StyledStrs(vec![
+                format!("{var} holds bytes that are not UTF-8: set it to text, or unset it").into(),
+            ]),
+        );
     }
     if let Some(ContextValue::StyledStr(usage)) = e.get(ContextKind::Usage) {
         if let Some(usage) = without_env_options(&usage.to_string(), args, bin_name) {

@@ -43,6 +43,19 @@ pub struct Verdict {
     pub detections: Vec<Detection>,
 }
 
+/// A number as a message shows it: as written when that is short, else in scientific notation
+/// (`1e-320` was printed as a decimal of 330 characters).
+fn readable_number(x: f64) -> String {
+    let plain = x.to_string();
+    if plain.len() <= 12 {
+        plain
+    } else if x.abs() >= 1e-4 {
+        format!("{x:.4}")
+    } else {
+        format!("{x:.3e}")
+    }
+}
+
 impl Verdict {
     pub(crate) fn problem(
         &mut self,
@@ -276,8 +289,9 @@ impl Policy {
                 field: "confidence".into(),
                 rule: "low_confidence",
                 message: format!(
-                    "confidence {c} is below {}: the entry is marked low-confidence wherever it \
+                    "confidence {} is below {}: the entry is marked low-confidence wherever it \
                      is shown{hidden}",
+                    readable_number(c),
                     self.write.low_confidence_warning,
                 ),
             });
@@ -285,7 +299,7 @@ impl Policy {
             v.warnings.push(Warning {
                 field: "confidence".into(),
                 rule: "below_min_confidence",
-                message: format!("confidence {c} is {}", self.left_out()),
+                message: format!("confidence {} is {}", readable_number(c), self.left_out()),
             });
         }
         v

@@ -1070,6 +1070,33 @@ fn a_bad_value_from_the_environment_names_its_variable() {
         "{}",
         typed.stderr
     );
+    // So is a directory that does not exist, and a value that is not UTF-8.
+    let r = crate::common::output(
+        env.command(&["list"])
+            .env("MEMLOG_WORKSPACE", "/no/such/dir")
+            .output(),
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .starts_with("error: MEMLOG_WORKSPACE /no/such/dir: no such directory"),
+        "{}",
+        r.stderr
+    );
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let bytes = std::ffi::OsStr::from_bytes(b"a\xffb");
+        let r = crate::common::output(env.command(&["list"]).env("MEMLOG_ACTOR", bytes).output());
+        assert_eq!(r.code, 2, "{}", r.stderr);
+        assert!(
+            r.stderr.contains(
+                "MEMLOG_ACTOR holds bytes that are not UTF-8: set it to text, or unset it"
+            ),
+            "{}",
+            r.stderr
+        );
+    }
     // So is a project name that is no project's.
     let r = crate::common::output(env.command(&["list"]).env("MEMLOG_PROJECT", "a b").output());
     assert_eq!(r.code, 2, "{}", r.stderr);

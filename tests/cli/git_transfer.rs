@@ -440,6 +440,23 @@ fn export_refuses_paths_outside_the_workspace_and_bad_filters() {
         assert!(r.stderr.contains("outside the workspace"), "{}", r.stderr);
     }
     assert!(!env.dir.path().join("out.json").exists());
+    // Names no Windows checkout can hold, as for a project.
+    for path in ["NUL", "ai-memory/aux.jsonl", "Con.json", "com1/x.json"] {
+        let r = env.run(&["export", "demo", path]);
+        assert_eq!(r.code, 2, "{path}: {}", r.stderr);
+        assert!(
+            r.stderr.contains("a device name on Windows"),
+            "{}",
+            r.stderr
+        );
+    }
+    let r = env.run(&["export", "demo", "x\u{7}.json"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("U+0007, a control character"),
+        "{}",
+        r.stderr
+    );
     let r = env.run(&["export", "demo", "x.json", "--section", "misc"]);
     assert_eq!(r.code, 2);
     let r = env.run(&["export", "demo", "x.json", "--min-confidence", "2"]);
