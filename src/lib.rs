@@ -19,6 +19,5 @@ pub mod store;
 
 pub mod git;
 pub mod workspace;
-pub mod writer;
 
 pub use error::{Error, Result};

@@ -2,13 +2,13 @@
 
 use super::{Ctx, ExitCode, Out};
 use crate::error::{Error, Result};
+use crate::log::writer::{Batch, Change, WriteContext, Written, write};
 use crate::policy::validate::{
     EntryInput, Invalid, check_create, check_reason, entry_input_from_json, redact_secrets,
 };
 use crate::project::Project;
 use crate::store::session::Session;
 use crate::workspace::ProjectName;
-use crate::writer::{Batch, Change, WriteContext, Written, write};
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::io::{BufRead, Read, Write};
@@ -107,7 +107,7 @@ pub(super) enum Sink<'b, 'a> {
 }
 
 impl<'a> Sink<'_, 'a> {
-    /// The project written to and the context written with (for [`crate::writer::refused`]).
+    /// The project written to and the context written with (for [`crate::log::writer::refused`]).
     fn context(&self) -> (&'a Project, &'a WriteContext) {
         match self {
             Self::Batch(b) => b.context(),
@@ -267,7 +267,7 @@ fn apply_one_inner(sink: &mut Sink<'_, '_>, update: &Value) -> Result<Written> {
         .and_then(Value::as_str)
         .filter(|op| matches!(*op, "create" | "supersede" | "deprecate"))
         .unwrap_or("apply");
-    let refused = |e| crate::writer::refused(project, wctx, operation, e);
+    let refused = |e| crate::log::writer::refused(project, wctx, operation, e);
     for key in map.keys() {
         if !UPDATE_FIELDS.contains(&key.as_str()) {
             return Err(refused(
@@ -706,7 +706,7 @@ struct Report {
 }
 
 impl Report {
-    fn committed(&mut self, c: crate::writer::Committed) {
+    fn committed(&mut self, c: crate::log::writer::Committed) {
         let places = std::mem::take(&mut self.staged);
         for (place, w) in places.into_iter().zip(c.written) {
             self.applied.push(Applied::of(place, w));

@@ -3,8 +3,8 @@
 use super::write_ops::print_written;
 use super::{Ctx, ExitCode, Out};
 use crate::error::Result;
+use crate::log::writer::{Change, write};
 use crate::policy::validate::check_reason;
-use crate::writer::{Change, write};
 
 #[derive(Debug, clap::Args)]
 pub struct ReasonArgs {

@@ -404,9 +404,9 @@ impl Ctx {
         }
     }
 
-    pub fn write_context(&self) -> Result<crate::writer::WriteContext> {
+    pub fn write_context(&self) -> Result<crate::log::writer::WriteContext> {
         as_of::refuse(self, "this command writes")?;
-        let ctx = crate::writer::WriteContext {
+        let ctx = crate::log::writer::WriteContext {
             actor: self.actor()?,
             ..self.unchecked_write_context()
         };
@@ -424,7 +424,7 @@ impl Ctx {
         &self,
         project: &Project,
         operation: &str,
-    ) -> Result<crate::writer::WriteContext> {
+    ) -> Result<crate::log::writer::WriteContext> {
         self.write_context().map_err(|e| {
             let (actor, _) = self.given_actor();
             let found = crate::policy::Policy::defaults().check_free_text("actor", &actor);
@@ -446,8 +446,8 @@ impl Ctx {
 
     /// The context of a write as given, its actor unchecked: for logging a refused write,
     /// whose actor may be what was refused.
-    fn unchecked_write_context(&self) -> crate::writer::WriteContext {
-        crate::writer::WriteContext {
+    fn unchecked_write_context(&self) -> crate::log::writer::WriteContext {
+        crate::log::writer::WriteContext {
             actor: self.given_actor().0,
             at: self.now(),
             lock_timeout: self.lock_timeout(),
@@ -460,7 +460,7 @@ impl Ctx {
         }
     }
 
-    /// [`crate::writer::refused`] for a write refused before it opened its project (`project`,
+    /// [`crate::log::writer::refused`] for a write refused before it opened its project (`project`,
     /// as [`Ctx::project`] takes it): the project is opened to log the secrets found, when it
     /// exists, a credential given as the actor among them. The error returned is `e`, or the
     /// error of writing the log.
@@ -471,7 +471,7 @@ impl Ctx {
         }
         match self.project(project) {
             Ok(project) => {
-                crate::writer::refused(&project, &self.unchecked_write_context(), operation, e)
+                crate::log::writer::refused(&project, &self.unchecked_write_context(), operation, e)
             }
             Err(_) => e,
         }

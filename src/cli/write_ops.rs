@@ -3,8 +3,8 @@
 use super::entry_args::EntryFlags;
 use super::{Ctx, ExitCode, Out};
 use crate::error::Result;
+use crate::log::writer::{Change, Written, write};
 use crate::policy::validate::{EntryInput, check_create, check_patch, check_reason};
-use crate::writer::{Change, Written, write};
 
 #[derive(Debug, clap::Args)]
 pub struct AddArgs {
@@ -84,7 +84,7 @@ pub fn add(ctx: &Ctx, args: AddArgs, out: &mut Out) -> Result<ExitCode> {
     };
     let project = if missing {
         // Every check that needs no store, before the project is created for the write.
-        let dry = crate::writer::WriteContext {
+        let dry = crate::log::writer::WriteContext {
             dry_run: true,
             ..wctx.clone()
         };
@@ -164,7 +164,7 @@ pub fn supersede(ctx: &Ctx, args: SupersedeArgs, out: &mut Out) -> Result<ExitCo
     let w = write(&project, &wctx, template, |_, state| {
         let old = state.ok_or_else(|| crate::Error::Usage("supersede needs a target".into()))?;
         let (fields, status) = check_create(&inherit(&input, old))
-            .map_err(|e| crate::writer::refused(&project, &wctx, "supersede", e))?;
+            .map_err(|e| crate::log::writer::refused(&project, &wctx, "supersede", e))?;
         Ok(Change::Supersede {
             target: old.id.clone(),
             fields,
@@ -194,7 +194,7 @@ pub fn update(ctx: &Ctx, args: UpdateArgs, out: &mut Out) -> Result<ExitCode> {
     let w = write(&project, &wctx, template, |_, state| {
         let old = state.ok_or_else(|| crate::Error::Usage("update needs a target".into()))?;
         let set = check_patch(&input, &old.fields)
-            .map_err(|e| crate::writer::refused(&project, &wctx, "update", e))?;
+            .map_err(|e| crate::log::writer::refused(&project, &wctx, "update", e))?;
         refuse_no_op(old, &set, reason.as_deref())?;
         archived = crate::lifecycle::archive::restored_by_update(old);
         Ok(Change::Update {
@@ -378,7 +378,7 @@ pub fn resolve(ctx: &Ctx, args: ResolveArgs, out: &mut Out) -> Result<ExitCode> 
                 reason,
             });
         }
-        let competing = crate::writer::competing_replacements(session.store(), old)?;
+        let competing = crate::log::writer::competing_replacements(session.store(), old)?;
         if args.winner.is_none() {
             refuse_orphaned_replacement(session, old, &competing)?;
         }
@@ -396,7 +396,7 @@ pub fn resolve(ctx: &Ctx, args: ResolveArgs, out: &mut Out) -> Result<ExitCode> 
             serde_json::Map::new()
         } else {
             check_patch(&input, &old.fields)
-                .map_err(|e| crate::writer::refused(&project, &wctx, "resolve", e))?
+                .map_err(|e| crate::log::writer::refused(&project, &wctx, "resolve", e))?
         };
         Ok(Change::Resolve {
             target: old.id.clone(),

@@ -1,11 +1,11 @@
 //! `memlog import`: Memory_Entry records (a JSON array, JSON Lines, or a directory of
 //! `*.json` files) or raw events. Every record goes through the write policy (a
-//! [`crate::writer::Batch`]); an id that the project already holds is settled by the strategy.
+//! [`crate::log::writer::Batch`]); an id that the project already holds is settled by the strategy.
 
 use crate::error::{Error, Result};
+use crate::log::writer::{Batch, Change, WriteContext};
 use crate::policy::validate::{EntryInput, check_create, check_patch, entry_input_from_json};
 use crate::project::Project;
-use crate::writer::{Batch, Change, WriteContext};
 use projections::{EntryFields, EntryState, Event, EventData, Status};
 use serde::Serialize;
 use serde_json::Value;
@@ -342,7 +342,7 @@ fn import_one(
     // A record refused by the schema checks logs the secrets they found, as the write policy
     // logs those it finds.
     let (project, wctx) = batch.context();
-    let refused = |e| crate::writer::refused(project, wctx, "import", e);
+    let refused = |e| crate::log::writer::refused(project, wctx, "import", e);
     let mut input = entry_input_from_json(value, "").map_err(refused)?;
     if let Some(related) = input.related_entries.as_mut() {
         let mut imported = false;

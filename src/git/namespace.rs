@@ -8,9 +8,9 @@
 //! the other is deprecated, naming it.
 
 use crate::error::{Error, Result};
+use crate::log::writer::{Batch, Change, WriteContext};
 use crate::project::{Project, ProjectConfig};
 use crate::workspace::{ProjectName, Workspace};
-use crate::writer::{Batch, Change, WriteContext};
 use projections::{EntryState, Status};
 use serde::Serialize;
 use std::cmp::Ordering;
@@ -232,7 +232,7 @@ pub fn merge(from: &Project, into: &Project, ctx: &WriteContext) -> Result<Merge
                 from.name, kept.id
             )),
         };
-        crate::writer::write(into, ctx, change.clone(), |_, _| Ok(change))?;
+        crate::log::writer::write(into, ctx, change.clone(), |_, _| Ok(change))?;
         done.insert(lost.id.clone());
         out.duplicates.push(Settled {
             kept: kept.id,

@@ -3,9 +3,9 @@
 //! `archived -> active` transition, which the audit shows.
 
 use crate::error::Result;
+use crate::log::writer::{Change, WriteContext, Written, write};
 use crate::project::Project;
 use crate::store::Store;
-use crate::writer::{Change, WriteContext, Written, write};
 use projections::{EntryState, Lifecycle};
 
 /// The reason recorded when a read restores an entry.

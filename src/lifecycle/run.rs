@@ -6,8 +6,8 @@
 use super::engine::{Decision, Evaluator, Facts};
 use super::{access_log, purge};
 use crate::error::{Error, Result};
+use crate::log::writer::{Batch, Change, WriteContext};
 use crate::project::Project;
-use crate::writer::{Batch, Change, WriteContext};
 use projections::{Dimension, Lifecycle};
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicBool, Ordering};

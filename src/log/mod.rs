@@ -1,4 +1,5 @@
-//! The event log on disk: reading complete lines, appending durably, locks, torn-tail recovery.
+//! The event log on disk: reading complete lines, appending durably, locks, torn-tail recovery,
+//! and the writer, which checks each change and appends its events.
 
 pub mod durable;
 pub mod line_id;
@@ -7,3 +8,4 @@ pub mod read;
 pub mod stamp;
 pub mod tombstones;
 pub mod verify;
+pub mod writer;

@@ -1,7 +1,7 @@
 //! The write policy: what a complete entry must satisfy beyond its schema before it is written.
 //!
 //! Every path that writes (add, apply, supersede, update, resolve, and whatever comes later)
-//! goes through [`crate::writer::write`], which runs these checks on the final fields. Checks
+//! goes through [`crate::log::writer::write`], which runs these checks on the final fields. Checks
 //! that need only the entry are in [`Policy::check_entry`]; those that need the store
 //! (duplicates, references, the size of the project) in [`Policy::check_against_store`].
 

@@ -39,7 +39,7 @@ pub struct Invalid {
     pub problems: Vec<Problem>,
     /// The secrets found in the submission, field and rule (never the value), for the security
     /// log: a write refused for any reason logs every one of them (see
-    /// [`crate::writer::refused`]). No part of any output.
+    /// [`crate::log::writer::refused`]). No part of any output.
     #[serde(skip)]
     pub detections: Vec<Detection>,
 }

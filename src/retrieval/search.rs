@@ -314,7 +314,7 @@ pub fn mark_disputed(sources: &[Source<'_>], hits: &mut [Hit]) -> Result<()> {
         let mut replaced: HashMap<String, String> = HashMap::new();
         for id in in_conflict {
             if let Some(state) = s.store.entry(&id)? {
-                for by in crate::writer::competing_replacements(s.store, &state)? {
+                for by in crate::log::writer::competing_replacements(s.store, &state)? {
                     replaced.insert(by, id.clone());
                 }
             }

@@ -1012,7 +1012,7 @@ fn a_broken_access_log_never_fails_a_read_and_all_projects_run() {
 /// and one whose `from` is not the entry's state; nothing is written.
 #[test]
 fn invalid_transitions_are_refused_naming_both_states() {
-    use memlog::writer::{Change, WriteContext, write};
+    use memlog::log::writer::{Change, WriteContext, write};
     use projections::Lifecycle;
     let env = Env::with_project();
     let a = env.add("a.subject", "a decision");
@@ -1451,7 +1451,7 @@ fn last_transition(env: &Env, id: &str) -> serde_json::Value {
 /// dated before it. A time given with `--now` is kept as given, and such a write is refused.
 #[test]
 fn a_write_that_waited_for_the_lock_is_dated_when_it_holds_it() {
-    use memlog::writer::{Change, WriteContext, write};
+    use memlog::log::writer::{Change, WriteContext, write};
     let env = Env::with_project();
     let a = env.add("a.subject", "a decision");
     let project = env.demo_project();
