@@ -471,7 +471,9 @@ pub fn explain_lines(h: &Hit) -> Vec<String> {
                 c.composite
             ));
             out.push(format!(
-                "relevance {rel:.4} = bm25f {bm25:.4} x decay {:.4} / best (bm25f x decay) among matches; terms matched: {}",
+                "relevance {rel:.4} = bm25f {bm25:.4} x ({} + {} x decay {:.4}) / best of the same among matches; terms matched: {}",
+                1.0 - crate::retrieval::rank::DECAY_SHARE,
+                crate::retrieval::rank::DECAY_SHARE,
                 c.decay,
                 if h.matched_terms.is_empty() {
                     "-".into()

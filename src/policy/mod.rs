@@ -16,7 +16,7 @@ use crate::policy::secret_scan::{Finding, scan_text, scan_uri};
 use crate::policy::validate::{Invalid, Problem};
 use crate::project::{Project, WritePolicy};
 use crate::store::Store;
-use projections::{EntryFields, EvidenceType, Status};
+use projections::{EntryFields, EntryState, EvidenceType, Status};
 use serde::Serialize;
 use std::collections::BTreeSet;
 
@@ -41,6 +41,28 @@ pub struct Verdict {
     pub problems: Vec<Problem>,
     pub warnings: Vec<Warning>,
     pub detections: Vec<Detection>,
+}
+
+/// The warning for a new entry that repeats `old`, a superseded or deprecated entry.
+fn replaced_fact(old: &EntryState) -> String {
+    let when = old
+        .superseded_at
+        .as_deref()
+        .unwrap_or(old.updated_at.as_str());
+    match old.superseded_by.as_deref() {
+        Some(by) if old.status == Status::Superseded => format!(
+            "{id} had this subject, scope and summary and was superseded by {by} on {when}: this \
+             brings the replaced fact back as a new entry, which ranks beside {by}; if it is true \
+             again, supersede {by} with it instead (`memlog supersede {by} ...`)",
+            id = old.id
+        ),
+        _ => format!(
+            "{id} had this subject, scope and summary and was deprecated on {when}: this brings \
+             the deprecated fact back as a new entry; if it is true again, say why in the new \
+             entry's content",
+            id = old.id
+        ),
+    }
 }
 
 /// A number as a message shows it: as written when that is short, else in scientific notation
@@ -359,6 +381,24 @@ impl Policy {
                     };
                     v.problem("summary", "duplicate", message);
                     break;
+                }
+            }
+            // A new entry (not a replacement) that says again what a superseded or deprecated
+            // entry said brings back a fact that was replaced, and being newer it ranks above
+            // what replaced it: allowed (it may be true again), never silently.
+            if exclude.is_none() && v.problems.is_empty() {
+                for id in store.ids_with("replaced", &key)? {
+                    if let Some(old) = store.entry(&id)?
+                        && old.fields.scope == fields.scope
+                        && old.fields.summary == fields.summary
+                    {
+                        v.warnings.push(Warning {
+                            field: "summary".into(),
+                            rule: "replaced_fact",
+                            message: replaced_fact(&old),
+                        });
+                        break;
+                    }
                 }
             }
         }

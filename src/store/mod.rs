@@ -40,7 +40,7 @@ use std::path::{Path, PathBuf};
 
 /// Bumped whenever the layout or the meaning of a projection changes: a store of another format
 /// is rebuilt from the log, never misread.
-pub const STORE_FORMAT: &str = "memlog-store-24";
+pub const STORE_FORMAT: &str = "memlog-store-25";
 
 /// Journal size above which opening the store first flushes its memtables and starts a new
 /// journal, so that a process replays little whatever the history of writes. Replaying 512 KiB
@@ -239,8 +239,15 @@ fn index_terms(s: &EntryState) -> Vec<(&'static str, std::borrow::Cow<'_, str>)>
     if s.pinned {
         terms.push(("pinned", Borrowed("true")));
     }
-    if s.status == projections::Status::Active {
-        terms.push(("duplicate", duplicate_key(&s.fields).into()));
+    match s.status {
+        projections::Status::Active => {
+            terms.push(("duplicate", duplicate_key(&s.fields).into()));
+        }
+        // What a new entry with the same subject, scope and summary would bring back.
+        projections::Status::Superseded | projections::Status::Deprecated => {
+            terms.push(("replaced", duplicate_key(&s.fields).into()));
+        }
+        projections::Status::Draft => {}
     }
     if s.in_conflict() {
         terms.push(("conflict", Borrowed("true")));

@@ -50,9 +50,11 @@ fn an_old_entry_ranks_below_an_equally_relevant_fresh_one_because_of_decay() {
     assert_eq!(ids(&hits), vec![fresh.clone(), old.clone()], "{hits:?}");
     let (o, f) = (&hit(&hits, &old)["explain"], &hit(&hits, &fresh)["explain"]);
     // Equally relevant (the same BM25F), the old one has the better composite, yet ranks lower:
-    // its relevance is its BM25F times its decay, over the best such product (the fresh one's).
+    // its relevance is its BM25F weighted by its decay, over the best such product (the fresh
+    // one's).
     assert_eq!(o["bm25"], f["bm25"], "{hits:?}");
-    assert_eq!(o["relevance"], 0.25, "{o}");
+    // Decay takes at most half of it: 0.5 + 0.5 x 0.25.
+    assert_eq!(o["relevance"], 0.625, "{o}");
     assert_eq!(f["relevance"], 1.0, "{f}");
     assert!(
         o["composite"].as_f64() > f["composite"].as_f64(),
@@ -61,7 +63,7 @@ fn an_old_entry_ranks_below_an_equally_relevant_fresh_one_because_of_decay() {
     // 60 days at the default 30-day half-life: a quarter.
     assert_eq!(o["decay"], 0.25, "{o}");
     assert_eq!(f["decay"], 1.0, "{f}");
-    let expect = 0.7 * 0.25 + 0.3 * o["composite"].as_f64().unwrap_or_default();
+    let expect = 0.7 * 0.625 + 0.3 * o["composite"].as_f64().unwrap_or_default();
     assert!(
         (o["score"].as_f64().unwrap_or_default() - expect).abs() < 1e-3,
         "{o}"
@@ -101,7 +103,7 @@ fn explain_shows_the_decay_of_each_result() {
         "{text}"
     );
     assert!(
-        text.contains("x decay 0.5000 / best (bm25f x decay) among matches"),
+        text.contains("x (0.5 + 0.5 x decay 0.5000) / best of the same among matches"),
         "{text}"
     );
     assert!(

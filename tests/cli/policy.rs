@@ -1380,3 +1380,102 @@ fn lines_set_aside_keep_no_credential() {
     assert!(quarantine.contains("[redacted]"), "{quarantine}");
     crate::common::assert_nowhere(&env, &[&dropped, &torn], FAKE_TOKEN);
 }
+
+/// A new entry that repeats a superseded or deprecated entry's subject, scope and summary is
+/// written with a warning naming the old entry and what replaced it; a supersede whose
+/// replacement says what an ancestor said (a fact that reverted) is not warned about.
+#[test]
+fn a_new_entry_that_brings_back_a_replaced_fact_is_warned_about() {
+    let env = Env::with_project();
+    let old = env.add("payments.provider", "Cards go through Stripe");
+    let new = env
+        .run_at(
+            "2026-11-23T00:00:00Z",
+            &[
+                "supersede",
+                &old,
+                "--summary",
+                "Cards go through Adyen",
+                "--json",
+            ],
+        )
+        .ok()
+        .json()["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let again = env
+        .run_at(
+            "2026-11-24T00:00:00Z",
+            &crate::common::add_args(
+                ("decisions", "decision"),
+                "payments.provider",
+                "Cards go through Stripe",
+                "Read in an old ADR.",
+                "0.9",
+                "doc:docs/adr/7.md:ADR 7",
+            ),
+        )
+        .ok();
+    assert!(
+        again.stderr.contains("replaced fact")
+            && again.stderr.contains(&old)
+            && again.stderr.contains(&format!("supersede {new}")),
+        "{}",
+        again.stderr
+    );
+    let deprecated = env.add("queue", "Use one queue");
+    env.run_at(
+        "2026-11-23T00:00:00Z",
+        &["deprecate", &deprecated, "--reason", "gone"],
+    )
+    .ok();
+    let r = env
+        .run_at(
+            "2026-11-24T00:00:00Z",
+            &crate::common::add_args(
+                ("decisions", "decision"),
+                "queue",
+                "Use one queue",
+                "Back again.",
+                "0.9",
+                "doc:docs/q.md:q",
+            ),
+        )
+        .ok();
+    assert!(r.stderr.contains("was deprecated on"), "{}", r.stderr);
+    // Reverting by supersede: no warning.
+    let first = env.add("search.engine", "Search runs on Elasticsearch 7");
+    let second = env
+        .run_at(
+            "2026-11-23T00:00:00Z",
+            &[
+                "supersede",
+                &first,
+                "--summary",
+                "Search runs on OpenSearch",
+                "--json",
+            ],
+        )
+        .ok()
+        .json()["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let reverted = env
+        .run_at(
+            "2026-11-25T00:00:00Z",
+            &[
+                "supersede",
+                &second,
+                "--summary",
+                "Search runs on Elasticsearch 7",
+            ],
+        )
+        .ok();
+    assert!(
+        !reverted.stderr.contains("replaced fact"),
+        "{}",
+        reverted.stderr
+    );
+}
