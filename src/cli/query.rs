@@ -554,6 +554,38 @@ pub fn explain_lines(h: &Hit) -> Vec<String> {
     out
 }
 
+/// Warns when words of the question are in no entry at all (not even by a one-letter
+/// correction) while results came back: relevance is relative to the best match, so those
+/// results score as high as an answer would, yet they hold only the question's other words
+/// ("office wifi password" answered by "Password reset links expire after 1 hour"), and the
+/// answer may not be in memory.
+fn warn_unheld_words(answer: &Answer, text: &str) {
+    if answer.hits.is_empty() {
+        return;
+    }
+    let unheld: Vec<&str> = answer
+        .terms
+        .iter()
+        .filter(|t| t.df == 0)
+        .map(|t| t.word.as_str())
+        .collect();
+    if unheld.is_empty() {
+        return;
+    }
+    // A credential pasted into the question is cut into words that do not look like one
+    // each: none is quoted then.
+    let words = if crate::policy::secret_scan::scan_text(text).is_empty() {
+        let quoted: Vec<String> = unheld.iter().map(|w| format!("`{w}`")).collect();
+        quoted.join(", ")
+    } else {
+        format!("{} of the query's words", unheld.len())
+    };
+    warn(&format!(
+        "no entry holds {words}: the results match only the query's other words, and memory may \
+         not hold the answer"
+    ));
+}
+
 /// Warns, once per entry in conflict, that results replaced it and that the replacements are
 /// competing outcomes until it is resolved.
 pub fn warn_disputed(hits: &[Hit]) {
@@ -689,6 +721,7 @@ pub fn run(ctx: &Ctx, args: QueryArgs, out: &mut Out) -> Result<ExitCode> {
             .hits
             .extend(search::archived_hits(&sources.sources(), &req, room)?);
     }
+    warn_unheld_words(&answer, args.text.as_deref().unwrap_or_default());
     let elapsed = started.elapsed();
     let (project, read) = sources.close();
     // Recorded before the answer is printed: a reader that closes the pipe early (`| head`)

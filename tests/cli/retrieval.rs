@@ -1002,3 +1002,20 @@ fn filter_values_no_entry_can_have_are_refused() {
         .ok();
     assert_eq!(ids(&r.json()).len(), 2, "{}", r.stdout);
 }
+
+/// Words of a question that no entry holds are named in a warning when results came back
+/// anyway: those results share only the question's other words.
+#[test]
+fn words_no_entry_holds_are_named() {
+    let (env, _, _) = fixture();
+    let r = env.run(&["query", "office wifi deploys", "demo"]).ok();
+    assert!(!r.stdout.trim().is_empty(), "{}", r.stdout);
+    assert!(
+        r.stderr
+            .contains("no entry holds `office`, `wifi`: the results match only"),
+        "{}",
+        r.stderr
+    );
+    let held = env.run(&["query", "deploys", "demo"]).ok();
+    assert!(!held.stderr.contains("no entry holds"), "{}", held.stderr);
+}
