@@ -137,10 +137,11 @@ pub fn render_entry(n: usize, h: &Hit) -> String {
     if f.kind == projections::Kind::RunbookStep {
         text.push_str(&format!("\n   steps: {}", clip(&f.content, 400)));
     } else if f.kind == projections::Kind::Incident {
+        // The project first: after the outcome's own text it read as part of it.
         text.push_str(&format!(
-            "\n   outcome: {}; project {}",
-            clip(&f.content, 300),
-            clip(&h.project, 64)
+            "\n   project {}; outcome: {}",
+            clip(&h.project, 64),
+            clip(&f.content, 300)
         ));
     }
     if !notes.is_empty() {

@@ -722,7 +722,7 @@ fn the_prompt_carries_steps_and_outcomes() {
     );
     assert!(
         r.stdout.contains(
-            "outcome: Rolled back within five minutes; no payment was lost.; project demo"
+            "project demo; outcome: Rolled back within five minutes; no payment was lost."
         ),
         "{}",
         r.stdout
