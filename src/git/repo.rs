@@ -116,7 +116,7 @@ impl Repo {
         path: &str,
         ids: &[&str],
     ) -> Result<std::collections::HashSet<String>> {
-        use std::io::Write as _;
+        use std::io::{BufRead as _, Read as _, Write as _};
         let mut revs: Vec<String> = self
             .run(&[
                 "for-each-ref",
@@ -130,30 +130,63 @@ impl Repo {
         revs.push("HEAD".into());
         revs.sort();
         revs.dedup();
-        // An event's own id is its top-level `"id"` member; a parent list names ids too, and a
-        // line naming one as its parent is not the event.
-        let patterns: String = ids.iter().map(|id| format!("\"id\":\"{id}\"\n")).collect();
+        // Each revision's copy of the file once (revisions often share it), read whole and its
+        // lines' ids looked up: linear in the bytes read. A `git grep -F` with one pattern per
+        // id took time in proportion to ids times bytes: 47 s for 1,000 events at 40 MB.
+        let wanted: std::collections::HashSet<&str> = ids.iter().copied().collect();
+        let mut found = std::collections::HashSet::new();
         let mut child = Command::new("git")
-            .args(["grep", "--no-color", "-F", "-h", "-o", "-f", "-"])
-            .args(&revs)
-            .args(["--", path])
+            .args(["cat-file", "--batch"])
             .current_dir(&self.cwd)
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::null())
             .spawn()?;
-        if let Some(mut stdin) = child.stdin.take() {
-            // git may exit before reading everything (no revision holds the file).
-            let _ = stdin.write_all(patterns.as_bytes());
-        }
-        let out = child.wait_with_output()?;
-        Ok(String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .filter_map(|l| {
-                l.strip_prefix("\"id\":\"")
-                    .and_then(|r| r.strip_suffix('"'))
+        let requests: String = revs.iter().map(|r| format!("{r}:{path}\n")).collect();
+        // Written on a thread of its own: git answers each request as it reads it, so with
+        // many branches the answers would fill their pipe while this still wrote.
+        let writer = child.stdin.take().map(|mut stdin| {
+            std::thread::spawn(move || {
+                let _ = stdin.write_all(requests.as_bytes());
             })
-            .map(str::to_owned)
-            .collect())
+        });
+        let mut blobs = std::collections::HashSet::new();
+        if let Some(stdout) = child.stdout.take() {
+            let mut out = std::io::BufReader::new(stdout);
+            let mut header = String::new();
+            loop {
+                header.clear();
+                if out.read_line(&mut header)? == 0 {
+                    break;
+                }
+                // `<oid> blob <size>`, or `<request> missing` for a revision without the file.
+                let mut parts = header.split_whitespace();
+                let (Some(oid), Some(kind), Some(size)) =
+                    (parts.next(), parts.next(), parts.next())
+                else {
+                    continue;
+                };
+                let Ok(size) = size.parse::<u64>() else {
+                    continue;
+                };
+                let mut blob = Vec::new();
+                out.by_ref().take(size + 1).read_to_end(&mut blob)?;
+                if kind != "blob" || !blobs.insert(oid.to_owned()) {
+                    continue;
+                }
+                for line in blob.split(|b| *b == b'\n') {
+                    if let Some(id) = crate::log::line_id::stated_id_unchecked(line)
+                        && wanted.contains(id)
+                    {
+                        found.insert(id.to_owned());
+                    }
+                }
+            }
+        }
+        if let Some(writer) = writer {
+            let _ = writer.join();
+        }
+        child.wait()?;
+        Ok(found)
     }
 }
