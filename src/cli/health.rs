@@ -131,8 +131,12 @@ fn check(ctx: &Ctx, project: &Project) -> (Value, Vec<String>) {
                 "{} ({}, {}, {} skipped, {} ms)",
                 r.now,
                 count(r.processed, "entry", "entries"),
-                count(r.transitions.len(), "transition", "transitions"),
-                r.skipped.len(),
+                count(
+                    r.transitions.values().sum::<usize>(),
+                    "transition",
+                    "transitions"
+                ),
+                r.skipped,
                 r.duration_ms
             );
             (json!(r.now), note)

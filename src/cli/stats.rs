@@ -121,7 +121,7 @@ pub fn lifecycle_inputs(projects: &[Project], now: &str) -> Result<LifecycleInpu
             if r.now > run.at {
                 run.at.clone_from(&r.now);
             }
-            for (to, n) in r.counts() {
+            for (to, n) in r.transitions {
                 let n = i64::try_from(n).unwrap_or(i64::MAX);
                 if to == "purged" {
                     run.purged += n;

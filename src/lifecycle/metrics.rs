@@ -3,7 +3,7 @@
 //! log, storage as the last run report measured it.
 
 use super::access_log;
-use super::run::{self, RunReport, Tier};
+use super::run::{self, Tier};
 use crate::error::Result;
 use crate::project::Project;
 use crate::store::Store;
@@ -44,13 +44,13 @@ pub struct RunSummary {
 }
 
 /// The summary of a run report.
-pub fn summary(r: &RunReport) -> RunSummary {
+pub fn summary(r: &run::RunRecord) -> RunSummary {
     RunSummary {
         now: r.now.clone(),
         duration_ms: r.duration_ms,
         processed: r.processed,
-        transitions: r.counts(),
-        skipped: r.skipped.len(),
+        transitions: r.transitions.clone(),
+        skipped: r.skipped,
         stopped: r.stopped,
     }
 }
@@ -59,8 +59,8 @@ pub fn summary(r: &RunReport) -> RunSummary {
 ///
 /// # Errors
 /// When the run history cannot be read.
-pub fn last_run(project: &Project) -> Result<Option<RunReport>> {
-    Ok(run::history(project)?.pop())
+pub fn last_run(project: &Project) -> Result<Option<run::RunRecord>> {
+    Ok(run::history_records(project)?.pop())
 }
 
 /// Lifecycle metrics of `project`, from its store (caught up by the caller), its access log
@@ -84,7 +84,7 @@ pub fn metrics(project: &Project, store: &Store, now: &str) -> Result<LifecycleM
     if never > 0 {
         frequency.insert("0".into(), never);
     }
-    let history = run::history(project)?;
+    let history = run::history_records(project)?;
     let last = history.last();
     // Storage per tier as the last run that went through every entry found it: a run stopped
     // part way (a daemon's SIGTERM) counted only the entries it reached.

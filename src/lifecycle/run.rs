@@ -459,11 +459,88 @@ fn save_report(project: &Project, report: &RunReport, retention_days: u32) -> Re
     Ok(())
 }
 
-/// The run reports kept for `project`, oldest first.
+/// What the read-outs (`stats`, `lifecycle report`) take of a run report: its transitions and
+/// skips counted, not kept. A run that changes every entry of a large project lists each
+/// transition: parsed whole, the history of a few such runs made `stats` 10 times slower and 6
+/// times larger (75 ms and 76 MB at 40,000 archived entries).
+#[derive(Debug, Clone, Deserialize)]
+pub struct RunRecord {
+    pub now: String,
+    pub duration_ms: u64,
+    pub processed: usize,
+    /// Transitions by the state they went to (or `purged`).
+    #[serde(deserialize_with = "count_by_target")]
+    pub transitions: std::collections::BTreeMap<String, usize>,
+    #[serde(deserialize_with = "count_items")]
+    pub skipped: usize,
+    #[serde(default)]
+    pub stopped: bool,
+    #[serde(default)]
+    pub storage: std::collections::BTreeMap<String, Tier>,
+}
+
+/// A list of transitions counted by their `to`, each read without copying its other members.
+fn count_by_target<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<std::collections::BTreeMap<String, usize>, D::Error> {
+    struct Counting;
+    #[derive(Deserialize)]
+    struct Target<'a> {
+        #[serde(borrow)]
+        to: std::borrow::Cow<'a, str>,
+    }
+    impl<'de> serde::de::Visitor<'de> for Counting {
+        type Value = std::collections::BTreeMap<String, usize>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a list of transitions")
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> std::result::Result<Self::Value, A::Error> {
+            let mut counts = std::collections::BTreeMap::new();
+            while let Some(t) = seq.next_element::<Target<'de>>()? {
+                match counts.get_mut(t.to.as_ref()) {
+                    Some(n) => *n += 1,
+                    None => {
+                        counts.insert(t.to.into_owned(), 1);
+                    }
+                }
+            }
+            Ok(counts)
+        }
+    }
+    d.deserialize_seq(Counting)
+}
+
+/// The length of a list, its items skipped.
+fn count_items<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<usize, D::Error> {
+    struct Counting;
+    impl<'de> serde::de::Visitor<'de> for Counting {
+        type Value = usize;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a list")
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> std::result::Result<Self::Value, A::Error> {
+            let mut n = 0;
+            while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {
+                n += 1;
+            }
+            Ok(n)
+        }
+    }
+    d.deserialize_seq(Counting)
+}
+
+/// The run reports kept for `project` (`.memlog/lifecycle-runs.jsonl`), oldest first, as
+/// [`RunRecord`]s.
 ///
 /// # Errors
 /// When the file exists but cannot be read.
-pub fn history(project: &Project) -> Result<Vec<RunReport>> {
+pub fn history_records(project: &Project) -> Result<Vec<RunRecord>> {
     let path = project.state_dir().join(RUNS_FILE);
     match fs_err::read_to_string(&path) {
         Ok(text) => Ok(text
@@ -472,5 +549,61 @@ pub fn history(project: &Project) -> Result<Vec<RunReport>> {
             .collect()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
         Err(e) => Err(e.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// A report read as a [`RunRecord`] counts what the whole report holds: its transitions
+        /// by target and its skips.
+        #[test]
+        fn a_record_counts_what_the_report_holds(
+            targets in prop::collection::vec(
+                prop::sample::select(vec!["decaying", "archived", "expired", "purged", "active"]),
+                0..40,
+            ),
+            skipped in 0usize..5,
+        ) {
+            let report = RunReport {
+                project: "demo".into(),
+                now: "2026-11-22T10:00:00.000Z".into(),
+                dry_run: false,
+                duration_ms: 12,
+                processed: targets.len() + skipped,
+                batches: 1,
+                pinned: 0,
+                transitions: targets
+                    .iter()
+                    .enumerate()
+                    .map(|(i, to)| Applied {
+                        entry: format!("m-{i:026}"),
+                        from: "active".into(),
+                        to: (*to).into(),
+                        reason: "a \"quoted\" reason".into(),
+                        event: Some(format!("{i:064}")),
+                        reclaimed: 0,
+                    })
+                    .collect(),
+                skipped: (0..skipped)
+                    .map(|i| Skipped { entry: format!("m-{i:026}"), error: "x".into() })
+                    .collect(),
+                archived: 0,
+                warnings: Vec::new(),
+                stopped: false,
+                storage: std::collections::BTreeMap::new(),
+                kinds: std::collections::BTreeMap::new(),
+                reclaimed_bytes: 0,
+            };
+            let line = serde_json::to_string(&report).unwrap_or_default();
+            let record: RunRecord = serde_json::from_str(&line)
+                .unwrap_or_else(|e| panic!("{e}: {line}"));
+            prop_assert_eq!(record.transitions, report.counts());
+            prop_assert_eq!(record.skipped, skipped);
+            prop_assert_eq!(record.processed, report.processed);
+        }
     }
 }
