@@ -427,8 +427,14 @@ fn derive_scanned(entry: &str, mut folded: LeanFold<'_>, scan: bool) -> EntryRec
     }
 }
 
-/// An entry's state, its text analysis when hot, and the keys derived from it.
-type EntryRecordKeys = (Option<EntryState>, Option<Analysis>, Vec<Vec<u8>>);
+/// An entry's state, its text analysis when hot, the keys of its index and text records, and
+/// its own and audit records, key and value.
+type EntryRecordKeys = (
+    Option<EntryState>,
+    Option<Analysis>,
+    Vec<Vec<u8>>,
+    FxHashMap<Vec<u8>, Vec<u8>>,
+);
 
 /// An entry's records: its entry-event keys, sorted, and the rest.
 type Derived = (Vec<Vec<u8>>, EntryRecords);
@@ -988,7 +994,7 @@ impl Store {
                 );
                 all.push(event);
             }
-            let (old_state, old_text, old_keys) = self.entry_records(&entry)?;
+            let (old_state, old_text, old_derived, old_records) = self.entry_records(&entry)?;
             if let Some(s) = &old_state {
                 self.load_stats_day(&mut stats, &mut days, s)?;
                 stats.apply(s, -1);
@@ -1029,15 +1035,19 @@ impl Store {
                 new_kvs.extend(cold_index_keys(s).into_iter().map(|k| (k, Vec::new())));
             }
             // A key written twice in one batch has no defined winner: remove only what the new
-            // records do not write again.
+            // records do not write again. A record the store already holds as it is (an earlier
+            // version, an earlier audit record) is not written again: a write to an entry of 400
+            // versions journaled 150 KB of them, and so checkpointed the store every time.
             let rewritten: BTreeSet<&[u8]> = new_kvs.iter().map(|(k, _)| k.as_slice()).collect();
-            for key in old_keys {
+            for key in old_derived.iter().chain(old_records.keys()) {
                 if !rewritten.contains(key.as_slice()) {
-                    batch.remove(proj, key);
+                    batch.remove(proj, key.clone());
                 }
             }
             for (key, value) in new_kvs {
-                batch.insert(proj, key, value);
+                if old_records.get(&key) != Some(&value) {
+                    batch.insert(proj, key, value);
+                }
             }
         }
         batch.insert(proj, meta_key("stats"), to_json(&stats.totals));
@@ -1092,33 +1102,37 @@ impl Store {
         Ok(())
     }
 
-    /// An entry's current state, its text analysis when it is hot, and the keys of everything
-    /// derived from it (its entry-event records aside).
+    /// An entry's current state, its text analysis when it is hot, the keys of its index and
+    /// text records (made from the state: a rebuild keeps the postings in blocks, not under
+    /// these keys), and its own and audit records as stored, key and value: a change writes
+    /// only those that differ, so that a write to an entry of many versions does not rewrite
+    /// them all.
     fn entry_records(&self, entry: &str) -> Result<EntryRecordKeys> {
-        let mut keys = Vec::new();
+        let mut derived = Vec::new();
+        let mut records = FxHashMap::default();
         let state = self.entry(entry)?;
         let text = state.as_ref().filter(|s| !s.is_cold()).map(analyze);
         if let (Some(s), Some(t)) = (&state, &text) {
-            keys.extend(index_keys(s));
-            keys.extend(text_records(&s.id, t).into_iter().map(|(k, _)| k));
+            derived.extend(index_keys(s));
+            derived.extend(text_records(&s.id, t).into_iter().map(|(k, _)| k));
         }
         if let Some(s) = state.as_ref().filter(|s| s.is_cold()) {
-            keys.extend(cold_index_keys(s));
+            derived.extend(cold_index_keys(s));
         }
         let mut own = entry.as_bytes().to_vec();
         own.push(0);
-        for item in self.ks[K_PROJ].prefix(&own) {
-            let key = item.key().map_err(|e| self.err(e))?;
-            if key.get(own.len()) != Some(&T_EVENT) {
-                keys.push(key.to_vec());
-            }
-        }
         let mut audit = AUDIT.to_vec();
         audit.extend_from_slice(format!("{entry}/").as_bytes());
-        for item in self.ks[K_PROJ].prefix(&audit) {
-            keys.push(item.key().map_err(|e| self.err(e))?.to_vec());
+        for prefix in [own.as_slice(), audit.as_slice()] {
+            for item in self.ks[K_PROJ].prefix(prefix) {
+                let (key, value) = item.into_inner().map_err(|e| self.err(e))?;
+                if prefix == own.as_slice() && key.get(own.len()) == Some(&T_EVENT) {
+                    continue;
+                }
+                records.insert(key.to_vec(), value.to_vec());
+            }
         }
-        Ok((state, text, keys))
+        Ok((state, text, derived, records))
     }
 
     /// All stored events of one entry.
