@@ -191,6 +191,23 @@ fn install_is_idempotent_keeps_a_user_hook_and_uninstall_undoes_it() {
     assert!(out.contains("ai-context/demo.md is stale"), "{out}");
     git(&env, &["add", "-A"]);
     commits(&env, "synced");
+    // A commit that changes neither the log nor the context file is not checked again (the
+    // last commit's were): here the context is left stale by a commit without the hooks, and
+    // an unrelated file still commits; the next change to the log is refused.
+    env.add("cache", "Use Redis");
+    git(&env, &["add", "-A"]);
+    git(&env, &["commit", "-qm", "skipped hooks", "--no-verify"]);
+    std::fs::write(env.root().join("README.txt"), "notes").unwrap_or_else(|e| panic!("{e}"));
+    git(&env, &["add", "README.txt"]);
+    commits(&env, "unrelated");
+    env.add("queue", "Use a queue");
+    git(&env, &["add", "-A"]);
+    let (code, out) = git_try(&env, &["commit", "-qm", "stale again"]);
+    assert_ne!(code, 0, "{out}");
+    assert!(out.contains("ai-context/demo.md is stale"), "{out}");
+    env.run(&["sync-context", "demo"]).ok();
+    git(&env, &["add", "-A"]);
+    commits(&env, "synced again");
 
     let removed = actions(&env, &["git", "uninstall", "--json"]);
     assert_eq!(

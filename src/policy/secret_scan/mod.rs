@@ -822,7 +822,9 @@ fn confirm(check: Check, value: &str, text: &str, match_start: usize) -> bool {
             !qualified && !looks_like_path(value) && !is_placeholder(value) && looks_random(value)
         }
         Check::Password => is_password(value, text, match_start),
-        Check::Card => is_card_number(value),
+        Check::Card => {
+            is_card_number(value) && !in_decimal(text, match_start, match_start + value.len())
+        }
         Check::Ssn => is_ssn(value),
         Check::LongValue => value.len() >= 16 && !is_placeholder(value),
         Check::Token => value.len() >= 8 && !is_placeholder(value),
@@ -1177,6 +1179,16 @@ fn is_card_number(value: &str) -> bool {
         })
         .sum();
     sum.is_multiple_of(10)
+}
+
+/// Whether the digits at `start..end` of `text` are part of a decimal number (`0.78439218736`,
+/// `12.5`): after a point that follows a digit, or before a point and a digit. A card number is
+/// never written so, and a measurement with many digits (`p95 0.7843921873645123`) is no card.
+fn in_decimal(text: &str, start: usize, end: usize) -> bool {
+    let b = text.as_bytes();
+    let before = start >= 2 && b[start - 1] == b'.' && b[start - 2].is_ascii_digit();
+    let after = b.get(end) == Some(&b'.') && b.get(end + 1).is_some_and(u8::is_ascii_digit);
+    before || after
 }
 
 fn is_ssn(value: &str) -> bool {

@@ -154,6 +154,13 @@ fn cards_need_luhn_and_ssns_valid_ranges() {
     );
     assert_eq!(scan_text("card 4111 1111 1111 1112"), vec![]);
     assert_eq!(scan_text("order 1234567890123456"), vec![]);
+    // Digits of a decimal number are no card, whichever side of the point they are on.
+    assert_eq!(scan_text("p95 ratio 0.4111111111111111"), vec![]);
+    assert_eq!(scan_text("total 4111111111111111.25 units"), vec![]);
+    assert_eq!(
+        scan_text("card 4111111111111111.")[0].rule,
+        "credit-card-number"
+    );
     assert_eq!(scan_text("ssn 123-45-6789")[0].rule, "us-ssn");
     for bad in [
         "000-12-3456",
