@@ -131,8 +131,8 @@ pub fn lifecycle_inputs(projects: &[Project], now: &str) -> Result<LifecycleInpu
             }
         }
         // The access log is a hint: unreadable, it counts as empty (as in `lifecycle report`).
-        for (id, a) in access_log::load(&p.state_dir(), now).unwrap_or_default() {
-            *access_counts.entry(id).or_insert(0) += a.count;
+        for (id, n) in access_log::counts(&p.state_dir(), now).unwrap_or_default() {
+            *access_counts.entry(id).or_insert(0) += n;
         }
     }
     Ok(LifecycleInputs {

@@ -71,7 +71,7 @@ pub fn last_run(project: &Project) -> Result<Option<run::RunRecord>> {
 pub fn metrics(project: &Project, store: &Store, now: &str) -> Result<LifecycleMetrics> {
     let stats = store.stats()?;
     // The access log is a hint: unreadable, it counts as empty.
-    let access = access_log::load(&project.state_dir(), now).unwrap_or_default();
+    let access = access_log::counts(&project.state_dir(), now).unwrap_or_default();
     let mut frequency: BTreeMap<String, u64> =
         access_log::frequency_distribution(&access, access.keys().map(String::as_str))
             .into_iter()
