@@ -424,16 +424,38 @@ fn run_batch(
     Ok(())
 }
 
-/// Appends `report` to the run history, dropping reports older than the audit retention.
+/// `report` as the run history keeps it: its transitions counted by the state they went to and
+/// its skips counted, not listed (the events and the audit hold each one). A run that changes
+/// every entry of a large project listed each: 10 MB a report at 40,000 entries, read by every
+/// `stats`.
+fn kept_report(report: &RunReport) -> serde_json::Value {
+    let mut v = serde_json::to_value(report).unwrap_or(serde_json::Value::Null);
+    if let Some(m) = v.as_object_mut() {
+        m.insert(
+            "transitions".into(),
+            serde_json::to_value(report.counts()).unwrap_or_default(),
+        );
+        m.insert("skipped".into(), report.skipped.len().into());
+    }
+    v
+}
+
+/// Appends `report` to the run history, dropping reports older than the audit retention; a
+/// report kept before with every transition listed is kept counted (the file is then written
+/// anew, once).
 fn save_report(project: &Project, report: &RunReport, retention_days: u32) -> Result<()> {
     let path = project.state_dir().join(RUNS_FILE);
     let mut kept: Vec<String> = Vec::new();
     let mut dropped = false;
     let cutoff = crate::retrieval::features::unix_millis(&report.now)
         .map(|n| n - i64::from(retention_days) * 86_400_000);
+    #[derive(Deserialize)]
+    struct When {
+        now: String,
+    }
     if let Ok(text) = fs_err::read_to_string(&path) {
         for line in text.lines() {
-            let old = serde_json::from_str::<RunReport>(line)
+            let old = serde_json::from_str::<When>(line)
                 .ok()
                 .and_then(|r| crate::retrieval::features::unix_millis(&r.now));
             if let (Some(old), Some(cutoff)) = (old, cutoff)
@@ -442,10 +464,17 @@ fn save_report(project: &Project, report: &RunReport, retention_days: u32) -> Re
                 dropped = true;
                 continue;
             }
+            if line.contains("\"transitions\":[")
+                && let Ok(listed) = serde_json::from_str::<RunReport>(line)
+            {
+                dropped = true;
+                kept.push(kept_report(&listed).to_string());
+                continue;
+            }
             kept.push(line.to_owned());
         }
     }
-    let line = serde_json::to_string(report).unwrap_or_default();
+    let line = kept_report(report).to_string();
     if dropped {
         kept.push(line);
         let mut bytes = kept.join("\n").into_bytes();
@@ -494,6 +523,18 @@ fn count_by_target<'de, D: serde::Deserializer<'de>>(
         fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
             f.write_str("a list of transitions")
         }
+        /// As the history keeps it now: counts by state.
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut map: A,
+        ) -> std::result::Result<Self::Value, A::Error> {
+            let mut counts = std::collections::BTreeMap::new();
+            while let Some((to, n)) = map.next_entry::<String, usize>()? {
+                counts.insert(to, n);
+            }
+            Ok(counts)
+        }
+        /// As reports were kept before: every transition.
         fn visit_seq<A: serde::de::SeqAccess<'de>>(
             self,
             mut seq: A,
@@ -510,16 +551,19 @@ fn count_by_target<'de, D: serde::Deserializer<'de>>(
             Ok(counts)
         }
     }
-    d.deserialize_seq(Counting)
+    d.deserialize_any(Counting)
 }
 
-/// The length of a list, its items skipped.
+/// The length of a list, its items skipped, or a count.
 fn count_items<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<usize, D::Error> {
     struct Counting;
     impl<'de> serde::de::Visitor<'de> for Counting {
         type Value = usize;
         fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
             f.write_str("a list")
+        }
+        fn visit_u64<E: serde::de::Error>(self, n: u64) -> std::result::Result<usize, E> {
+            usize::try_from(n).map_err(E::custom)
         }
         fn visit_seq<A: serde::de::SeqAccess<'de>>(
             self,
@@ -532,7 +576,7 @@ fn count_items<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<us
             Ok(n)
         }
     }
-    d.deserialize_seq(Counting)
+    d.deserialize_any(Counting)
 }
 
 /// The run reports kept for `project` (`.memlog/lifecycle-runs.jsonl`), oldest first, as
@@ -601,9 +645,14 @@ mod tests {
             let line = serde_json::to_string(&report).unwrap_or_default();
             let record: RunRecord = serde_json::from_str(&line)
                 .unwrap_or_else(|e| panic!("{e}: {line}"));
-            prop_assert_eq!(record.transitions, report.counts());
+            prop_assert_eq!(&record.transitions, &report.counts());
             prop_assert_eq!(record.skipped, skipped);
             prop_assert_eq!(record.processed, report.processed);
+            // As the history keeps it: the same counts.
+            let kept: RunRecord = serde_json::from_value(kept_report(&report))
+                .unwrap_or_else(|e| panic!("{e}"));
+            prop_assert_eq!(kept.transitions, report.counts());
+            prop_assert_eq!(kept.skipped, skipped);
         }
     }
 }

@@ -113,3 +113,40 @@ fn stats_count_the_accesses_of_the_access_log() {
         .stdout;
     assert!(frame.contains("accessed: 0:2 1-4:0 5-19:1"), "{frame}");
 }
+
+/// The run history keeps each report's transitions counted by state, not listed (a run over
+/// every entry of a large project listed each, and every `stats` read them); a report kept
+/// before with its transitions listed reads the same, and is kept counted by the next run.
+#[test]
+fn the_run_history_keeps_transitions_counted() {
+    let env = Env::with_project();
+    env.add("a.subject", "first decision");
+    env.add("b.subject", "second decision");
+    env.run_at(DAY_40, &["lifecycle", "run"]).ok();
+    let runs = env
+        .root()
+        .join("ai-memory/demo/.memlog/lifecycle-runs.jsonl");
+    let text = std::fs::read_to_string(&runs).unwrap_or_default();
+    let kept: Value = serde_json::from_str(text.lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("{e}: {text}"));
+    assert_eq!(
+        kept["transitions"],
+        serde_json::json!({"decaying": 2}),
+        "{kept}"
+    );
+    assert_eq!(kept["skipped"], 0, "{kept}");
+    // A report as kept before: its transitions listed.
+    let mut listed = kept.clone();
+    listed["transitions"] = serde_json::json!([
+        {"entry": "m-a", "from": "active", "to": "decaying", "reason": "r"},
+        {"entry": "m-b", "from": "active", "to": "decaying", "reason": "r"},
+    ]);
+    listed["skipped"] = serde_json::json!([]);
+    std::fs::write(&runs, format!("{listed}\n")).unwrap_or_else(|e| panic!("{e}"));
+    let l = lifecycle(&env, DAY_40);
+    assert_eq!(l["last_run"]["transitions"]["decaying"], 2, "{l}");
+    env.run_at(DAY_80, &["lifecycle", "run"]).ok();
+    let text = std::fs::read_to_string(&runs).unwrap_or_default();
+    assert_eq!(text.lines().count(), 2, "{text}");
+    assert!(!text.contains("\"transitions\":["), "{text}");
+}
