@@ -58,6 +58,20 @@ fn two_projects() -> Env {
     env
 }
 
+/// Adds to project `demo` a decision related to `a`; its id.
+fn add_related(env: &Env, a: &str) -> String {
+    let mut args = crate::common::add_args(
+        ("decisions", "decision"),
+        "auth.refresh",
+        "Refresh tokens rotate",
+        "Every use rotates the refresh token.",
+        "0.8",
+        "code:src/lib.rs#L1-L9:here",
+    );
+    args.extend(["--related", a, "-p", "demo"]);
+    env.run(&args).ok().stdout.trim().to_owned()
+}
+
 fn read_json(env: &Env, path: &str) -> Value {
     let text = std::fs::read_to_string(env.root().join(path)).unwrap_or_default();
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
@@ -688,16 +702,7 @@ fn exported_records_import_with_their_relations_and_deprecated_drafts() {
     // A changed entry: the record's id is not the one the import derives.
     env.run(&["-p", "demo", "update", &a, "--summary", "Tokens, revised"])
         .ok();
-    let mut args = crate::common::add_args(
-        ("decisions", "decision"),
-        "auth.refresh",
-        "Refresh tokens rotate",
-        "Every use rotates the refresh token.",
-        "0.8",
-        "code:src/lib.rs#L1-L9:here",
-    );
-    args.extend(["--related", &a, "-p", "demo"]);
-    let b = env.run(&args).ok().stdout.trim().to_owned();
+    let b = add_related(&env, &a);
     let draft = env
         .run(&[
             "add",
@@ -764,16 +769,7 @@ fn exported_records_import_with_their_relations_and_deprecated_drafts() {
 fn an_entry_related_to_another_of_the_same_input_is_imported_in_one_run() {
     let env = two_projects();
     let a = add(&env, "demo", NOW, "decisions", "auth.tokens", "0.9", "t");
-    let mut args = crate::common::add_args(
-        ("decisions", "decision"),
-        "auth.refresh",
-        "Refresh tokens rotate",
-        "Every use rotates the refresh token.",
-        "0.8",
-        "code:src/lib.rs#L1-L9:here",
-    );
-    args.extend(["--related", &a, "-p", "demo"]);
-    let b = env.run(&args).ok().stdout.trim().to_owned();
+    let b = add_related(&env, &a);
     env.run(&["-p", "demo", "export", "out/ev.jsonl", "--format", "events"])
         .ok();
     env.run(&["-p", "demo", "export", "out/records.json"]).ok();

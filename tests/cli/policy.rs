@@ -1387,23 +1387,20 @@ fn lines_set_aside_keep_no_credential() {
 #[test]
 fn a_new_entry_that_brings_back_a_replaced_fact_is_warned_about() {
     let env = Env::with_project();
-    let old = env.add("payments.provider", "Cards go through Stripe");
-    let new = env
-        .run_at(
+    // Supersedes `id` with a new summary; the replacement's id.
+    let supersede = |id: &str, summary: &str| {
+        env.run_at(
             "2026-11-23T00:00:00Z",
-            &[
-                "supersede",
-                &old,
-                "--summary",
-                "Cards go through Adyen",
-                "--json",
-            ],
+            &["supersede", id, "--summary", summary, "--json"],
         )
         .ok()
         .json()["id"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let old = env.add("payments.provider", "Cards go through Stripe");
+    let new = supersede(&old, "Cards go through Adyen");
     let again = env
         .run_at(
             "2026-11-24T00:00:00Z",
@@ -1446,22 +1443,7 @@ fn a_new_entry_that_brings_back_a_replaced_fact_is_warned_about() {
     assert!(r.stderr.contains("was deprecated on"), "{}", r.stderr);
     // Reverting by supersede: no warning.
     let first = env.add("search.engine", "Search runs on Elasticsearch 7");
-    let second = env
-        .run_at(
-            "2026-11-23T00:00:00Z",
-            &[
-                "supersede",
-                &first,
-                "--summary",
-                "Search runs on OpenSearch",
-                "--json",
-            ],
-        )
-        .ok()
-        .json()["id"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
+    let second = supersede(&first, "Search runs on OpenSearch");
     let reverted = env
         .run_at(
             "2026-11-25T00:00:00Z",
