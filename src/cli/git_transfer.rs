@@ -5,7 +5,7 @@ use super::{Ctx, ExitCode, Out};
 use crate::error::{Error, Result};
 use crate::git::export::{self, Filters};
 use crate::git::import::{self, Input, Strategy};
-use projections::Section;
+use projections::{EntryState, Section};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 
@@ -261,11 +261,40 @@ pub fn export(ctx: &Ctx, args: ExportArgs, out: &mut Out) -> Result<ExitCode> {
         "standard output",
     )?;
     let project = ctx.project(project_name)?;
-    let events = match &ctx.as_of {
-        Some(as_of) => crate::git::as_of::events_as_of(&project, as_of)?.0,
-        None => crate::git::as_of::all_events(&project)?,
+    // Records of the current memory are read from the store, one entry at a time, and written
+    // as they are read: made from the whole log at once, an export of 100,000 entries held 3 GB.
+    // The events, and anything `--as-of`, are selected from the log's events.
+    let from_store = ctx.as_of.is_none() && args.format != Format::Events;
+    let (session, selection) = if from_store {
+        (
+            Some(ctx.open_session(&project)?),
+            export::Selection::default(),
+        )
+    } else {
+        let events = match &ctx.as_of {
+            Some(as_of) => crate::git::as_of::events_as_of(&project, as_of)?.0,
+            None => crate::git::as_of::all_events(&project)?,
+        };
+        (None, export::select(events, &filters)?)
     };
-    let selection = export::select(events, &filters)?;
+    // Calls `f` with each exported entry, in id order.
+    let each = |f: &mut dyn FnMut(EntryState) -> Result<()>| -> Result<()> {
+        match &session {
+            Some(session) => session.store().for_each_state(|mut s| {
+                if s.purged || !filters.passes(&s) {
+                    return Ok(());
+                }
+                crate::policy::stored::redact_state(&mut s);
+                f(s)
+            }),
+            None => selection.entries.iter().try_for_each(|s| f(s.clone())),
+        }
+    };
+    let mut ids: Vec<String> = Vec::new();
+    each(&mut |s| {
+        ids.push(s.id);
+        Ok(())
+    })?;
     let stdout = path.as_os_str() == "-";
     let ws = ctx.workspace()?;
     let target = if stdout {
@@ -281,8 +310,8 @@ pub fn export(ctx: &Ctx, args: ExportArgs, out: &mut Out) -> Result<ExitCode> {
     // Every file the export would replace must hold an export; nothing is written otherwise.
     if let Some(t) = &target {
         if dir_export {
-            for s in &selection.entries {
-                replaceable(&entry_file(t, &s.id))?;
+            for id in &ids {
+                replaceable(&entry_file(t, id))?;
             }
         } else {
             replaceable(t)?;
@@ -297,62 +326,71 @@ pub fn export(ctx: &Ctx, args: ExportArgs, out: &mut Out) -> Result<ExitCode> {
         }
     }
     let mut files = 0usize;
-    let body: Vec<u8> = match args.format {
-        Format::Events => selection
-            .events
-            .iter()
-            // A line holding a secret (it reached the log without memlog's checks) is
-            // written redacted: it no longer verifies, and an import refuses it.
-            .flat_map(|(_, l)| {
-                format!("{}\n", crate::policy::validate::redact_secrets(l)).into_bytes()
-            })
-            .collect(),
-        Format::Jsonl => selection
-            .entries
-            .iter()
-            .flat_map(|s| format!("{}\n", export::record_line(&export::record(s))).into_bytes())
-            .collect(),
-        Format::Json if as_dir => {
-            let dir = target.clone().unwrap_or_default();
-            fs_err::create_dir_all(&dir)?;
-            for s in &selection.entries {
-                let text = serde_json::to_string_pretty(&Value::Object(export::record(s)))
-                    .unwrap_or_default();
-                crate::log::durable::write_atomic(
-                    &entry_file(&dir, &s.id),
-                    format!("{text}\n").as_bytes(),
-                )?;
-                files += 1;
+    // What a file (or standard output) of the export holds, written as it is made.
+    let body = |w: &mut dyn std::io::Write| -> Result<()> {
+        match args.format {
+            Format::Events => {
+                for (_, l) in &selection.events {
+                    // A line holding a secret (it reached the log without memlog's checks) is
+                    // written redacted: it no longer verifies, and an import refuses it.
+                    writeln!(w, "{}", crate::policy::validate::redact_secrets(l))?;
+                }
             }
-            Vec::new()
+            Format::Jsonl => each(&mut |s| {
+                writeln!(w, "{}", export::record_line(&export::record(&s)))?;
+                Ok(())
+            })?,
+            // As `serde_json::to_string_pretty` prints the array, an item at a time.
+            Format::Json => {
+                let mut first = true;
+                each(&mut |s| {
+                    let text = serde_json::to_string_pretty(&Value::Object(export::record(&s)))
+                        .unwrap_or_default();
+                    w.write_all(if first { b"[\n" } else { b",\n" })?;
+                    first = false;
+                    for (i, line) in text.lines().enumerate() {
+                        if i > 0 {
+                            w.write_all(b"\n")?;
+                        }
+                        write!(w, "  {line}")?;
+                    }
+                    Ok(())
+                })?;
+                w.write_all(if first { b"[]\n" } else { b"\n]\n" })?;
+            }
         }
-        Format::Json => {
-            let items: Vec<Value> = selection
-                .entries
-                .iter()
-                .map(|s| Value::Object(export::record(s)))
-                .collect();
-            format!(
-                "{}\n",
-                serde_json::to_string_pretty(&items).unwrap_or_default()
-            )
-            .into_bytes()
-        }
+        Ok(())
     };
-    if stdout {
+    if dir_export {
+        let dir = target.clone().unwrap_or_default();
+        fs_err::create_dir_all(&dir)?;
+        each(&mut |s| {
+            let text = serde_json::to_string_pretty(&Value::Object(export::record(&s)))
+                .unwrap_or_default();
+            crate::log::durable::write_atomic(
+                &entry_file(&dir, &s.id),
+                format!("{text}\n").as_bytes(),
+            )?;
+            files += 1;
+            Ok(())
+        })?;
+    } else if stdout {
         let mut w = out.raw();
-        let _ = std::io::Write::write_all(&mut w, &body);
-        return Ok(ExitCode::Ok);
-    }
-    let target = target.unwrap_or_default();
-    if !dir_export {
-        crate::log::durable::write_atomic(&target, &body)?;
+        return match body(&mut w) {
+            // A reader that stopped reading (`| head`) is no failure.
+            Err(Error::Io(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(ExitCode::Ok),
+            Err(e) => Err(e),
+            Ok(()) => Ok(ExitCode::Ok),
+        };
+    } else {
+        crate::log::durable::write_atomic_with(&target.clone().unwrap_or_default(), body)?;
         files = 1;
     }
+    let target = target.unwrap_or_default();
     let count = if args.format == Format::Events {
         selection.events.len()
     } else {
-        selection.entries.len()
+        ids.len()
     };
     let (what, one) = if args.format == Format::Events {
         ("events", "event")

@@ -208,6 +208,39 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     sync_dir(dir)
 }
 
+/// [`write_atomic`] of what `write` writes, as it writes it: for a file too large to hold in
+/// memory first (an export). Nothing replaces `path` when `write` fails.
+///
+/// # Errors
+/// When the file cannot be written, or `write` fails.
+pub fn write_atomic_with(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> Result<()>,
+) -> Result<()> {
+    let dir = path.parent().unwrap_or_else(|| Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    let written = (|| {
+        let file = fs_err::File::create(&tmp)?;
+        let mut buffered = std::io::BufWriter::new(file);
+        write(&mut buffered)?;
+        let file = buffered
+            .into_inner()
+            .map_err(|e| crate::error::Error::Io(e.into_error()))?;
+        file.sync_all()?;
+        Ok(())
+    })();
+    if let Err(e) = written {
+        let _ = fs_err::remove_file(&tmp);
+        return Err(e);
+    }
+    fs_err::rename(&tmp, path)?;
+    sync_dir(dir)
+}
+
 /// Creates `path` with `bytes` only if it does not exist yet; returns whether it was created.
 ///
 /// # Errors

@@ -1160,6 +1160,27 @@ impl Store {
         Ok(out)
     }
 
+    /// Calls `f` with the state of every entry, hot or cold, in id order, one at a time (an
+    /// export of every entry holds one at a time, not all of them).
+    ///
+    /// # Errors
+    /// When the store cannot be read, or `f` fails.
+    pub fn for_each_state(&self, mut f: impl FnMut(EntryState) -> Result<()>) -> Result<()> {
+        // Entry ids sort before every other record (`~a`, `~i`, `~m`).
+        for item in self.ks[K_PROJ].range(..b"~".to_vec()) {
+            let (key, value) = item.into_inner().map_err(|e| self.err(e))?;
+            // Entry records are `<id>\0<tag>…`; the states are the tags `h` and `c` alone.
+            let Some(nul) = key.iter().position(|b| *b == 0) else {
+                continue;
+            };
+            if key.len() != nul + 2 || !matches!(key[nul + 1], T_HOT | T_COLD) {
+                continue;
+            }
+            f(serde_json::from_slice(&value).map_err(|e| self.err(e))?)?;
+        }
+        Ok(())
+    }
+
     /// The state of an entry, hot or cold.
     ///
     /// # Errors

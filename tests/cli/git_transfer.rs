@@ -1580,3 +1580,57 @@ fn import_and_merge_project_copy_a_line_with_an_empty_optional_key_as_it_is() {
         env.run(&["list", project, "--status", "all"]).ok();
     }
 }
+
+/// An export of the current memory is read from the store an entry at a time; an export
+/// `--as-of` a time after every event is selected from the log's events: both print the same
+/// bytes, in every format and with any filter (none passing included).
+#[test]
+fn an_export_from_the_store_equals_one_from_the_events() {
+    let env = two_projects();
+    let a = add(&env, "demo", NOW, "decisions", "auth.tokens", "0.9", "t");
+    add_related(&env, &a);
+    add(&env, "demo", NOW, "state", "queue.depth", "0.7", "q");
+    env.run_at(
+        "2026-11-23T00:00:00Z",
+        &[
+            "-p",
+            "demo",
+            "supersede",
+            &a,
+            "--summary",
+            "Tokens, revised",
+        ],
+    )
+    .ok();
+    let later = "2027-06-01T00:00:00Z";
+    for format in ["json", "jsonl"] {
+        for filter in [
+            vec![],
+            vec!["--section", "state"],
+            vec!["--min-confidence", "0.99"],
+        ] {
+            let mut args = vec!["-p", "demo", "export", "-", "--format", format];
+            args.extend(&filter);
+            let stored = env.run(&args).ok().stdout;
+            let mut as_of = args.clone();
+            as_of.extend(["--as-of", later]);
+            let selected = env.run(&as_of).ok().stdout;
+            assert_eq!(stored, selected, "{format} {filter:?}");
+            // JSON Lines of no entry is empty; a JSON array of none is `[]`.
+            let none = filter.contains(&"0.99");
+            assert_eq!(
+                stored.is_empty(),
+                none && format == "jsonl",
+                "{format} {filter:?}"
+            );
+            if none && format == "json" {
+                assert_eq!(stored, "[]\n");
+            }
+        }
+    }
+    // Written to a file, the same bytes.
+    env.run(&["-p", "demo", "export", "out/all.json"]).ok();
+    let file = std::fs::read_to_string(env.root().join("out/all.json")).unwrap_or_default();
+    let printed = env.run(&["-p", "demo", "export", "-"]).ok().stdout;
+    assert_eq!(file, printed);
+}
