@@ -142,7 +142,9 @@ impl Repo {
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::null())
             .spawn()?;
-        let requests: String = revs.iter().map(|r| format!("{r}:{path}\n")).collect();
+        // `./`: the path is relative to the workspace, which may be a directory of the
+        // repository rather than its root.
+        let requests: String = revs.iter().map(|r| format!("{r}:./{path}\n")).collect();
         // Written on a thread of its own: git answers each request as it reads it, so with
         // many branches the answers would fill their pipe while this still wrote.
         let writer = child.stdin.take().map(|mut stdin| {

@@ -1164,3 +1164,22 @@ fn a_store_that_lost_a_keyspace_is_rebuilt_not_served() {
         assert_eq!(env.listed(), Some(1), "{}", lost.display());
     }
 }
+
+/// A workspace in a directory of the repository (not its root) is found in git's branches
+/// too: switching branches drops the other branch's events quietly, as at the root.
+#[test]
+fn a_checkout_in_a_workspace_below_the_repository_root_drops_events_quietly() {
+    let env = Env::nested();
+    git(&env, &["-C", "..", "init", "-q", "-b", "main"]);
+    env.run(&["init", "demo"]).ok();
+    env.add("base", "Base entry");
+    git(&env, &["add", "-A"]);
+    git(&env, &["commit", "-qm", "base"]);
+    git(&env, &["checkout", "-qb", "a"]);
+    env.add("other", "Only on a");
+    git(&env, &["commit", "-qam", "a"]);
+    git(&env, &["checkout", "-q", "main"]);
+    let r = env.run(&["list"]).ok();
+    assert!(!r.stderr.contains("no longer in the log"), "{}", r.stderr);
+    assert_eq!(env.listed(), Some(1));
+}
