@@ -105,9 +105,9 @@ impl Repo {
             .then(|| String::from_utf8_lossy(&out.stdout).trim_end().to_owned()))
     }
 
-    /// Those of `ids` (event ids) that some branch, remote-tracking branch or `HEAD` holds in
-    /// its copy of `path` (relative to the workspace root): events a checkout left behind are
-    /// still there.
+    /// Those of `ids` (event ids) that some branch, remote-tracking branch, the latest stash or
+    /// `HEAD` holds in its copy of `path` (relative to the workspace root): events a checkout
+    /// or a `git stash` left behind are still there.
     ///
     /// # Errors
     /// When git cannot run or fails.
@@ -123,6 +123,8 @@ impl Repo {
                 "--format=%(objectname)",
                 "refs/heads",
                 "refs/remotes",
+                // Work set aside by `git stash` is held too.
+                "refs/stash",
             ])?
             .lines()
             .map(str::to_owned)

@@ -1183,3 +1183,22 @@ fn a_checkout_in_a_workspace_below_the_repository_root_drops_events_quietly() {
     assert!(!r.stderr.contains("no longer in the log"), "{}", r.stderr);
     assert_eq!(env.listed(), Some(1));
 }
+
+/// Memory set aside by `git stash` is held by git: the next command drops it quietly, and
+/// `git stash pop` brings it back.
+#[test]
+fn memory_set_aside_by_git_stash_is_dropped_quietly() {
+    let env = Env::new();
+    git(&env, &["init", "-q", "-b", "main"]);
+    env.run(&["init", "demo"]).ok();
+    env.add("base", "Base entry");
+    git(&env, &["add", "-A"]);
+    git(&env, &["commit", "-qm", "base"]);
+    env.add("wip", "Not committed yet");
+    git(&env, &["stash", "-q"]);
+    let r = env.run(&["list"]).ok();
+    assert!(!r.stderr.contains("no longer in the log"), "{}", r.stderr);
+    assert_eq!(env.listed(), Some(1));
+    git(&env, &["stash", "pop", "-q"]);
+    assert_eq!(env.listed(), Some(2));
+}
