@@ -193,19 +193,7 @@ fn unwritable(path: &Path, e: std::io::Error) -> crate::Error {
 /// # Errors
 /// When any step fails (the error names the path).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = path.parent().unwrap_or_else(|| Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    {
-        let mut file = fs_err::File::create(&tmp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-    }
-    fs_err::rename(&tmp, path)?;
-    sync_dir(dir)
+    write_atomic_with(path, |w| Ok(w.write_all(bytes)?))
 }
 
 /// [`write_atomic`] of what `write` writes, as it writes it: for a file too large to hold in

@@ -400,6 +400,18 @@ pub fn git(env: &Env, args: &[&str]) -> String {
 /// The body of [`fake_key_block`]: where it is found, a key was echoed or kept.
 pub const FAKE_KEY_BODY: &str = "MIIEFAKEKEYBODY0";
 
+/// A git repository at `repo` (relative to the workspace root: `.`, or `..` for a workspace
+/// below the repository's root) holding project `demo` with one entry, committed on branch
+/// `main`; the entry's id.
+pub fn committed_entry(env: &Env, repo: &str, subject: &str, summary: &str) -> String {
+    git(env, &["-C", repo, "init", "-q", "-b", "main"]);
+    env.run(&["init", "demo"]).ok();
+    let id = env.add(subject, summary);
+    git(env, &["add", "-A"]);
+    git(env, &["commit", "-qm", "base"]);
+    id
+}
+
 /// A fake RSA private key block, made at run time so that none is committed: two lines of
 /// [`FAKE_KEY_BODY`] and, when `end`, the END line.
 pub fn fake_key_block(end: bool) -> String {

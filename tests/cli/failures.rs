@@ -770,11 +770,7 @@ fn a_log_that_lost_events_says_so() {
 #[test]
 fn a_checkout_drops_events_quietly_and_a_merge_names_its_duplicates() {
     let env = Env::new();
-    git(&env, &["init", "-q", "-b", "main"]);
-    env.run(&["init", "demo"]).ok();
-    env.add("base", "Base entry");
-    git(&env, &["add", "-A"]);
-    git(&env, &["commit", "-qm", "base"]);
+    crate::common::committed_entry(&env, ".", "base", "Base entry");
     git(&env, &["checkout", "-qb", "a"]);
     env.add("same", "Same thing");
     git(&env, &["commit", "-qam", "a"]);
@@ -1170,11 +1166,7 @@ fn a_store_that_lost_a_keyspace_is_rebuilt_not_served() {
 #[test]
 fn a_checkout_in_a_workspace_below_the_repository_root_drops_events_quietly() {
     let env = Env::nested();
-    git(&env, &["-C", "..", "init", "-q", "-b", "main"]);
-    env.run(&["init", "demo"]).ok();
-    env.add("base", "Base entry");
-    git(&env, &["add", "-A"]);
-    git(&env, &["commit", "-qm", "base"]);
+    crate::common::committed_entry(&env, "..", "base", "Base entry");
     git(&env, &["checkout", "-qb", "a"]);
     env.add("other", "Only on a");
     git(&env, &["commit", "-qam", "a"]);
@@ -1189,11 +1181,7 @@ fn a_checkout_in_a_workspace_below_the_repository_root_drops_events_quietly() {
 #[test]
 fn memory_set_aside_by_git_stash_is_dropped_quietly() {
     let env = Env::new();
-    git(&env, &["init", "-q", "-b", "main"]);
-    env.run(&["init", "demo"]).ok();
-    env.add("base", "Base entry");
-    git(&env, &["add", "-A"]);
-    git(&env, &["commit", "-qm", "base"]);
+    crate::common::committed_entry(&env, ".", "base", "Base entry");
     env.add("wip", "Not committed yet");
     git(&env, &["stash", "-q"]);
     let r = env.run(&["list"]).ok();

@@ -20,11 +20,7 @@ macro_rules! snapshot {
 #[test]
 fn conflicts_show_both_sides_until_resolved() {
     let env = Env::new();
-    git(&env, &["init", "-q", "-b", "main"]);
-    env.run(&["init", "demo"]).ok();
-    let id = env.add("auth.tokens", "Use JWTs");
-    git(&env, &["add", "-A"]);
-    git(&env, &["commit", "-qm", "base"]);
+    let id = crate::common::committed_entry(&env, ".", "auth.tokens", "Use JWTs");
     assert_eq!(
         env.run(&["conflicts", "--json"]).ok().json(),
         serde_json::json!([])
@@ -126,11 +122,7 @@ fn conflicts_show_both_sides_until_resolved() {
 #[test]
 fn supersede_against_deprecate_is_listed() {
     let env = Env::new();
-    git(&env, &["init", "-q", "-b", "main"]);
-    env.run(&["init", "demo"]).ok();
-    let id = env.add("cache.policy", "Cache for a minute");
-    git(&env, &["add", "-A"]);
-    git(&env, &["commit", "-qm", "base"]);
+    let id = crate::common::committed_entry(&env, ".", "cache.policy", "Cache for a minute");
     git(&env, &["checkout", "-qb", "a"]);
     let replaced = env
         .run_at(
@@ -228,11 +220,7 @@ fn supersede_against_deprecate_is_listed() {
 /// `main` by `rb`, and `a` merged into `main`: (workspace, id, ra, rb).
 fn superseded_on_two_branches() -> (Env, String, String, String) {
     let env = Env::new();
-    git(&env, &["init", "-q", "-b", "main"]);
-    env.run(&["init", "demo"]).ok();
-    let id = env.add("queue", "Use one queue");
-    git(&env, &["add", "-A"]);
-    git(&env, &["commit", "-qm", "base"]);
+    let id = crate::common::committed_entry(&env, ".", "queue", "Use one queue");
     let supersede = |now: &str, summary: &str| {
         env.run_at(now, &["supersede", &id, "--summary", summary, "--json"])
             .ok()
@@ -406,11 +394,7 @@ fn an_archived_entry_in_conflict_is_listed() {
 #[test]
 fn duplicates_from_a_merge_stay_listed_until_settled() {
     let env = Env::new();
-    git(&env, &["init", "-q", "-b", "main"]);
-    env.run(&["init", "demo"]).ok();
-    env.add("base", "Base entry");
-    git(&env, &["add", "-A"]);
-    git(&env, &["commit", "-qm", "base"]);
+    crate::common::committed_entry(&env, ".", "base", "Base entry");
     git(&env, &["checkout", "-qb", "a"]);
     let strong = env.add_at(crate::common::NOW, "same", "Same thing", "0.9");
     git(&env, &["commit", "-qam", "a"]);
