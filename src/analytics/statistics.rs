@@ -89,8 +89,8 @@ pub struct ScopeCount {
 pub struct LifecycleInputs {
     /// The last lifecycle run, when one has run.
     pub last_run: Option<LifecycleRun>,
-    /// Accesses per entry id, from the access log.
-    pub access_counts: Option<BTreeMap<String, u64>>,
+    /// How many entries were read how often (count, entries), from the access log.
+    pub access_histogram: Option<BTreeMap<u64, u64>>,
 }
 
 /// A lifecycle run as the dashboard shows it.
@@ -393,19 +393,19 @@ fn percent(part: i64, whole: i64) -> f64 {
 
 /// Entries by number of accesses; `total` entries in all, so those the log never names count
 /// in `0` (the log names only entries that were read).
-fn access_buckets(counts: &BTreeMap<String, u64>, total: i64) -> BTreeMap<String, i64> {
+fn access_buckets(histogram: &BTreeMap<u64, u64>, total: i64) -> BTreeMap<String, i64> {
     let mut out: BTreeMap<String, i64> = ["0", "1-4", "5-19", "20+"]
         .iter()
         .map(|b| ((*b).to_owned(), 0))
         .collect();
-    for n in counts.values() {
+    for (n, entries) in histogram {
         let b = match n {
             0 => "0",
             1..=4 => "1-4",
             5..=19 => "5-19",
             _ => "20+",
         };
-        *out.entry(b.to_owned()).or_insert(0) += 1;
+        *out.entry(b.to_owned()).or_insert(0) += i64::try_from(*entries).unwrap_or(i64::MAX);
     }
     let accessed: i64 = out.iter().filter(|(b, _)| *b != "0").map(|(_, n)| *n).sum();
     *out.entry("0".to_owned()).or_insert(0) += total.saturating_sub(accessed).max(0);
@@ -574,7 +574,7 @@ impl MemoryStatistics {
                 entries_past_valid_to: past_valid_to,
                 last_run: lifecycle.last_run,
                 access_frequency_distribution: lifecycle
-                    .access_counts
+                    .access_histogram
                     .as_ref()
                     .map(|a| access_buckets(a, c.total_entries)),
             },

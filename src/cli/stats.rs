@@ -74,10 +74,15 @@ pub fn read(
     let now = crate::clock::parse_time(&at).map_err(Error::Usage)?;
     let dates = range.resolve(now);
     let mut parts = Vec::with_capacity(projects.len());
-    let mut inputs = lifecycle_inputs(projects, &at)?;
     // In a date range, accesses count for the entries created in it (property 48), like
-    // everything else.
+    // everything else: each entry read is looked up.
     let bounded = dates.from.is_some() || dates.to.is_some();
+    let mut inputs = lifecycle_inputs(projects, &at, !bounded)?;
+    let mut counts = if bounded {
+        access_counts(projects, &at)
+    } else {
+        BTreeMap::new()
+    };
     let mut in_range: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
     for p in projects {
         let session = ctx.open_session_whole(p)?;
@@ -88,19 +93,18 @@ pub fn read(
             &dates,
             now,
         )?);
-        if bounded && let Some(counts) = &inputs.access_counts {
-            for id in counts.keys() {
-                if let Some(entry) = session.store().entry(id)?
-                    && dates.contains_day(projections::time::day_of(&entry.created_at))
-                {
-                    in_range.insert(id.clone());
-                }
+        for id in counts.keys() {
+            if let Some(entry) = session.store().entry(id)?
+                && dates.contains_day(projections::time::day_of(&entry.created_at))
+            {
+                in_range.insert(id.clone());
             }
         }
         // The session (and its store lock) ends here, before the next project is read.
     }
-    if bounded && let Some(counts) = &mut inputs.access_counts {
+    if bounded {
         counts.retain(|id, _| in_range.contains(id));
+        inputs.access_histogram = Some(histogram_of(&counts));
     }
     let stats = MemoryStatistics::build(&parts, &dates, inputs);
     Ok((stats, dates, at))
@@ -108,13 +112,17 @@ pub fn read(
 
 /// What the lifecycle engine knows of `projects` at `now`: the last run of each (from
 /// `.memlog/lifecycle-runs.jsonl`; several projects' last runs are added up, `at` the latest)
-/// and the accesses per entry recorded at or before `now` (from the access log).
+/// and, `with_access`, how many entries were read how often at or before `now` (from the
+/// access log).
 ///
 /// # Errors
 /// When a run history exists but cannot be read.
-pub fn lifecycle_inputs(projects: &[Project], now: &str) -> Result<LifecycleInputs> {
+pub fn lifecycle_inputs(
+    projects: &[Project],
+    now: &str,
+    with_access: bool,
+) -> Result<LifecycleInputs> {
     let mut last_run: Option<LifecycleRun> = None;
-    let mut access_counts: BTreeMap<String, u64> = BTreeMap::new();
     for p in projects {
         if let Some(r) = metrics::last_run(p)? {
             let run = last_run.get_or_insert_with(LifecycleRun::default);
@@ -130,15 +138,38 @@ pub fn lifecycle_inputs(projects: &[Project], now: &str) -> Result<LifecycleInpu
                 }
             }
         }
-        // The access log is a hint: unreadable, it counts as empty (as in `lifecycle report`).
-        for (id, n) in access_log::counts(&p.state_dir(), now).unwrap_or_default() {
-            *access_counts.entry(id).or_insert(0) += n;
-        }
     }
+    let access_histogram = match projects {
+        _ if !with_access => None,
+        // The access log is a hint: unreadable, it counts as empty (as in `lifecycle report`).
+        [one] => Some(access_log::histogram(&one.state_dir(), now).unwrap_or_default()),
+        // An entry moved between projects (`merge-project`) has reads in both: counted once.
+        _ => Some(histogram_of(&access_counts(projects, now))),
+    };
     Ok(LifecycleInputs {
         last_run,
-        access_counts: Some(access_counts),
+        access_histogram,
     })
+}
+
+/// Reads per entry id at or before `now`, over the access logs of `projects`.
+fn access_counts(projects: &[Project], now: &str) -> BTreeMap<String, u64> {
+    let mut counts: BTreeMap<String, u64> = BTreeMap::new();
+    for p in projects {
+        for (id, n) in access_log::counts(&p.state_dir(), now).unwrap_or_default() {
+            *counts.entry(id).or_insert(0) += n;
+        }
+    }
+    counts
+}
+
+/// How many entries have each count of `counts`.
+fn histogram_of(counts: &BTreeMap<String, u64>) -> BTreeMap<u64, u64> {
+    let mut h = BTreeMap::new();
+    for n in counts.values().filter(|n| **n > 0) {
+        *h.entry(*n).or_insert(0) += 1;
+    }
+    h
 }
 
 pub fn run(ctx: &Ctx, args: StatsArgs, out: &mut Out) -> Result<ExitCode> {

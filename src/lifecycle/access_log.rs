@@ -4,10 +4,12 @@
 //! sync on every read would slow reads down.
 //!
 //! When the file grows past [`COMPACT_BYTES`], the read whose line takes it there (or else the
-//! next `lifecycle run`) folds it into `access-summary.json` (per entry: count, first and last
-//! access) and empties it, so what `stats` and the lifecycle engine read is bounded by the
-//! number of entries, not by the number of reads ever made.
+//! next `lifecycle run`) folds it into the summary (`access-summary.tsv`, see
+//! [`super::access_summary`]: per entry, count, first and last access) and empties it, so what
+//! `stats` and the lifecycle engine read is bounded by the number of entries, not by the number
+//! of reads ever made.
 
+use super::access_summary::{self, Histogram, Summary};
 use crate::error::Result;
 use crate::log::durable;
 use crate::project::Project;
@@ -17,10 +19,8 @@ use std::path::Path;
 
 /// The log of accesses inside a project's state directory.
 pub const FILE: &str = "access.jsonl";
-/// The folded counts of older accesses.
-pub const SUMMARY: &str = "access-summary.json";
 /// Size past which the log is folded into the summary.
-pub const COMPACT_BYTES: u64 = 1024 * 1024;
+pub const COMPACT_BYTES: u64 = 256 * 1024;
 /// Held by the process folding the log, so two readers do not fold it at once.
 const COMPACT_LOCK: &str = "access.lock";
 
@@ -51,16 +51,6 @@ impl AccessStats {
             at.clone_into(&mut self.last);
         }
     }
-
-    fn merge(&mut self, other: &Self) {
-        self.count += other.count;
-        if self.first.is_empty() || (!other.first.is_empty() && other.first < self.first) {
-            self.first.clone_from(&other.first);
-        }
-        if other.last > self.last {
-            self.last.clone_from(&other.last);
-        }
-    }
 }
 
 /// Records that a read at `at` (event timestamp layout) returned `entries`. Never fails: the
@@ -89,7 +79,7 @@ fn record_in(state: &Path, entries: &[&str], at: &str, via: &str) -> Result<()> 
     let (stamp, _unsynced) = durable::append_record(&state.join(FILE), &bytes)?;
     // A line appended by another reader while the log is folded may be lost: the log is a
     // hint, and that loss is the price of never making a read wait.
-    if stamp.size > COMPACT_BYTES
+    if (stamp.size > COMPACT_BYTES || state.join(access_summary::OLD_FILE).exists())
         && let Some(_folding) = crate::log::lock::FileLock::try_acquire(&state.join(COMPACT_LOCK))?
     {
         compact_if_large(state)?;
@@ -109,16 +99,11 @@ pub fn record_best_effort(project: &Project, entries: &[&str], at: &str, via: &s
 /// # Errors
 /// When a file exists but cannot be read.
 pub fn load(state_dir: &Path, now: &str) -> Result<BTreeMap<String, AccessStats>> {
-    let mut out: BTreeMap<String, AccessStats> = match fs_err::read(state_dir.join(SUMMARY)) {
-        Ok(b) => serde_json::from_slice(&b).unwrap_or_default(),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => BTreeMap::new(),
-        Err(e) => return Err(e.into()),
-    };
-    let bytes = match fs_err::read(state_dir.join(FILE)) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-        Err(e) => return Err(e.into()),
-    };
+    let mut out: BTreeMap<String, AccessStats> = Summary::read(state_dir, true)?
+        .entries()
+        .map(|(id, stats)| (id.to_owned(), stats))
+        .collect();
+    let bytes = read_log(state_dir)?;
     for raw in bytes.split(|b| *b == b'\n') {
         let Ok(line) = serde_json::from_slice::<Line>(raw) else {
             continue;
@@ -133,19 +118,17 @@ pub fn load(state_dir: &Path, now: &str) -> Result<BTreeMap<String, AccessStats>
     Ok(out)
 }
 
-/// How many times each entry was read, counting only accesses at or before `now`: [`load`]
-/// without the first and last times, for the read-outs (`stats`, `lifecycle report`). The
-/// summary holds a member per entry ever read (2.9 MB at 40,000 entries), and parsing each
-/// member's times as strings made `stats` four times slower after a few thousand queries; here
-/// only the counts are taken, the ids borrowed from the file while it is read.
-///
-/// # Errors
-/// When a file exists but cannot be read.
-pub fn counts(state_dir: &Path, now: &str) -> Result<BTreeMap<String, u64>> {
-    #[derive(Deserialize)]
-    struct Count {
-        count: u64,
+/// The lines of the log (empty when there is none).
+fn read_log(state_dir: &Path) -> Result<Vec<u8>> {
+    match fs_err::read(state_dir.join(FILE)) {
+        Ok(b) => Ok(b),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(e.into()),
     }
+}
+
+/// Visits each entry of each read in `bytes` (the log) made at or before `now`.
+fn for_each_read<'a>(bytes: &'a [u8], now: &str, mut visit: impl FnMut(std::borrow::Cow<'a, str>)) {
     #[derive(Deserialize)]
     struct Read<'a> {
         #[serde(borrow)]
@@ -153,28 +136,6 @@ pub fn counts(state_dir: &Path, now: &str) -> Result<BTreeMap<String, u64>> {
         #[serde(borrow)]
         entries: Vec<std::borrow::Cow<'a, str>>,
     }
-    let summary = match fs_err::read(state_dir.join(SUMMARY)) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-        Err(e) => return Err(e.into()),
-    };
-    let mut out: BTreeMap<String, u64> = BTreeMap::new();
-    if !summary.is_empty() {
-        match serde_json::from_slice::<std::collections::HashMap<&str, Count>>(&summary) {
-            Ok(m) => out.extend(m.into_iter().map(|(k, v)| (k.to_owned(), v.count))),
-            // An id written with escapes cannot be borrowed: read it the long way.
-            Err(_) => {
-                let m: BTreeMap<String, Count> =
-                    serde_json::from_slice(&summary).unwrap_or_default();
-                out.extend(m.into_iter().map(|(k, v)| (k, v.count)));
-            }
-        }
-    }
-    let bytes = match fs_err::read(state_dir.join(FILE)) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-        Err(e) => return Err(e.into()),
-    };
     for raw in bytes.split(|b| *b == b'\n') {
         let Ok(line) = serde_json::from_slice::<Read<'_>>(raw) else {
             continue;
@@ -182,16 +143,55 @@ pub fn counts(state_dir: &Path, now: &str) -> Result<BTreeMap<String, u64>> {
         if line.at.as_ref() > now {
             continue;
         }
-        for e in line.entries {
-            match out.get_mut(e.as_ref()) {
-                Some(n) => *n += 1,
-                None => {
-                    out.insert(e.into_owned(), 1);
-                }
-            }
-        }
+        line.entries.into_iter().for_each(&mut visit);
     }
+}
+
+/// How many times each entry was read, counting only accesses at or before `now`: [`load`]
+/// without the first and last times, for `stats` over a range of days (which counts the reads
+/// of the entries created in it).
+///
+/// # Errors
+/// When a file exists but cannot be read.
+pub fn counts(state_dir: &Path, now: &str) -> Result<BTreeMap<String, u64>> {
+    let mut out: BTreeMap<String, u64> = Summary::read(state_dir, false)?
+        .entries()
+        .map(|(id, stats)| (id.to_owned(), stats.count))
+        .collect();
+    let bytes = read_log(state_dir)?;
+    for_each_read(&bytes, now, |e| match out.get_mut(e.as_ref()) {
+        Some(n) => *n += 1,
+        None => {
+            out.insert(e.into_owned(), 1);
+        }
+    });
     Ok(out)
+}
+
+/// How many entries were read how often (count, entries), counting only accesses at or before
+/// `now`: what [`counts`] gives, counted by count. The summary states its own histogram, and
+/// only the entries read since the fold are looked up in it, so this costs the size of the
+/// log, not the number of entries ever read (`stats` after every one of 100,000 entries was
+/// read: 130 ms when each was parsed).
+///
+/// # Errors
+/// When a file exists but cannot be read.
+pub fn histogram(state_dir: &Path, now: &str) -> Result<Histogram> {
+    let bytes = read_log(state_dir)?;
+    let mut reads: rustc_hash::FxHashMap<std::borrow::Cow<'_, str>, u64> =
+        rustc_hash::FxHashMap::default();
+    for_each_read(&bytes, now, |e| *reads.entry(e).or_insert(0) += 1);
+    if reads.is_empty()
+        && let Some(stated) = Summary::stated_histogram(state_dir)?
+    {
+        return Ok(stated);
+    }
+    let mut reads: Vec<(&str, u64)> = reads.iter().map(|(k, v)| (k.as_ref(), *v)).collect();
+    reads.sort_unstable();
+    Ok(access_summary::add_reads(
+        &Summary::read(state_dir, false)?,
+        &reads,
+    ))
 }
 
 /// Folds the log into the summary when it is larger than [`COMPACT_BYTES`]; returns whether
@@ -202,29 +202,27 @@ pub fn counts(state_dir: &Path, now: &str) -> Result<BTreeMap<String, u64>> {
 /// When the files cannot be read or written.
 pub fn compact_if_large(state_dir: &Path) -> Result<bool> {
     let log = state_dir.join(FILE);
-    if fs_err::metadata(&log).map_or(true, |m| m.len() <= COMPACT_BYTES) {
+    let old = state_dir.join(access_summary::OLD_FILE);
+    if fs_err::metadata(&log).map_or(true, |m| m.len() <= COMPACT_BYTES) && !old.exists() {
         return Ok(false);
     }
     let all = load(state_dir, "9999")?;
-    let mut merged: BTreeMap<String, AccessStats> = BTreeMap::new();
-    for (k, v) in all {
-        merged.entry(k).or_default().merge(&v);
+    durable::write_atomic(
+        &state_dir.join(access_summary::FILE),
+        &access_summary::render(&all),
+    )?;
+    if old.exists() {
+        fs_err::remove_file(&old)?;
     }
-    let bytes = serde_json::to_vec(&merged).unwrap_or_default();
-    durable::write_atomic(&state_dir.join(SUMMARY), &bytes)?;
     durable::write_atomic(&log, b"")?;
     Ok(true)
 }
 
-/// How many entries were accessed how often (buckets `0`, `1`, `2-4`, `5-9`, `10-49`, `50+`),
-/// over the `entries` given (entries without accesses count in `0`).
-pub fn frequency_distribution<'a>(
-    counts: &BTreeMap<String, u64>,
-    entries: impl Iterator<Item = &'a str>,
-) -> BTreeMap<&'static str, u64> {
+/// How many entries were accessed how often (buckets `1`, `2-4`, `5-9`, `10-49`, `50+`), from
+/// a [`histogram`].
+pub fn frequency_distribution(histogram: &Histogram) -> BTreeMap<&'static str, u64> {
     let mut out = BTreeMap::new();
-    for e in entries {
-        let n = counts.get(e).copied().unwrap_or(0);
+    for (n, entries) in histogram {
         let bucket = match n {
             0 => "0",
             1 => "1",
@@ -233,7 +231,7 @@ pub fn frequency_distribution<'a>(
             10..=49 => "10-49",
             _ => "50+",
         };
-        *out.entry(bucket).or_insert(0) += 1;
+        *out.entry(bucket).or_insert(0) += entries;
     }
     out
 }
@@ -244,7 +242,8 @@ mod tests {
 
     proptest::proptest! {
         /// The counts the read-outs take are those of the whole statistics, at any time:
-        /// from the summary and from the lines, later reads left out.
+        /// from the summary (of the older form here) and from the lines, later reads left out;
+        /// and so is the histogram of those counts, before and after a fold.
         #[test]
         fn counts_are_those_of_the_whole_statistics(
             reads in proptest::collection::vec((0u8..6, 0u32..40, proptest::collection::vec(0usize..8, 1..4)), 0..30),
@@ -258,7 +257,7 @@ mod tests {
                 .map(|(i, n)| (id(*i), AccessStats { count: *n, first: "2026-11-01T00:00:00.000Z".into(), last: "2026-11-02T00:00:00.000Z".into() }))
                 .collect();
             if !summary.is_empty() {
-                fs_err::write(dir.path().join(SUMMARY), serde_json::to_vec(&summary).unwrap_or_default())
+                fs_err::write(dir.path().join(access_summary::OLD_FILE), serde_json::to_vec(&summary).unwrap_or_default())
                     .unwrap_or_else(|e| panic!("{e}"));
             }
             for (via, minute, entries) in &reads {
@@ -274,7 +273,20 @@ mod tests {
                 .into_iter()
                 .map(|(k, v)| (k, v.count))
                 .collect();
-            proptest::prop_assert_eq!(counts(dir.path(), &now).unwrap_or_else(|e| panic!("{e}")), whole);
+            proptest::prop_assert_eq!(counts(dir.path(), &now).unwrap_or_else(|e| panic!("{e}")), whole.clone());
+            let mut by_count = Histogram::new();
+            for n in whole.values() {
+                *by_count.entry(*n).or_insert(0) += 1;
+            }
+            proptest::prop_assert_eq!(histogram(dir.path(), &now).unwrap_or_else(|e| panic!("{e}")), by_count.clone());
+            // Folded into the summary of the current form, the same reads count the same.
+            if fs_err::metadata(dir.path().join(FILE)).is_ok() || dir.path().join(access_summary::OLD_FILE).exists() {
+                let all = load(dir.path(), &now).unwrap_or_else(|e| panic!("{e}"));
+                fs_err::write(dir.path().join(access_summary::FILE), access_summary::render(&all))
+                    .unwrap_or_else(|e| panic!("{e}"));
+                let _ = fs_err::remove_file(dir.path().join(FILE));
+                proptest::prop_assert_eq!(histogram(dir.path(), "9999").unwrap_or_else(|e| panic!("{e}")), by_count);
+            }
         }
     }
 
@@ -287,7 +299,7 @@ mod tests {
         let ids: Vec<String> = (0..50).map(|i| format!("m-{i:026}")).collect();
         let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
         let mut reads = 0u64;
-        while !state.join(SUMMARY).exists() {
+        while !state.join(access_summary::FILE).exists() {
             let at = format!(
                 "2026-11-23T10:{:02}:{:02}.000Z",
                 reads / 60 % 60,

@@ -71,13 +71,12 @@ pub fn last_run(project: &Project) -> Result<Option<run::RunRecord>> {
 pub fn metrics(project: &Project, store: &Store, now: &str) -> Result<LifecycleMetrics> {
     let stats = store.stats()?;
     // The access log is a hint: unreadable, it counts as empty.
-    let access = access_log::counts(&project.state_dir(), now).unwrap_or_default();
-    let mut frequency: BTreeMap<String, u64> =
-        access_log::frequency_distribution(&access, access.keys().map(String::as_str))
-            .into_iter()
-            .map(|(k, v)| (k.to_owned(), v))
-            .collect();
-    let accessed = u64::try_from(access.len()).unwrap_or(0);
+    let access = access_log::histogram(&project.state_dir(), now).unwrap_or_default();
+    let mut frequency: BTreeMap<String, u64> = access_log::frequency_distribution(&access)
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+    let accessed: u64 = access.values().sum();
     let never = u64::try_from(stats.total_entries)
         .unwrap_or(0)
         .saturating_sub(accessed);

@@ -4,6 +4,7 @@
 //! an event with its reason; replay never recomputes decay. See docs/LIFECYCLE.md.
 
 pub mod access_log;
+pub mod access_summary;
 pub mod archive;
 pub mod daemon;
 pub mod decay;

@@ -114,6 +114,62 @@ fn stats_count_the_accesses_of_the_access_log() {
     assert!(frame.contains("accessed: 0:2 1-4:0 5-19:1"), "{frame}");
 }
 
+/// A summary of access counts written by an older version (a JSON object) counts as before,
+/// and the next read replaces it with the current form, which counts the same; reads recorded
+/// after the fold are added on top of it.
+#[test]
+fn an_older_access_summary_counts_the_same_and_is_replaced() {
+    let env = Env::with_project();
+    let a = env.add("a.subject", "first decision");
+    let b = env.add("b.subject", "second decision");
+    env.add("c.subject", "third decision");
+    let state = env.root().join("ai-memory/demo/.memlog");
+    fs_err::create_dir_all(&state).unwrap_or_else(|e| panic!("{e}"));
+    let old = serde_json::json!({
+        a.clone(): {"count": 7, "first": "2026-11-01T00:00:00.000Z", "last": "2026-11-02T00:00:00.000Z"},
+        b.clone(): {"count": 2, "first": "2026-11-01T00:00:00.000Z", "last": "2026-11-02T00:00:00.000Z"},
+    });
+    fs_err::write(state.join("access-summary.json"), old.to_string())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let expected = |l: &Value| {
+        let d = &l["access_frequency_distribution"];
+        (d["0"].clone(), d["1-4"].clone(), d["5-19"].clone())
+    };
+    let before = lifecycle(&env, NOW);
+    assert_eq!(
+        expected(&before),
+        (1.into(), 1.into(), 1.into()),
+        "{before}"
+    );
+    let report = env
+        .run_at(NOW, &["lifecycle", "report", "--json"])
+        .ok()
+        .json();
+    // `show` records a read and folds the older summary into the current form.
+    env.run(&["show", &b, "--json"]).ok();
+    assert!(!state.join("access-summary.json").exists());
+    let text = fs_err::read_to_string(state.join("access-summary.tsv")).unwrap_or_default();
+    assert!(text.starts_with("memlog-access-summary 1\t"), "{text}");
+    // b now has three reads: still in 1-4; a report of the same time reads as before.
+    let after = lifecycle(&env, NOW);
+    assert_eq!(expected(&after), expected(&before), "{after}");
+    assert_eq!(
+        env.run_at(NOW, &["lifecycle", "report", "--json"])
+            .ok()
+            .json(),
+        report
+    );
+    for _ in 0..2 {
+        env.run(&["show", &b, "--json"]).ok();
+    }
+    let d = lifecycle(&env, NOW)["access_frequency_distribution"].clone();
+    assert_eq!(
+        (d["1-4"].clone(), d["5-19"].clone()),
+        (0.into(), 2.into()),
+        "{d}"
+    );
+}
+
 /// The run history keeps each report's transitions counted by state, not listed (a run over
 /// every entry of a large project listed each, and every `stats` read them); a report kept
 /// before with its transitions listed reads the same, and is kept counted by the next run.
