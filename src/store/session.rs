@@ -1046,8 +1046,13 @@ impl Session {
         if let Ok(entries) = fs_err::read_dir(&root) {
             for entry in entries.flatten() {
                 let path = entry.path();
+                let kept = path
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with(KEPT_PREFIX));
                 let lock = path.with_extension("lock");
                 if path.is_dir()
+                    && !kept
                     && let Ok(Some(_held)) = FileLock::try_acquire(&lock)
                 {
                     let _ = fs_err::remove_dir_all(&path);
@@ -1056,23 +1061,60 @@ impl Session {
             }
         }
         fs_err::create_dir_all(&root)?;
+        let missing = missing_parents(&events, |_| Ok(false))?;
+        let report = |applied| SyncReport {
+            mode: "as_of",
+            applied,
+            missing_parents: missing.clone(),
+            ..SyncReport::default()
+        };
+        // The store of a set of events is a function of the set: the store built for the same
+        // selection before (the same `--as-of` over the same log) is opened again instead of
+        // being built again, unless another session is reading it.
+        let kept = root.join(format!("{KEPT_PREFIX}{}", selection_key(&events)));
+        if let Ok(Some(lock)) = FileLock::try_acquire(&kept.with_extension("lock")) {
+            let built = kept.with_extension("built");
+            let reopened = if built.is_file() {
+                Store::open(&kept).ok().filter(|(_, empty)| !*empty)
+            } else {
+                None
+            };
+            let (store, applied) = match reopened {
+                Some((store, _)) => {
+                    let applied = fs_err::read_to_string(&built)
+                        .ok()
+                        .and_then(|t| t.trim().parse().ok())
+                        .unwrap_or(events.len());
+                    (store, applied)
+                }
+                None => {
+                    let _ = fs_err::remove_file(&built);
+                    let applied = Self::build_detached(&kept, events)?;
+                    let (store, _) = Store::open(&kept)?;
+                    crate::log::durable::write_atomic(&built, applied.to_string().as_bytes())?;
+                    (store, applied)
+                }
+            };
+            // Marks it used now: the least recently used are the ones let go.
+            let _ = crate::log::durable::write_atomic(&built, applied.to_string().as_bytes());
+            evict_kept(&root, &kept);
+            return Ok(Self {
+                project: project.clone(),
+                store: Some(store),
+                report: report(applied),
+                applied_incrementally: 0,
+                scratch: None,
+                lock,
+            });
+        }
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos());
         let dir = root.join(format!("{}-{nanos}", std::process::id()));
         let lock = FileLock::acquire(&dir.with_extension("lock"), "store", Duration::ZERO)?;
-        let bytes: u64 = events.iter().map(|(_, l)| l.len() as u64 + 1).sum();
-        let next = Fingerprint {
-            len: bytes,
-            lines: events.len() as u64,
-            hashes: BlockHashes::of(&[]),
-            stamp: None,
-        };
-        let missing = missing_parents(&events, |_| Ok(false))?;
-        let built = Store::build_at(&dir, events, &next);
-        let store = built.and_then(|n| Store::open(&dir).map(|(s, _)| (s, n)));
-        let (store, applied) = match store {
-            Ok(ok) => ok,
+        let applied = Self::build_detached(&dir, events)?;
+        let store = match Store::open(&dir) {
+            Ok((store, _)) => store,
             Err(e) => {
                 let _ = fs_err::remove_dir_all(&dir);
                 return Err(e);
@@ -1081,15 +1123,24 @@ impl Session {
         Ok(Self {
             project: project.clone(),
             store: Some(store),
-            report: SyncReport {
-                mode: "as_of",
-                applied,
-                missing_parents: missing,
-                ..SyncReport::default()
-            },
+            report: report(applied),
             applied_incrementally: 0,
             scratch: Some(dir),
             lock,
+        })
+    }
+
+    /// Builds the store of `events` alone at `dir` (removed again when that fails).
+    fn build_detached(dir: &std::path::Path, events: Vec<(Event, String)>) -> Result<usize> {
+        let bytes: u64 = events.iter().map(|(_, l)| l.len() as u64 + 1).sum();
+        let next = Fingerprint {
+            len: bytes,
+            lines: events.len() as u64,
+            hashes: BlockHashes::of(&[]),
+            stamp: None,
+        };
+        Store::build_at(dir, events, &next).inspect_err(|_| {
+            let _ = fs_err::remove_dir_all(dir);
         })
     }
 
@@ -1162,6 +1213,58 @@ const CHECKPOINT_AFTER_EVENTS: usize = 256;
 /// events, whose merge would otherwise stall some later process for most of a second. Below
 /// this, that merge costs a later process less than a tenth of a second and is left to it.
 const SETTLE_AFTER_EVENTS: usize = 2048;
+
+/// Name prefix of the `--as-of` stores kept for the next read of the same selection.
+const KEPT_PREFIX: &str = "kept-";
+/// `--as-of` stores kept besides the one in use (each is as large as the project's store).
+const KEPT_STORES: usize = 1;
+
+/// A name for the store of `events`: a hash of the store's format and of the lines, in id
+/// order (the lines, not only the ids: a purge redacts an event's line under the same id).
+fn selection_key(events: &[(Event, String)]) -> String {
+    let mut order: Vec<&(Event, String)> = events.iter().collect();
+    order.sort_unstable_by(|a, b| a.0.id.cmp(&b.0.id));
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(crate::store::STORE_FORMAT.as_bytes());
+    hasher.update(b"\n");
+    for (_, line) in order {
+        hasher.update(line.as_bytes());
+        hasher.update(b"\n");
+    }
+    hasher.finalize().to_hex()[..32].to_owned()
+}
+
+/// Removes the kept `--as-of` stores of `root` but `current` and the [`KEPT_STORES`] most
+/// recently used, skipping any another session is reading.
+fn evict_kept(root: &std::path::Path, current: &std::path::Path) {
+    let Ok(entries) = fs_err::read_dir(root) else {
+        return;
+    };
+    let mut kept: Vec<(std::time::SystemTime, std::path::PathBuf)> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.is_dir()
+                && p != current
+                && p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with(KEPT_PREFIX))
+        })
+        .map(|p| {
+            let used = fs_err::metadata(p.with_extension("built"))
+                .and_then(|m| m.modified())
+                .unwrap_or(std::time::UNIX_EPOCH);
+            (used, p)
+        })
+        .collect();
+    kept.sort_by_key(|k| std::cmp::Reverse(k.0));
+    for (_, path) in kept.into_iter().skip(KEPT_STORES) {
+        if let Ok(Some(_held)) = FileLock::try_acquire(&path.with_extension("lock")) {
+            let _ = fs_err::remove_file(path.with_extension("built"));
+            let _ = fs_err::remove_dir_all(&path);
+        }
+    }
+}
 
 impl Drop for Session {
     fn drop(&mut self) {

@@ -81,13 +81,10 @@ fn reads_answer_from_the_past_and_writes_refuse() {
             .stdout,
         now
     );
-    // The project's store was not touched, and no scratch store is left behind.
+    // The project's store was not touched, and only the kept stores are left behind.
     assert_eq!(env.run(&["dump"]).ok().stdout, now);
-    let scratch = env.root().join("ai-memory/demo/.memlog/as-of");
-    let left: Vec<_> = std::fs::read_dir(&scratch)
-        .map(|d| d.flatten().map(|e| e.path()).collect())
-        .unwrap_or_default();
-    assert!(left.is_empty(), "{left:?}");
+    let kept = kept_stores(&env);
+    assert!(!kept.is_empty() && kept.len() <= 2, "{kept:?}");
 
     // Writes refuse it and change nothing.
     let log = std::fs::read(env.log()).unwrap_or_default();
@@ -115,14 +112,60 @@ fn reads_answer_from_the_past_and_writes_refuse() {
     }
 }
 
-/// A read `--as-of` leaves nothing behind: its private store and their directory go.
+/// The stores `--as-of` left in `.memlog/as-of/`: the kept ones (`kept-…`); anything else (a
+/// scratch store) fails the test.
+fn kept_stores(env: &Env) -> Vec<String> {
+    let dir = env.root().join("ai-memory/demo/.memlog/as-of");
+    let names: Vec<String> = std::fs::read_dir(&dir)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    let stores: Vec<String> = names
+        .iter()
+        .filter(|n| !n.ends_with(".lock") && !n.ends_with(".built"))
+        .cloned()
+        .collect();
+    assert!(stores.iter().all(|n| n.starts_with("kept-")), "{names:?}");
+    stores
+}
+
+/// A read `--as-of` keeps the store of its selection for the next read of the same moment,
+/// which answers the same from it; a selection that changed (an event written into that past
+/// since) gets a store of its own; at most two stores are kept, and no scratch store is left.
 #[test]
-fn as_of_leaves_no_scratch_directory() {
+fn as_of_keeps_the_store_of_a_selection_and_no_more() {
     let env = Env::with_project();
-    env.add("db", "Use Postgres");
-    env.run(&["--as-of", "2026-11-23T00:00:00Z", "list"]).ok();
-    let scratch = env.root().join("ai-memory/demo/.memlog/as-of");
-    assert!(!scratch.exists(), "{}", scratch.display());
+    env.add_at("2026-11-20T10:00:00Z", "db", "Use Postgres", "0.9");
+    let cut = "2026-11-21T00:00:00Z";
+    let first = env.run(&["list", "--json", "--as-of", cut]).ok().json();
+    assert_eq!(first.as_array().map(Vec::len), Some(1), "{first}");
+    assert_eq!(kept_stores(&env).len(), 1);
+    let again = env.run(&["list", "--json", "--as-of", cut]).ok().json();
+    assert_eq!(again, first);
+    assert_eq!(
+        kept_stores(&env).len(),
+        1,
+        "the same selection, the same store"
+    );
+
+    // Another writer's entry dated before the cut (a clock behind, or a merge): the past that
+    // the log holds changed, and the answer with it.
+    env.add_at("2026-11-20T12:00:00Z", "cache", "Use Redis", "0.9");
+    let changed = env.run(&["list", "--json", "--as-of", cut]).ok().json();
+    assert_eq!(changed.as_array().map(Vec::len), Some(2), "{changed}");
+
+    for cut in [
+        "2026-11-20T11:00:00Z",
+        "2026-11-20T13:00:00Z",
+        "2026-11-19T00:00:00Z",
+    ] {
+        env.run(&["list", "--as-of", cut]).ok();
+        let kept = kept_stores(&env);
+        assert!(kept.len() <= 2, "{kept:?}");
+    }
 }
 
 #[test]
