@@ -221,6 +221,11 @@ impl BlockHashes {
         }
     }
 
+    /// [`Self::of`] of bytes given in pieces, in order: `push` each, then `finish`.
+    pub fn stream() -> HashStream {
+        HashStream::default()
+    }
+
     /// Length of the longest prefix of `file` known to equal the hashed prefix of length `len`:
     /// `len` when all of it matches, else the start of the first block that differs.
     pub fn matching_prefix(&self, file: &[u8], len: usize) -> usize {
@@ -259,6 +264,27 @@ mod tests {
             let first = BlockHashes::of(&data[..cut]);
             let grown = first.extended(&data[first.resume_start()..]);
             assert_eq!(grown, BlockHashes::of(&data));
+        }
+    }
+
+    proptest::proptest! {
+        /// Hashing bytes given in pieces equals hashing them whole, wherever the cuts fall.
+        #[test]
+        fn a_stream_hashes_as_the_whole(
+            len in 0usize..(2 * BLOCK + 3 * SUBTREE),
+            cuts in proptest::collection::vec(0usize..(2 * BLOCK + 3 * SUBTREE), 0..6),
+        ) {
+            let data: Vec<u8> = (0..len).map(|i| (i % 249) as u8).collect();
+            let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c.min(len)).collect();
+            cuts.push(len);
+            cuts.sort_unstable();
+            let mut stream = BlockHashes::stream();
+            let mut at = 0;
+            for cut in cuts {
+                stream.push(&data[at..cut]);
+                at = cut;
+            }
+            proptest::prop_assert_eq!(stream.finish(), BlockHashes::of(&data));
         }
     }
 
@@ -309,5 +335,28 @@ mod tests {
         tail_edit[2 * BLOCK + 9] ^= 1;
         assert_eq!(hashes.matching_prefix(&tail_edit, data.len()), 2 * BLOCK);
         assert_eq!(hashes.matching_prefix(&data[..100], data.len()), 0);
+    }
+}
+
+/// [`BlockHashes::of`] of bytes given in pieces (see [`BlockHashes::stream`]).
+#[derive(Debug, Default)]
+pub struct HashStream {
+    hashes: BlockHashes,
+    /// The bytes after the last complete subtree.
+    pending: Vec<u8>,
+}
+
+impl HashStream {
+    pub fn push(&mut self, bytes: &[u8]) {
+        self.pending.extend_from_slice(bytes);
+        let whole = self.pending.len() / SUBTREE * SUBTREE;
+        if whole > 0 {
+            self.hashes = self.hashes.extended(&self.pending[..whole]);
+            self.pending.drain(..whole);
+        }
+    }
+
+    pub fn finish(self) -> BlockHashes {
+        self.hashes.extended(&self.pending)
     }
 }

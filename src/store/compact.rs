@@ -19,7 +19,7 @@ use super::{Fingerprint, FingerprintHead, Store, meta_key};
 use crate::error::{Error, Result};
 use crate::log::lock::FileLock;
 use crate::log::read as event_log;
-use crate::log::stamp::{BlockHashes, FileStamp};
+use crate::log::stamp::FileStamp;
 use crate::project::Project;
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -202,21 +202,21 @@ pub fn build(project: &Project) -> Result<Option<Built>> {
         FileStamp::at(path).map_err(|e| Error::Io(super::session::io_context(path, e)))
     };
     let before = stamp(&log)?;
-    let buf = event_log::read_complete(&log, 0)?;
+    let file = crate::log::by_offset::LogFile::open(&log)?;
     let after = stamp(&log)?;
     // The stamp lets a later catch-up skip reading an unchanged log, so it must describe these
     // very bytes: writers append meanwhile.
-    let unchanged = before == after && before.as_ref().is_some_and(|s| s.size == buf.len() as u64);
-    let next = Fingerprint {
-        len: buf.len() as u64,
-        lines: super::session::count_lines(&buf),
-        hashes: BlockHashes::of(&buf),
-        stamp: if unchanged { before } else { None },
-    };
-    let built = Store::build_from_log_at(&staging, &log, &buf, &next, super::Verify::Hashes, None);
-    drop(buf);
+    let unchanged = before == after && before.as_ref().is_some_and(|s| s.size == file.len());
+    let built = Store::build_from_log_at(
+        &staging,
+        &file,
+        if unchanged { before } else { None },
+        super::Verify::Hashes,
+        None,
+    );
+    drop(file);
     match built {
-        Ok(b) => {
+        Ok((b, next)) => {
             let _ = fs_err::remove_file(failed_path(project));
             Ok(Some(Built {
                 staging,

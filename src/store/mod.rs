@@ -2018,15 +2018,12 @@ mod tests {
             .map(|e| (e.clone(), e.to_line().unwrap_or_default()))
             .collect();
         let applied = Store::build_at(&a, pairs, &fp).unwrap_or_else(|e| panic!("{e}"));
-        let built = Store::build_from_log_at(
-            &b,
-            Path::new("events.jsonl"),
-            &buf,
-            &fp,
-            Verify::Hashes,
-            None,
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
+        let log_path = dir.path().join("events.jsonl");
+        fs_err::write(&log_path, &buf).unwrap_or_else(|e| panic!("{e}"));
+        let log = crate::log::by_offset::LogFile::open(&log_path).unwrap_or_else(|e| panic!("{e}"));
+        let (built, read) = Store::build_from_log_at(&b, &log, None, Verify::Hashes, None)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(read, fp, "the fingerprint of the log read");
         assert_eq!(applied, 42);
         assert_eq!(built.applied, 42);
         assert_eq!(
@@ -2200,21 +2197,12 @@ mod tests {
         let mut line = build("", 1).to_line().unwrap_or_default();
         line = line.replacen("summary 1", "summary 2", 1);
         let buf = format!("{line}\n").into_bytes();
-        let fp = Fingerprint {
-            len: buf.len() as u64,
-            lines: 1,
-            hashes: crate::log::stamp::BlockHashes::of(&buf),
-            stamp: None,
-        };
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let result = Store::build_from_log_at(
-            &dir.path().join("s"),
-            Path::new("x"),
-            &buf,
-            &fp,
-            Verify::Hashes,
-            None,
-        );
+        let log_path = dir.path().join("x");
+        fs_err::write(&log_path, &buf).unwrap_or_else(|e| panic!("{e}"));
+        let log = crate::log::by_offset::LogFile::open(&log_path).unwrap_or_else(|e| panic!("{e}"));
+        let result =
+            Store::build_from_log_at(&dir.path().join("s"), &log, None, Verify::Hashes, None);
         assert!(
             matches!(result, Err(Error::CorruptLog { line: 1, .. })),
             "{result:?}"

@@ -4,6 +4,7 @@
 //! chunk of entries is folded.
 
 use super::*;
+use crate::log::by_offset::LogFile;
 
 fn fold_group(entry: &str, events: &[&Event], scan: bool) -> Derived {
     let mut event_keys: Vec<Vec<u8>> = events
@@ -231,9 +232,15 @@ pub struct LogBuild {
     pub dangling: Vec<Dangling>,
 }
 
-/// What the first pass of [`Store::build_from_log_at`] keeps of an event.
-struct Seen<'a> {
-    line: &'a str,
+/// What the first pass of [`Store::build_from_log_at`] keeps of an event: where its line is,
+/// and what grouping by entry needs (the line is read again to fold it).
+struct Seen {
+    offset: u64,
+    len: u32,
+    /// 1-based line number.
+    number: usize,
+    /// A tombstone's line (see [`crate::log::tombstones`]).
+    marked: bool,
     id: String,
     entry: String,
     /// The entry a supersede creates in the same line.
@@ -241,81 +248,99 @@ struct Seen<'a> {
     parents: Vec<String>,
 }
 
-/// Lines verified per parallel step of the first pass.
-const FIRST_PASS_STEP: usize = 8192;
-
-fn first_pass<'a>(log: &Path, buf: &'a [u8], verify: Verify) -> Result<Vec<Seen<'a>>> {
-    use crate::log::read as event_log;
-    let lines: Vec<event_log::Line<'a>> = event_log::lines(buf, 1, 0)
-        .filter(|l| !event_log::is_blank(l))
-        .collect();
-    let mut seen = Vec::with_capacity(lines.len());
-    for step in lines.chunks(FIRST_PASS_STEP) {
-        let parts = crate::parallel::map_chunks(step, |chunk| {
-            chunk
-                .iter()
-                .map(|l| {
-                    let e = match verify {
-                        Verify::Hashes => event_log::decode(log, l)?,
-                        Verify::Trusted => event_log::decode_trusted(log, l)?,
-                    };
-                    let replacement = match &e.data {
-                        projections::EventData::Supersede {
-                            by,
-                            replacement: Some(_),
-                            ..
-                        } => Some(by.clone()),
-                        _ => None,
-                    };
-                    Ok(Seen {
-                        // `decode` proved the line is UTF-8.
-                        line: std::str::from_utf8(l.bytes).unwrap_or_default(),
-                        id: e.id,
-                        entry: e.entry,
-                        replacement,
-                        parents: e.parents,
-                    })
-                })
-                .collect::<Result<Vec<_>>>()
-        });
-        for part in parts {
-            seen.extend(part?);
-        }
+impl Seen {
+    fn line(&self, log: &LogFile) -> Result<String> {
+        log.line_at(self.offset, self.len as usize, &self.id, self.number)
     }
-    Ok(seen)
 }
 
-/// Fails on the first tombstone among `seen` (the lines of `buf`) that no purge among them
-/// vouches for (see [`crate::log::tombstones`]).
-fn vouch_seen(log: &Path, buf: &[u8], seen: &[Seen<'_>]) -> Result<()> {
+/// What the first pass found: the events, and what the store's fingerprint of the log needs.
+struct FirstPass {
+    seen: Vec<Seen>,
+    lines: u64,
+    hashes: crate::log::stamp::BlockHashes,
+}
+
+/// Reads the log once, in chunks: hashes its bytes, counts its lines, and decodes each line
+/// (on the cores), keeping a [`Seen`] of each.
+fn first_pass(log: &LogFile, verify: Verify) -> Result<FirstPass> {
+    use crate::log::read as event_log;
+    let path = log.path();
+    let mut seen = Vec::new();
+    let mut hashes = crate::log::stamp::BlockHashes::stream();
+    let mut number = 1;
+    log.for_each_chunk(
+        |bytes| hashes.push(bytes),
+        |offset, chunk| {
+            let all: Vec<event_log::Line<'_>> = event_log::lines(chunk, number, offset).collect();
+            number += all.len();
+            let lines: Vec<event_log::Line<'_>> = all
+                .into_iter()
+                .filter(|l| !event_log::is_blank(l))
+                .collect();
+            let parts = crate::parallel::map_chunks(&lines, |part| {
+                part.iter()
+                    .map(|l| {
+                        let e = match verify {
+                            Verify::Hashes => event_log::decode(path, l)?,
+                            Verify::Trusted => event_log::decode_trusted(path, l)?,
+                        };
+                        let replacement = match &e.data {
+                            projections::EventData::Supersede {
+                                by,
+                                replacement: Some(_),
+                                ..
+                            } => Some(by.clone()),
+                            _ => None,
+                        };
+                        // `decode` proved the line is UTF-8.
+                        let text = std::str::from_utf8(l.bytes).unwrap_or_default();
+                        Ok(Seen {
+                            offset: l.offset,
+                            len: u32::try_from(l.bytes.len()).unwrap_or(u32::MAX),
+                            number: l.number,
+                            marked: crate::log::tombstones::marked(text),
+                            id: e.id,
+                            entry: e.entry,
+                            replacement,
+                            parents: e.parents,
+                        })
+                    })
+                    .collect::<Result<Vec<_>>>()
+            });
+            for part in parts {
+                seen.extend(part?);
+            }
+            Ok(())
+        },
+    )?;
+    Ok(FirstPass {
+        seen,
+        lines: (number - 1) as u64,
+        hashes: hashes.finish(),
+    })
+}
+
+/// Fails on the first tombstone among `seen` that no purge among them vouches for (see
+/// [`crate::log::tombstones`]).
+fn vouch_seen(log: &LogFile, seen: &[Seen]) -> Result<()> {
     use crate::log::tombstones;
-    let mut marked = seen
-        .iter()
-        .filter(|s| tombstones::marked(s.line))
-        .peekable();
+    let mut marked = seen.iter().filter(|s| s.marked).peekable();
     if marked.peek().is_none() {
         return Ok(());
     }
-    let by_id: std::collections::HashMap<&str, &str> =
-        seen.iter().map(|s| (s.id.as_str(), s.line)).collect();
+    let by_id: std::collections::HashMap<&str, &Seen> =
+        seen.iter().map(|s| (s.id.as_str(), s)).collect();
     for s in marked {
-        let purge_of = |p: &str| {
-            Ok(by_id
-                .get(p)
-                .and_then(|line| projections::decode_line(line).ok()))
+        let purge_of = |p: &str| match by_id.get(p) {
+            Some(purge) => Ok(projections::decode_line(&purge.line(log)?).ok()),
+            None => Ok(None),
         };
-        if let Some(problem) = tombstones::problem(&s.id, s.line, purge_of)? {
-            // The line is a slice of `buf`.
-            let offset = s.line.as_ptr().addr().saturating_sub(buf.as_ptr().addr());
-            let number = buf[..offset.min(buf.len())]
-                .iter()
-                .filter(|b| **b == b'\n')
-                .count()
-                + 1;
+        if let Some(problem) = tombstones::problem(&s.id, &s.line(log)?, purge_of)? {
             return Err(Error::CorruptLog {
-                path: log.to_path_buf(),
-                line: number,
-                offset: offset as u64,
+                path: log.path().to_path_buf(),
+                line: s.number,
+                offset: s.offset,
                 problem,
             });
         }
@@ -323,7 +348,7 @@ fn vouch_seen(log: &Path, buf: &[u8], seen: &[Seen<'_>]) -> Result<()> {
     Ok(())
 }
 
-fn dangling_parents(seen: &[Seen<'_>]) -> Vec<Dangling> {
+fn dangling_parents(seen: &[Seen]) -> Vec<Dangling> {
     dangling_among(seen.iter().map(|s| (&s.id, &s.entry, &s.parents)))
 }
 
@@ -422,13 +447,15 @@ impl Store {
         }
     }
 
-    /// Creates a complete store at `path` (replacing whatever is there) from the log `buf` (the
-    /// complete lines of the log at `log`), and closes it.
+    /// Creates a complete store at `path` (replacing whatever is there) from the complete lines
+    /// of `log`, and closes it; returns what it did and the store's fingerprint of the log
+    /// (`stamp` the file's stamp, as the caller took it).
     ///
     /// Unlike [`Store::build_at`], which is given every event decoded and a copy of every line,
-    /// this holds only the log itself: a first pass verifies every line and keeps what grouping
-    /// by entry needs, then each chunk of entries decodes its lines again (without hashing them
-    /// again) to fold them, and the raw events are written as slices of `buf`.
+    /// this holds neither: a first pass reads the log once, verifies every line and keeps what
+    /// grouping by entry needs and where the line is; then each chunk of entries reads its
+    /// lines again by their offsets and decodes them (without hashing them again) to fold
+    /// them, and the raw events are written as they are read again.
     ///
     /// `known`, for a log every line of which was scanned for secrets before (applied by the
     /// store being replaced, which scanned what it projected, or checked by this process's
@@ -444,37 +471,64 @@ impl Store {
     /// when the store cannot be written.
     pub fn build_from_log_at(
         path: &Path,
-        log: &Path,
-        buf: &[u8],
-        fingerprint: &Fingerprint,
+        log: &LogFile,
+        stamp: Option<crate::log::stamp::FileStamp>,
         verify: Verify,
         known: Option<&Secrets>,
-    ) -> Result<LogBuild> {
-        let seen = first_pass(log, buf, verify)?;
-        vouch_seen(log, buf, &seen)?;
+    ) -> Result<(LogBuild, Fingerprint)> {
+        let first = first_pass(log, verify)?;
+        let seen = first.seen;
+        let fingerprint = Fingerprint {
+            len: log.len(),
+            lines: first.lines,
+            hashes: first.hashes,
+            stamp,
+        };
+        vouch_seen(log, &seen)?;
         let dangling = dangling_parents(&seen);
         if path.exists() {
             fs_err::remove_dir_all(path)?;
         }
         let store = Self::open_raw(path)?;
         let applied = std::thread::scope(|scope| {
-            let writer = scope.spawn(|| {
-                store.write_events(seen.iter().map(|s| (s.id.as_str(), s.line)).collect())
-            });
-            let derived = store.ingest_seen(&seen, fingerprint, &dangling, known);
+            let writer = scope.spawn(|| store.write_events_of(log, &seen));
+            let derived = store.ingest_seen(log, &seen, &fingerprint, &dangling, known);
             let applied = match writer.join() {
                 Ok(r) => r?,
                 Err(panic) => std::panic::resume_unwind(panic),
             };
             derived.map(|()| applied)
         })?;
-        Ok(LogBuild { applied, dangling })
+        Ok((LogBuild { applied, dangling }, fingerprint))
     }
 
-    /// The second pass of [`Store::build_from_log_at`]: group, decode, fold, write.
+    /// Writes the raw event of each of `seen` (read again from `log`) to `events`, in id order
+    /// and once each; returns how many.
+    fn write_events_of(&self, log: &LogFile, seen: &[Seen]) -> Result<usize> {
+        let mut order: Vec<&Seen> = seen.iter().collect();
+        order.sort_unstable_by(|a, b| a.id.cmp(&b.id));
+        order.dedup_by(|a, b| a.id == b.id);
+        let applied = order.len();
+        if applied > 0 {
+            let mut ingestion = self.ks[K_EVENTS]
+                .start_ingestion()
+                .map_err(|e| self.err(e))?;
+            for s in order {
+                ingestion
+                    .write(s.id.as_str(), s.line(log)?)
+                    .map_err(|e| self.err(e))?;
+            }
+            ingestion.finish().map_err(|e| self.err(e))?;
+            self.settle(K_EVENTS);
+        }
+        Ok(applied)
+    }
+
+    /// The second pass of [`Store::build_from_log_at`]: group, read again, decode, fold, write.
     fn ingest_seen(
         &self,
-        seen: &[Seen<'_>],
+        log: &LogFile,
+        seen: &[Seen],
         fingerprint: &Fingerprint,
         dangling: &[Dangling],
         known: Option<&Secrets>,
@@ -509,9 +563,10 @@ impl Store {
             |(entry, members)| {
                 let events = members
                     .iter()
-                    .map(|i| {
-                        let line = seen.get(*i).map_or("", |s| s.line);
-                        projections::event::decode_verified_line(line).map_err(|e| self.err(e))
+                    .filter_map(|i| seen.get(*i))
+                    .map(|s| {
+                        let line = s.line(log)?;
+                        projections::event::decode_verified_line(&line).map_err(|e| self.err(e))
                     })
                     .collect::<Result<Vec<Event>>>()?;
                 let refs: Vec<&Event> = events.iter().collect();

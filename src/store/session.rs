@@ -1003,19 +1003,15 @@ impl Session {
     fn rebuild_verifying(&mut self, trusted: Option<&FileStamp>) -> Result<usize> {
         let path = self.project.log_path();
         let stamp = FileStamp::at(&path).map_err(|e| Error::Io(io_context(&path, e)))?;
-        let buf = event_log::read_complete(&path, 0)?;
+        // Read through this open file to the end: a log replaced after this point is read as
+        // it was when opened.
+        let log = crate::log::by_offset::LogFile::open(&path)?;
         let after = FileStamp::at(&path).map_err(|e| Error::Io(io_context(&path, e)))?;
         let unchanged = |s: &Option<FileStamp>| trusted.is_some() && s.as_ref() == trusted;
         let verify = if unchanged(&stamp) && unchanged(&after) {
             crate::store::Verify::Trusted
         } else {
             crate::store::Verify::Hashes
-        };
-        let next = Fingerprint {
-            len: buf.len() as u64,
-            lines: count_lines(&buf),
-            hashes: BlockHashes::of(&buf),
-            stamp,
         };
         // Lines the store verified were scanned for secrets when it applied them, and this
         // process's own were checked: only the entries found holding one are scanned again.
@@ -1024,8 +1020,8 @@ impl Session {
             crate::store::Verify::Hashes => None,
         };
         let n = self.swap_in(|staging| {
-            let built =
-                Store::build_from_log_at(staging, &path, &buf, &next, verify, known.as_ref())?;
+            let (built, _) =
+                Store::build_from_log_at(staging, &log, stamp, verify, known.as_ref())?;
             Ok((built.applied, built.dangling))
         })?;
         self.report.mode = "rebuild";
@@ -1331,7 +1327,7 @@ fn missing_parents(
     Ok(out)
 }
 
-pub(super) fn io_context(path: &std::path::Path, e: std::io::Error) -> std::io::Error {
+pub(crate) fn io_context(path: &std::path::Path, e: std::io::Error) -> std::io::Error {
     std::io::Error::new(e.kind(), format!("{}: {e}", path.display()))
 }
 
