@@ -881,7 +881,13 @@ impl Session {
         next: &Fingerprint,
     ) -> Result<usize> {
         let before = self.store().dangling()?;
+        let purges = events
+            .iter()
+            .any(|(e, _)| matches!(e.data, projections::EventData::Purge { .. }));
         let n = self.store().apply(events, next)?;
+        if purges {
+            forget_kept_as_of(&self.project);
+        }
         self.report.missing_parents = self
             .store()
             .dangling()?
@@ -1024,6 +1030,9 @@ impl Session {
                 Store::build_from_log_at(staging, &log, stamp, verify, known.as_ref())?;
             Ok((built.applied, built.dangling))
         })?;
+        if self.store().stats_totals()?.purged_count > 0 {
+            forget_kept_as_of(&self.project);
+        }
         self.report.mode = "rebuild";
         self.report.applied = n;
         Ok(n)
@@ -1228,6 +1237,30 @@ fn selection_key(events: &[(Event, String)]) -> String {
         hasher.update(b"\n");
     }
     hasher.finalize().to_hex()[..32].to_owned()
+}
+
+/// Removes every kept `--as-of` store of `project` that no session is reading: once a purge is
+/// in the log, a store kept from before it may hold what the purge removed (a purge is final,
+/// for the log's past too; see `crate::git::as_of`). One that a session is reading at that
+/// moment stays until a later purge, rebuild or eviction finds it free.
+pub fn forget_kept_as_of(project: &Project) {
+    let root = project.state_dir().join("as-of");
+    let Ok(entries) = fs_err::read_dir(&root) else {
+        return;
+    };
+    for path in entries.flatten().map(|e| e.path()) {
+        let kept = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with(KEPT_PREFIX));
+        if kept
+            && path.is_dir()
+            && let Ok(Some(_held)) = FileLock::try_acquire(&path.with_extension("lock"))
+        {
+            let _ = fs_err::remove_file(path.with_extension("built"));
+            let _ = fs_err::remove_dir_all(&path);
+        }
+    }
 }
 
 /// Removes the kept `--as-of` stores of `root` but `current` and the [`KEPT_STORES`] most

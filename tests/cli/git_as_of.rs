@@ -134,7 +134,8 @@ fn kept_stores(env: &Env) -> Vec<String> {
 
 /// A read `--as-of` keeps the store of its selection for the next read of the same moment,
 /// which answers the same from it; a selection that changed (an event written into that past
-/// since) gets a store of its own; at most two stores are kept, and no scratch store is left.
+/// since) gets a store of its own; a purge removes the kept stores; at most two stores are
+/// kept, and no scratch store is left.
 #[test]
 fn as_of_keeps_the_store_of_a_selection_and_no_more() {
     let env = Env::with_project();
@@ -156,6 +157,25 @@ fn as_of_keeps_the_store_of_a_selection_and_no_more() {
     env.add_at("2026-11-20T12:00:00Z", "cache", "Use Redis", "0.9");
     let changed = env.run(&["list", "--json", "--as-of", cut]).ok().json();
     assert_eq!(changed.as_array().map(Vec::len), Some(2), "{changed}");
+
+    // A purge is final for the past too: no store kept from before it may still hold what it
+    // removed.
+    let id = changed[0]["id"].as_str().unwrap_or_default().to_owned();
+    let summary = changed[0]["summary"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(!kept_stores(&env).is_empty());
+    env.run(&["purge", &id, "--reason", "confidential host name"])
+        .ok();
+    assert!(kept_stores(&env).is_empty(), "{:?}", kept_stores(&env));
+    let after = env.run(&["show", &id, "--json", "--as-of", cut]);
+    assert!(
+        !after.stdout.contains(&summary) && !after.stderr.contains(&summary),
+        "{}{}",
+        after.stdout,
+        after.stderr
+    );
 
     for cut in [
         "2026-11-20T11:00:00Z",
