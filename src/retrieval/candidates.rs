@@ -94,6 +94,39 @@ impl Run {
     fn get_mut(&mut self, i: usize) -> &mut Candidate {
         &mut self.chunks[i / CHUNK][i % CHUNK]
     }
+
+    /// The first position from `start` on whose key is not below `key`, found by galloping:
+    /// the postings written one by one that a broad query adds to a run of 100,000 candidates
+    /// are a few hundred, and stepping through every candidate to reach them was a fifth of
+    /// its time.
+    fn lower_bound_from(&self, start: usize, key: (usize, &Id)) -> usize {
+        let below = |i: usize| (self.get(i).src, &self.get(i).id) < key;
+        if start >= self.len || !below(start) {
+            return start;
+        }
+        // `below(lo)` holds throughout; `hi` is past the end or not below.
+        let (mut lo, mut step) = (start, 1);
+        let mut hi = loop {
+            let next = lo + step;
+            if next >= self.len {
+                break self.len;
+            }
+            if !below(next) {
+                break next;
+            }
+            lo = next;
+            step *= 2;
+        };
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if below(mid) {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        hi
+    }
 }
 
 impl Candidates {
@@ -134,9 +167,7 @@ impl Candidates {
     pub(super) fn find(&mut self, at: &mut [usize], key: (usize, &Id)) -> Option<&mut Candidate> {
         let mut found = None;
         for (r, (run, pos)) in self.runs.iter().zip(at.iter_mut()).enumerate() {
-            while *pos < run.len && (run.get(*pos).src, &run.get(*pos).id) < key {
-                *pos += 1;
-            }
+            *pos = run.lower_bound_from(*pos, key);
             if *pos < run.len && (run.get(*pos).src, &run.get(*pos).id) == key {
                 found = Some((r, *pos));
                 break;
