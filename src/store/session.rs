@@ -1221,8 +1221,9 @@ const SETTLE_AFTER_EVENTS: usize = 2048;
 
 /// Name prefix of the `--as-of` stores kept for the next read of the same selection.
 const KEPT_PREFIX: &str = "kept-";
-/// `--as-of` stores kept besides the one in use (each is as large as the project's store).
-const KEPT_STORES: usize = 1;
+/// `--as-of` stores kept besides the one just used: each is as large as the project's store
+/// (166 MB at 100,000 entries), so only the last selection's is kept.
+const KEPT_STORES: usize = 0;
 
 /// A name for the store of `events`: a hash of the store's format and of the lines, in id
 /// order (the lines, not only the ids: a purge redacts an event's line under the same id).
@@ -1264,7 +1265,7 @@ pub fn forget_kept_as_of(project: &Project) {
 }
 
 /// Removes the kept `--as-of` stores of `root` but `current` and the [`KEPT_STORES`] most
-/// recently used, skipping any another session is reading.
+/// recently used before it, skipping any another session is reading.
 fn evict_kept(root: &std::path::Path, current: &std::path::Path) {
     let Ok(entries) = fs_err::read_dir(root) else {
         return;
