@@ -63,6 +63,7 @@ impl Summary {
     pub fn read(state_dir: &Path, with_times: bool) -> Result<Self> {
         match fs_err::File::open(state_dir.join(FILE)) {
             Ok(file) => {
+                let size = file.metadata()?.len();
                 let mut file = std::io::BufReader::with_capacity(64 * 1024, file);
                 let mut header = String::new();
                 file.read_line(&mut header)?;
@@ -73,7 +74,9 @@ impl Summary {
                     file.read_to_end(&mut rest)?;
                     return Ok(Self::of_lines(header.into_bytes(), rest));
                 };
-                let mut counts = vec![0; stated.counts_len];
+                // A header edited by hand may state any length: never more than the file.
+                let mut counts =
+                    vec![0; stated.counts_len.min(usize::try_from(size).unwrap_or(usize::MAX))];
                 let read = read_up_to(&mut file, &mut counts)?;
                 counts.truncate(read);
                 let mut times = Vec::new();
@@ -366,6 +369,20 @@ mod tests {
             proptest::prop_assert_eq!(headless.histogram(), summary.histogram());
             proptest::prop_assert_eq!(&summary.counts_of(&refs), &expected);
         }
+    }
+
+    /// A header that states more count lines than the file holds reads what there is.
+    #[test]
+    fn a_header_longer_than_its_file_reads_what_there_is() {
+        let all: BTreeMap<String, AccessStats> = [("m-a".to_owned(), stats(3))].into();
+        let bytes = render(&all);
+        let header_end = bytes.iter().position(|b| *b == b'\n').map_or(0, |i| i + 1);
+        let mut edited = b"memlog-access-summary 1\t3:1\t999999999999999999\n".to_vec();
+        edited.extend_from_slice(&bytes[header_end..]);
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        fs_err::write(dir.path().join(FILE), &edited).unwrap_or_else(|e| panic!("{e}"));
+        let summary = Summary::read(dir.path(), false).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(summary.counts_of(&["m-a"]), vec![3]);
     }
 
     /// A header that does not read is counted again from the lines.
