@@ -93,13 +93,7 @@ pub fn read(
             &dates,
             now,
         )?);
-        for id in counts.keys() {
-            if let Some(entry) = session.store().entry(id)?
-                && dates.contains_day(projections::time::day_of(&entry.created_at))
-            {
-                in_range.insert(id.clone());
-            }
-        }
+        created_in(session.store(), &counts, &dates, &mut in_range)?;
         // The session (and its store lock) ends here, before the next project is read.
     }
     if bounded {
@@ -150,6 +144,71 @@ pub fn lifecycle_inputs(
         last_run,
         access_histogram,
     })
+}
+
+/// Adds to `in_range` the ids of `counts` that `store` holds and that were created on a day of
+/// `dates`. Many ids are looked up in one scan of the text index's feature records, which hold
+/// each active entry's creation time (reading and parsing each entry's state took the dashboard
+/// 800 ms once all of 100,000 entries had been read); the others from their state.
+///
+/// # Errors
+/// When the store cannot be read.
+fn created_in(
+    store: &crate::store::Store,
+    counts: &BTreeMap<String, u64>,
+    dates: &DateRange,
+    in_range: &mut std::collections::BTreeSet<String>,
+) -> Result<()> {
+    use crate::retrieval::features::DocFeatures;
+    // The ids whose creation the scan did not give: read from their state.
+    let mut unknown: Vec<&String> = Vec::new();
+    if counts.len() > crate::store::tuning::scan_created_from() {
+        // The range as Unix milliseconds, `[from, to + 1 day)`: the day of a creation time is
+        // in the range exactly when the time is.
+        let start = |day: &str| {
+            chrono::NaiveDate::parse_from_str(day, "%Y-%m-%d")
+                .ok()
+                .and_then(|d| d.and_hms_opt(0, 0, 0))
+                .map(|t| t.and_utc().timestamp_millis())
+        };
+        let from = dates.from.as_deref().map(start);
+        let to = dates
+            .to
+            .as_deref()
+            .map(|d| start(d).map(|ms| ms + crate::retrieval::rank::MS_PER_DAY));
+        // Both in id order: one walk through the ids read beside the scan.
+        let mut ids = counts.keys().peekable();
+        store.scan_index(crate::retrieval::text_index::DOC_PREFIX, |id, value| {
+            while let Some(passed) = ids.next_if(|held| held.as_bytes() < id) {
+                unknown.push(passed);
+            }
+            let Some(held) = ids.next_if(|held| held.as_bytes() == id) else {
+                return true;
+            };
+            match DocFeatures::decode(value).filter(|f| f.created != 0) {
+                Some(f) => {
+                    let after = from.is_none_or(|from| from.is_some_and(|ms| f.created >= ms));
+                    let before = to.is_none_or(|to| to.is_some_and(|ms| f.created < ms));
+                    if after && before {
+                        in_range.insert(held.clone());
+                    }
+                }
+                None => unknown.push(held),
+            }
+            ids.peek().is_some()
+        })?;
+        unknown.extend(ids);
+    } else {
+        unknown.extend(counts.keys());
+    }
+    for id in unknown {
+        if let Some(entry) = store.entry(id)?
+            && dates.contains_day(projections::time::day_of(&entry.created_at))
+        {
+            in_range.insert(id.clone());
+        }
+    }
+    Ok(())
 }
 
 /// Reads per entry id at or before `now`, over the access logs of `projects`.

@@ -75,8 +75,8 @@ impl Summary {
                     return Ok(Self::of_lines(header.into_bytes(), rest));
                 };
                 // A header edited by hand may state any length: never more than the file.
-                let mut counts =
-                    vec![0; stated.counts_len.min(usize::try_from(size).unwrap_or(usize::MAX))];
+                let cap = usize::try_from(size).unwrap_or(usize::MAX);
+                let mut counts = vec![0; stated.counts_len.min(cap)];
                 let read = read_up_to(&mut file, &mut counts)?;
                 counts.truncate(read);
                 let mut times = Vec::new();

@@ -454,6 +454,7 @@ pub mod tuning {
         positions_from_df: usize,
         compact_from_lines: u64,
         split_walk_from: usize,
+        scan_created_from: usize,
     }
 
     const DEFAULT: Sizes = Sizes {
@@ -464,6 +465,7 @@ pub mod tuning {
         positions_from_df: 1024,
         compact_from_lines: 2048,
         split_walk_from: 16_384,
+        scan_created_from: 256,
     };
 
     thread_local! {
@@ -517,10 +519,16 @@ pub mod tuning {
         SIZES.get().split_walk_from
     }
 
+    /// Entries read from which `stats` over a range of days finds their creation days in one
+    /// scan of the text index's feature records rather than entry by entry.
+    pub fn scan_created_from() -> usize {
+        SIZES.get().scan_created_from
+    }
+
     /// Makes every threshold tiny on this thread, for tests: chunks of two events, appends of
     /// three updates, a replay from 600 bytes, rebuild steps of three entries, postings by
     /// positions for any term in an eighth of the entries, compaction due from 8 lines, a
-    /// query's walk split from two postings.
+    /// query's walk split from two postings, creation days scanned for any entry read.
     pub fn shrink_for_tests() {
         SIZES.set(Sizes {
             apply_chunk: 2,
@@ -530,6 +538,7 @@ pub mod tuning {
             positions_from_df: 1,
             compact_from_lines: 8,
             split_walk_from: 2,
+            scan_created_from: 0,
         });
     }
 
