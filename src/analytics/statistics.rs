@@ -405,9 +405,13 @@ fn access_buckets(histogram: &BTreeMap<u64, u64>, total: i64) -> BTreeMap<String
             5..=19 => "5-19",
             _ => "20+",
         };
-        *out.entry(b.to_owned()).or_insert(0) += i64::try_from(*entries).unwrap_or(i64::MAX);
+        let n = out.entry(b.to_owned()).or_insert(0);
+        *n = n.saturating_add(i64::try_from(*entries).unwrap_or(i64::MAX));
     }
-    let accessed: i64 = out.iter().filter(|(b, _)| *b != "0").map(|(_, n)| *n).sum();
+    let accessed: i64 = out
+        .iter()
+        .filter(|(b, _)| *b != "0")
+        .fold(0i64, |sum, (_, n)| sum.saturating_add(*n));
     *out.entry("0".to_owned()).or_insert(0) += total.saturating_sub(accessed).max(0);
     out
 }

@@ -181,7 +181,8 @@ fn staged_context(ctx: &Ctx, repo: &crate::git::repo::Repo, project: &Project) -
         let event = crate::log::read::decode(&log, &line)?;
         events.push((event, String::from_utf8_lossy(line.bytes).into_owned()));
     }
-    let session = crate::store::session::Session::detached(project, events)?;
+    let session =
+        crate::store::session::Session::detached(project, events, crate::store::session::Keep::No)?;
     let entries = sync_context::entries(session.store())?;
     let secrets = session.store().secrets()?;
     Ok(sync_context::render(project.name.as_str(), &entries, &secrets).text)

@@ -496,8 +496,17 @@ impl Ctx {
         all_missing_parents: bool,
     ) -> Result<crate::store::session::Session> {
         if let Some(as_of) = &self.as_of {
+            // Taken before the events are read: a kept store is let go if the log changes
+            // (see `Session::detached`).
+            let log_was = crate::log::stamp::FileStamp::at(&project.log_path())
+                .ok()
+                .flatten();
             let (events, _) = crate::git::as_of::events_as_of(project, as_of)?;
-            let session = crate::store::session::Session::detached(project, events)?;
+            let session = crate::store::session::Session::detached(
+                project,
+                events,
+                crate::store::session::Keep::IfLogIs(log_was),
+            )?;
             for w in session.report.warnings() {
                 output::warn(&w.message);
             }

@@ -231,7 +231,8 @@ pub fn frequency_distribution(histogram: &Histogram) -> BTreeMap<&'static str, u
             10..=49 => "10-49",
             _ => "50+",
         };
-        *out.entry(bucket).or_insert(0) += entries;
+        let n: &mut u64 = out.entry(bucket).or_insert(0);
+        *n = n.saturating_add(*entries);
     }
     out
 }

@@ -33,6 +33,9 @@ pub const OLD_FILE: &str = "access-summary.json";
 /// The first words of the header line: the form and its version.
 const HEADER: &str = "memlog-access-summary 1";
 
+/// The longest header read: past it, the header is taken as damaged and the lines are counted.
+const HEADER_MAX: u64 = 64 * 1024;
+
 /// How many entries have each access count (count, entries), the count of an entry never read
 /// (0) left out.
 pub type Histogram = BTreeMap<u64, u64>;
@@ -66,7 +69,8 @@ impl Summary {
                 let size = file.metadata()?.len();
                 let mut file = std::io::BufReader::with_capacity(64 * 1024, file);
                 let mut header = String::new();
-                file.read_line(&mut header)?;
+                // A header is a few hundred bytes; one edited by hand may be anything.
+                (&mut file).take(HEADER_MAX).read_line(&mut header)?;
                 let Some(stated) = parse_header(&header) else {
                     // Not a header this version writes (cut short, edited by hand): the file is
                     // read as a whole and counted again from its lines.
@@ -116,7 +120,9 @@ impl Summary {
             Err(e) => return Err(e.into()),
         };
         let mut header = String::new();
-        std::io::BufReader::new(file).read_line(&mut header)?;
+        std::io::BufReader::new(file)
+            .take(HEADER_MAX)
+            .read_line(&mut header)?;
         Ok(parse_header(&header).map(|h| h.histogram))
     }
 
@@ -251,7 +257,7 @@ pub fn add_reads(summary: &Summary, reads: &[(&str, u64)]) -> Histogram {
                 histogram.remove(&before);
             }
         }
-        *histogram.entry(before + added).or_insert(0) += 1;
+        *histogram.entry(before.saturating_add(*added)).or_insert(0) += 1;
     }
     histogram
 }
@@ -293,9 +299,19 @@ fn parse_header(line: &str) -> Option<Header> {
         return None;
     }
     let mut histogram = Histogram::new();
+    let mut entries_stated: u64 = 0;
     for part in histogram_text.split(',').filter(|p| !p.is_empty()) {
         let (count, entries) = part.split_once(':')?;
-        histogram.insert(count.parse().ok()?, entries.parse().ok()?);
+        let (count, entries): (u64, u64) = (count.parse().ok()?, entries.parse().ok()?);
+        if count == 0 || entries == 0 || histogram.insert(count, entries).is_some() {
+            return None;
+        }
+        entries_stated = entries_stated.checked_add(entries)?;
+    }
+    // Each entry has a count line of at least four bytes (`m` and a tab, a digit, a newline): a
+    // header that states more entries than its lines can hold was not written by memlog.
+    if entries_stated > (counts_len / 4) as u64 {
+        return None;
     }
     Some(Header {
         histogram,
@@ -383,6 +399,32 @@ mod tests {
         fs_err::write(dir.path().join(FILE), &edited).unwrap_or_else(|e| panic!("{e}"));
         let summary = Summary::read(dir.path(), false).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(summary.counts_of(&["m-a"]), vec![3]);
+    }
+
+    /// A header that states more entries than its count lines can hold, a count of zero or a
+    /// count twice is not believed: the lines are counted instead.
+    #[test]
+    fn a_header_that_cannot_be_true_is_counted_again() {
+        let all: BTreeMap<String, AccessStats> =
+            [("m-a".to_owned(), stats(3)), ("m-b".to_owned(), stats(5))].into();
+        let bytes = render(&all);
+        let header_end = bytes.iter().position(|b| *b == b'\n').map_or(0, |i| i + 1);
+        let counts_len = bytes[header_end..]
+            .split(|b| *b == b'\n')
+            .take(2)
+            .map(|l| l.len() + 1)
+            .sum::<usize>();
+        for histogram in ["3:1000", "0:1,3:1", "3:1,3:1,5:1", "3:18446744073709551615"] {
+            let mut edited =
+                format!("memlog-access-summary 1\t{histogram}\t{counts_len}\n").into_bytes();
+            edited.extend_from_slice(&bytes[header_end..]);
+            let summary = Summary::parse(&edited);
+            assert_eq!(
+                summary.histogram(),
+                &Histogram::from([(3, 1), (5, 1)]),
+                "{histogram}"
+            );
+        }
     }
 
     /// A header that does not read is counted again from the lines.

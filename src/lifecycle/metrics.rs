@@ -76,7 +76,7 @@ pub fn metrics(project: &Project, store: &Store, now: &str) -> Result<LifecycleM
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v))
         .collect();
-    let accessed: u64 = access.values().sum();
+    let accessed: u64 = access.values().fold(0, |sum, n| sum.saturating_add(*n));
     let never = u64::try_from(stats.total_entries)
         .unwrap_or(0)
         .saturating_sub(accessed);

@@ -222,7 +222,22 @@ pub struct Session {
     applied_incrementally: usize,
     /// A private store directory removed when the session ends (see [`Session::detached`]).
     scratch: Option<std::path::PathBuf>,
+    /// A kept `--as-of` store, and the stamp the log had when its events were read: removed
+    /// when the session ends if the log changed meanwhile (a purge may have removed what it
+    /// holds).
+    kept: Option<(std::path::PathBuf, Option<FileStamp>)>,
     lock: FileLock,
+}
+
+/// Whether [`Session::detached`] may keep the store it builds for the next read of the same
+/// events.
+#[derive(Debug, Clone)]
+pub enum Keep {
+    /// A private store, removed when the session ends (events not read from the project's log).
+    No,
+    /// Keep it if the project's log still has this stamp, taken before its events were read,
+    /// when the session ends.
+    IfLogIs(Option<FileStamp>),
 }
 
 /// Finds an event the store holds (see [`Store::stored_event`]).
@@ -496,6 +511,7 @@ impl Session {
             },
             applied_incrementally: 0,
             scratch: None,
+            kept: None,
             lock,
         };
         match broken {
@@ -544,6 +560,7 @@ impl Session {
             },
             applied_incrementally: 0,
             scratch: None,
+            kept: None,
             lock,
         };
         session.rebuild()?;
@@ -1044,7 +1061,7 @@ impl Session {
     ///
     /// # Errors
     /// When the scratch store cannot be built.
-    pub fn detached(project: &Project, events: Vec<(Event, String)>) -> Result<Self> {
+    pub fn detached(project: &Project, events: Vec<(Event, String)>, keep: Keep) -> Result<Self> {
         project.ensure_state_dir()?;
         let root = project.state_dir().join("as-of");
         // Scratch stores of sessions that ended without cleaning up (a killed process).
@@ -1077,7 +1094,14 @@ impl Session {
         // selection before (the same `--as-of` over the same log) is opened again instead of
         // being built again, unless another session is reading it.
         let kept = root.join(format!("{KEPT_PREFIX}{}", selection_key(&events)));
-        if let Ok(Some(lock)) = FileLock::try_acquire(&kept.with_extension("lock")) {
+        if let Keep::IfLogIs(log_was) = keep
+            && let Ok(Some(lock)) = FileLock::try_acquire(&kept.with_extension("lock"))
+        {
+            // Anything but a directory of its own in its place (a link, a file) is no store of
+            // memlog's: never followed, never written through.
+            if fs_err::symlink_metadata(&kept).is_ok_and(|m| !m.is_dir()) {
+                fs_err::remove_file(&kept)?;
+            }
             let built = kept.with_extension("built");
             let reopened = if built.is_file() {
                 Store::open(&kept).ok().filter(|(_, empty)| !*empty)
@@ -1109,6 +1133,7 @@ impl Session {
                 report: report(applied),
                 applied_incrementally: 0,
                 scratch: None,
+                kept: Some((kept, log_was)),
                 lock,
             });
         }
@@ -1131,6 +1156,7 @@ impl Session {
             report: report(applied),
             applied_incrementally: 0,
             scratch: Some(dir),
+            kept: None,
             lock,
         })
     }
@@ -1255,11 +1281,12 @@ pub fn forget_kept_as_of(project: &Project) {
             .and_then(|n| n.to_str())
             .is_some_and(|n| n.starts_with(KEPT_PREFIX));
         if kept
-            && path.is_dir()
+            && path.extension().is_none()
             && let Ok(Some(_held)) = FileLock::try_acquire(&path.with_extension("lock"))
         {
             let _ = fs_err::remove_file(path.with_extension("built"));
             let _ = fs_err::remove_dir_all(&path);
+            let _ = fs_err::remove_file(path.with_extension("lock"));
         }
     }
 }
@@ -1288,16 +1315,45 @@ fn evict_kept(root: &std::path::Path, current: &std::path::Path) {
         })
         .collect();
     kept.sort_by_key(|k| std::cmp::Reverse(k.0));
+    // The lock files of kept stores gone (removed by hand, or by a session that could not
+    // remove its lock file then).
+    if let Ok(entries) = fs_err::read_dir(root) {
+        for lock in entries.flatten().map(|e| e.path()) {
+            let orphan = lock.extension().is_some_and(|x| x == "lock")
+                && lock
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with(KEPT_PREFIX))
+                && !lock.with_extension("").exists()
+                && lock.with_extension("") != current;
+            if orphan && let Ok(Some(_held)) = FileLock::try_acquire(&lock) {
+                let _ = fs_err::remove_file(&lock);
+            }
+        }
+    }
     for (_, path) in kept.into_iter().skip(KEPT_STORES) {
         if let Ok(Some(_held)) = FileLock::try_acquire(&path.with_extension("lock")) {
             let _ = fs_err::remove_file(path.with_extension("built"));
             let _ = fs_err::remove_dir_all(&path);
+            let _ = fs_err::remove_file(path.with_extension("lock"));
         }
     }
 }
 
 impl Drop for Session {
     fn drop(&mut self) {
+        if let Some((dir, log_was)) = self.kept.take() {
+            drop(self.store.take());
+            // The log changed while the store was built or read: a purge among the changes may
+            // have removed what it holds (the purge's own removal of kept stores skipped it, as
+            // this session was reading it). Best effort, like the scratch stores'.
+            let log_is = FileStamp::at(&self.project.log_path()).ok().flatten();
+            if log_is != log_was {
+                let _ = fs_err::remove_file(dir.with_extension("built"));
+                let _ = fs_err::remove_dir_all(&dir);
+            }
+            return;
+        }
         if let Some(dir) = self.scratch.take() {
             drop(self.store.take());
             // Best effort: a leftover is removed by the next detached session of the project.
@@ -1449,6 +1505,89 @@ mod tests {
             .unwrap_or_else(|e| panic!("{e}"));
         let err = session.rebuild_verifying(trusted.as_ref());
         assert!(matches!(err, Err(Error::CorruptLog { .. })), "{err:?}");
+    }
+
+    /// The events of `project`'s log with their lines, as `--as-of` selects them.
+    fn events_of(project: &Project) -> Vec<(Event, String)> {
+        let text = fs_err::read_to_string(project.log_path()).unwrap_or_default();
+        text.lines()
+            .map(|l| {
+                let e = projections::decode_line(l).unwrap_or_else(|e| panic!("{e}"));
+                (e, l.to_owned())
+            })
+            .collect()
+    }
+
+    fn kept_dirs(project: &Project) -> Vec<std::path::PathBuf> {
+        let root = project.state_dir().join("as-of");
+        fs_err::read_dir(&root)
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.path())
+                    .filter(|p| p.extension().is_none())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// A kept `--as-of` store outlives its session only while the log is as it was when the
+    /// events were read: a purge may come while it is built or read, and the purge's own
+    /// removal skips a store a session holds.
+    #[test]
+    fn a_kept_store_is_let_go_when_the_log_changed_meanwhile() {
+        let (_dir, project, lines) = project_of_three();
+        let stamp = || FileStamp::at(&project.log_path()).ok().flatten();
+        let session = Session::detached(&project, events_of(&project), Keep::IfLogIs(stamp()))
+            .unwrap_or_else(|e| panic!("{e}"));
+        drop(session);
+        assert_eq!(kept_dirs(&project).len(), 1, "kept: the log did not change");
+        // Read again: the same store, opened; the log changes while it is read.
+        let was = stamp();
+        let session = Session::detached(&project, events_of(&project), Keep::IfLogIs(was))
+            .unwrap_or_else(|e| panic!("{e}"));
+        fs_err::write(
+            project.log_path(),
+            format!("{}\n{}\n", lines.join("\n"), create(7)),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        drop(session);
+        assert!(kept_dirs(&project).is_empty(), "{:?}", kept_dirs(&project));
+        // Events not read from the log are never kept.
+        let session = Session::detached(&project, events_of(&project), Keep::No)
+            .unwrap_or_else(|e| panic!("{e}"));
+        drop(session);
+        assert!(kept_dirs(&project).is_empty());
+    }
+
+    /// A link (or a file) where a kept store would be is removed, never followed: nothing is
+    /// written where it points.
+    #[test]
+    fn a_kept_store_is_never_written_through_a_link() {
+        let (dir, project, _) = project_of_three();
+        let events = events_of(&project);
+        let stamp = FileStamp::at(&project.log_path()).ok().flatten();
+        let kept = project
+            .state_dir()
+            .join("as-of")
+            .join(format!("{KEPT_PREFIX}{}", selection_key(&events)));
+        fs_err::create_dir_all(kept.parent().unwrap_or(dir.path()))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let elsewhere = dir.path().join("elsewhere");
+        fs_err::create_dir_all(&elsewhere).unwrap_or_else(|e| panic!("{e}"));
+        std::os::unix::fs::symlink(&elsewhere, &kept).unwrap_or_else(|e| panic!("{e}"));
+        let session = Session::detached(&project, events.clone(), Keep::IfLogIs(stamp.clone()))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(session.store().hot_count().ok(), Some(3));
+        drop(session);
+        assert!(fs_err::read_dir(&elsewhere).map_or(0, Iterator::count) == 0);
+        assert!(fs_err::symlink_metadata(&kept).is_ok_and(|m| m.is_dir()));
+        // A file in its place: removed, and the store built.
+        fs_err::remove_dir_all(&kept).unwrap_or_else(|e| panic!("{e}"));
+        fs_err::remove_file(kept.with_extension("built")).unwrap_or_else(|e| panic!("{e}"));
+        fs_err::write(&kept, b"hi").unwrap_or_else(|e| panic!("{e}"));
+        let session = Session::detached(&project, events, Keep::IfLogIs(stamp))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(session.store().hot_count().ok(), Some(3));
     }
 
     /// A build that fails leaves no half-built store behind, and one that failed for a full
