@@ -286,6 +286,20 @@ pub fn has_torn_tail(log: &Path) -> Result<bool> {
     }
 }
 
+/// How long [`repair_tail`] watches an incomplete last line before it repairs it: a program
+/// writing the log meanwhile makes it grow.
+const TAIL_SETTLE: std::time::Duration = std::time::Duration::from_millis(100);
+
+thread_local! {
+    static SETTLE: std::cell::Cell<std::time::Duration> = const { std::cell::Cell::new(TAIL_SETTLE) };
+}
+
+/// Sets how long [`repair_tail`] watches an incomplete last line on this thread, for tests that
+/// cut a log at every byte and repair it each time.
+pub fn watch_torn_tails_for(settle: std::time::Duration) {
+    SETTLE.set(settle);
+}
+
 /// If `log` ends without a newline: when `is_whole(line)` says the last line is a complete event,
 /// adds the missing newline; otherwise moves the partial line, as `set_aside` makes it (the caller
 /// redacts what must not be stored), to `quarantine` (appended, with a newline) and truncates the
@@ -310,6 +324,23 @@ pub fn repair_tail(
     let Some(len) = torn_len(&mut file)? else {
         return Ok(None);
     };
+    // A program outside memlog (a copy, an editor, a checkout) may be writing the log right
+    // now: its last line is then incomplete only for the moment, and cutting it would destroy
+    // what that program writes next at its own offset. A tail that grows within a short wait
+    // is left alone, and the command refused.
+    std::thread::sleep(SETTLE.get());
+    let still = |file: &fs_err::File| -> Result<()> {
+        if file.metadata()?.len() == len {
+            return Ok(());
+        }
+        Err(crate::Error::Rejected {
+            message: format!(
+                "{} ends in an incomplete line that is growing: another program is writing it;                  wait until it has finished (a copy, a checkout), then run the command again",
+                log.display()
+            ),
+        })
+    };
+    still(&file)?;
     // Scan backwards in chunks for the previous newline.
     let mut start = len;
     let mut buf = vec![0u8; 64 * 1024];
@@ -329,6 +360,7 @@ pub fn repair_tail(
     let mut torn = Vec::new();
     file.seek(SeekFrom::Start(offset))?;
     file.read_to_end(&mut torn)?;
+    still(&file)?;
     if is_whole(&torn) {
         file.write_all(b"\n")?;
         file.sync_data()?;
@@ -353,6 +385,42 @@ pub fn repair_tail(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An incomplete last line that grows while it is watched belongs to a program still
+    /// writing the log: it is neither cut nor set aside, and the command is refused; once the
+    /// writer is done, nothing it wrote is missing.
+    #[test]
+    fn a_tail_still_being_written_is_left_alone() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let log = dir.path().join("events.jsonl");
+        let quarantine = dir.path().join("quarantine.jsonl");
+        fs_err::write(&log, b"{\"a\":1}\n{\"b\":").unwrap_or_else(|e| panic!("{e}"));
+        let writer = {
+            let log = log.clone();
+            std::thread::spawn(move || {
+                for _ in 0..30 {
+                    let mut f = std::fs::OpenOptions::new()
+                        .append(true)
+                        .open(&log)
+                        .unwrap_or_else(|e| panic!("{e}"));
+                    f.write_all(b"2222").unwrap_or_else(|e| panic!("{e}"));
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+            })
+        };
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let repaired = repair_tail(&log, &quarantine, |_| false, |b| b);
+        assert!(
+            matches!(&repaired, Err(crate::Error::Rejected { message }) if message.contains("growing")),
+            "{repaired:?}"
+        );
+        if let Err(panic) = writer.join() {
+            std::panic::resume_unwind(panic);
+        }
+        let text = fs_err::read(&log).unwrap_or_default();
+        assert_eq!(text.len(), b"{\"a\":1}\n{\"b\":".len() + 30 * 4);
+        assert!(!quarantine.exists());
+    }
 
     /// Appending and cutting a torn tail refuse a link (it may lead outside the workspace):
     /// its target keeps its bytes.
