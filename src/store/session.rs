@@ -1068,13 +1068,9 @@ impl Session {
         if let Ok(entries) = fs_err::read_dir(&root) {
             for entry in entries.flatten() {
                 let path = entry.path();
-                let kept = path
-                    .file_name()
-                    .and_then(|n| n.to_str())
-                    .is_some_and(|n| n.starts_with(KEPT_PREFIX));
                 let lock = path.with_extension("lock");
                 if path.is_dir()
-                    && !kept
+                    && !is_kept(&path)
                     && let Ok(Some(_held)) = FileLock::try_acquire(&lock)
                 {
                     let _ = fs_err::remove_dir_all(&path);
@@ -1120,11 +1116,11 @@ impl Session {
                     let _ = fs_err::remove_file(&built);
                     let applied = Self::build_detached(&kept, events)?;
                     let (store, _) = Store::open(&kept)?;
-                    crate::log::durable::write_atomic(&built, applied.to_string().as_bytes())?;
                     (store, applied)
                 }
             };
-            // Marks it used now: the least recently used are the ones let go.
+            // Marks it complete, and used now: the least recently used are the ones let go. A
+            // marker not written costs only a build next time.
             let _ = crate::log::durable::write_atomic(&built, applied.to_string().as_bytes());
             evict_kept(&root, &kept);
             return Ok(Self {
@@ -1271,72 +1267,66 @@ fn selection_key(events: &[(Event, String)]) -> String {
 /// for the log's past too; see `crate::git::as_of`). One that a session is reading at that
 /// moment stays until a later purge, rebuild or eviction finds it free.
 pub fn forget_kept_as_of(project: &Project) {
-    let root = project.state_dir().join("as-of");
-    let Ok(entries) = fs_err::read_dir(&root) else {
+    let Ok(entries) = fs_err::read_dir(project.state_dir().join("as-of")) else {
         return;
     };
     for path in entries.flatten().map(|e| e.path()) {
-        let kept = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .is_some_and(|n| n.starts_with(KEPT_PREFIX));
-        if kept
-            && path.extension().is_none()
-            && let Ok(Some(_held)) = FileLock::try_acquire(&path.with_extension("lock"))
-        {
-            let _ = fs_err::remove_file(path.with_extension("built"));
-            let _ = fs_err::remove_dir_all(&path);
-            let _ = fs_err::remove_file(path.with_extension("lock"));
+        if is_kept(&path) && path.extension().is_none() {
+            let_go_if_free(&path);
         }
     }
 }
 
+/// True for the path of a kept `--as-of` store or of one of its files.
+fn is_kept(path: &std::path::Path) -> bool {
+    path.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.starts_with(KEPT_PREFIX))
+}
+
+/// Removes a kept store's directory and its marker (the caller holds its lock).
+fn remove_kept(dir: &std::path::Path) {
+    let _ = fs_err::remove_file(dir.with_extension("built"));
+    let _ = fs_err::remove_dir_all(dir);
+}
+
+/// Removes a kept store, its marker and its lock file, unless a session is reading it.
+fn let_go_if_free(dir: &std::path::Path) {
+    if let Ok(Some(_held)) = FileLock::try_acquire(&dir.with_extension("lock")) {
+        remove_kept(dir);
+        let _ = fs_err::remove_file(dir.with_extension("lock"));
+    }
+}
+
 /// Removes the kept `--as-of` stores of `root` but `current` and the [`KEPT_STORES`] most
-/// recently used before it, skipping any another session is reading.
+/// recently used before it, skipping any another session is reading; and the lock files of
+/// kept stores gone (removed by hand, or by a session that could not remove its lock file).
 fn evict_kept(root: &std::path::Path, current: &std::path::Path) {
     let Ok(entries) = fs_err::read_dir(root) else {
         return;
     };
-    let mut kept: Vec<(std::time::SystemTime, std::path::PathBuf)> = entries
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            p.is_dir()
-                && p != current
-                && p.file_name()
-                    .and_then(|n| n.to_str())
-                    .is_some_and(|n| n.starts_with(KEPT_PREFIX))
-        })
-        .map(|p| {
-            let used = fs_err::metadata(p.with_extension("built"))
-                .and_then(|m| m.modified())
-                .unwrap_or(std::time::UNIX_EPOCH);
-            (used, p)
-        })
-        .collect();
-    kept.sort_by_key(|k| std::cmp::Reverse(k.0));
-    // The lock files of kept stores gone (removed by hand, or by a session that could not
-    // remove its lock file then).
-    if let Ok(entries) = fs_err::read_dir(root) {
-        for lock in entries.flatten().map(|e| e.path()) {
-            let orphan = lock.extension().is_some_and(|x| x == "lock")
-                && lock
-                    .file_name()
-                    .and_then(|n| n.to_str())
-                    .is_some_and(|n| n.starts_with(KEPT_PREFIX))
-                && !lock.with_extension("").exists()
-                && lock.with_extension("") != current;
-            if orphan && let Ok(Some(_held)) = FileLock::try_acquire(&lock) {
-                let _ = fs_err::remove_file(&lock);
+    let mut kept: Vec<(std::time::SystemTime, std::path::PathBuf)> = Vec::new();
+    for path in entries.flatten().map(|e| e.path()).filter(|p| is_kept(p)) {
+        if path.is_dir() {
+            if path != current {
+                let used = fs_err::metadata(path.with_extension("built"))
+                    .and_then(|m| m.modified())
+                    .unwrap_or(std::time::UNIX_EPOCH);
+                kept.push((used, path));
+            }
+        } else if path.extension().is_some_and(|x| x == "lock") {
+            let store = path.with_extension("");
+            if !store.exists()
+                && store != current
+                && let Ok(Some(_held)) = FileLock::try_acquire(&path)
+            {
+                let _ = fs_err::remove_file(&path);
             }
         }
     }
+    kept.sort_by_key(|k| std::cmp::Reverse(k.0));
     for (_, path) in kept.into_iter().skip(KEPT_STORES) {
-        if let Ok(Some(_held)) = FileLock::try_acquire(&path.with_extension("lock")) {
-            let _ = fs_err::remove_file(path.with_extension("built"));
-            let _ = fs_err::remove_dir_all(&path);
-            let _ = fs_err::remove_file(path.with_extension("lock"));
-        }
+        let_go_if_free(&path);
     }
 }
 
@@ -1349,8 +1339,7 @@ impl Drop for Session {
             // this session was reading it). Best effort, like the scratch stores'.
             let log_is = FileStamp::at(&self.project.log_path()).ok().flatten();
             if log_is != log_was {
-                let _ = fs_err::remove_file(dir.with_extension("built"));
-                let _ = fs_err::remove_dir_all(&dir);
+                remove_kept(&dir);
             }
             return;
         }
