@@ -56,6 +56,19 @@ pub const BLOCK_PREFIX: &[u8] = b"tblk\0";
 pub const BASE_PREFIX: &[u8] = b"tbase\0";
 /// Key prefix of the masks of entries whose postings in blocks are stale.
 pub const MASK_PREFIX: &[u8] = b"tmask\0";
+/// Whether an index key (after the index range's prefix) is one of the text index's: they have
+/// a range of their own in the store.
+pub fn is_text_key(key: &[u8]) -> bool {
+    [
+        DOC_PREFIX,
+        TERM_PREFIX,
+        BLOCK_PREFIX,
+        BASE_PREFIX,
+        MASK_PREFIX,
+    ]
+    .iter()
+    .any(|p| key.starts_with(p))
+}
 /// Postings in one block.
 pub const BLOCK_POSTINGS: usize = 512;
 /// Positions in one chunk of the base table.

@@ -2,7 +2,8 @@
 //!
 //! Two keyspaces. `events` maps each event id to its canonical log line. `projections` holds
 //! everything derived, as text keys so that `dump` is readable, in ranges that a replay writes
-//! in one ordered pass (entries in id order, then audit, index and meta):
+//! in two ordered passes at once (entries in id order, then audit, index and meta; and the text
+//! index, whose range comes after them all):
 //!
 //! | record         | key                                        | value                       |
 //! |----------------|--------------------------------------------|-----------------------------|
@@ -13,12 +14,17 @@
 //! | audit          | `~a\0` entry id `/` sequence (8 digits)    | audit record                |
 //! | index          | `~i\0` dimension `\0` value `\0` entry id  | empty (hot entries only)    |
 //! | cold index     | `~i\0cold\0` state `\0` entry id, `~i\0cold_pinned\0true\0` entry id | empty (cold entries only) |
-//! | text index     | `~i\0doc\0…`, `~i\0text\0…`               | see `crate::retrieval::text_index` |
 //! | meta           | `~m\0format`, `~m\0log`, `~m\0stats`      | store format, log fingerprint, statistics |
 //! | missing parents | `~m\0dangling`                           | the events whose parents the log lacks (absent when none) |
 //! | log blocks     | `~m\0log_block\0` block number (10 digits) | hash of one complete MiB of the log (see `Fingerprint`) |
 //! | latest operations | `~m\0recent\0` time `\0` event id      | the operation (the latest 20 only) |
 //! | day statistics | `~m\0stats_day\0` day                     | statistics of the entries created that day |
+//! | text index     | `~t\0doc\0…`, `~t\0text\0…`, `~t\0tblk\0…` | see `crate::retrieval::text_index` |
+//!
+//! The text index is read and written through the same calls as the index ([`Store::scan_index`],
+//! [`Store::index_value`]), which route its prefixes to its own range. Its range comes last so
+//! that a replay writes it as a second ingestion, on the other core, while the first writes the
+//! index: two ingestions of disjoint key ranges both move to the last level without a rewrite.
 //!
 //! A version record says which event made the version and when; the entry's state at that
 //! version is its events folded up to it (the event is the difference between two versions),
@@ -40,7 +46,7 @@ use std::path::{Path, PathBuf};
 
 /// Bumped whenever the layout or the meaning of a projection changes: a store of another format
 /// is rebuilt from the log, never misread.
-pub const STORE_FORMAT: &str = "memlog-store-25";
+pub const STORE_FORMAT: &str = "memlog-store-26";
 
 /// Journal size above which opening the store first flushes its memtables and starts a new
 /// journal, so that a process replays little whatever the history of writes. Replaying 512 KiB
@@ -77,6 +83,23 @@ const T_VERSION: u8 = b'v';
 const AUDIT: &[u8] = b"~a\0";
 const INDEX: &[u8] = b"~i\0";
 const META: &[u8] = b"~m\0";
+/// The text index's range (see the module's documentation); after every other range.
+const TEXT: &[u8] = b"~t\0";
+
+/// The range of an index record whose key, after the range's prefix, is `key`: the text
+/// index's records have a range of their own.
+fn index_range(key: &[u8]) -> &'static [u8] {
+    if crate::retrieval::text_index::is_text_key(key) {
+        TEXT
+    } else {
+        INDEX
+    }
+}
+
+/// The full key of the index record `key` (after its range's prefix).
+fn index_key(key: &[u8]) -> Vec<u8> {
+    [index_range(key), key].concat()
+}
 
 /// How far into the log the store has applied, and how to recognise that prefix cheaply.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -301,11 +324,11 @@ fn index_prefix(dim: &str, value: &str) -> Vec<u8> {
     k
 }
 
-/// The text index records of a hot entry, under the index range.
+/// The text index records of a hot entry, under the text index's range.
 fn text_records(id: &str, text: &Analysis) -> Vec<(Vec<u8>, Vec<u8>)> {
     text.records(id)
         .into_iter()
-        .map(|(k, v)| ([INDEX, k.as_slice()].concat(), v))
+        .map(|(k, v)| ([TEXT, k.as_slice()].concat(), v))
         .collect()
 }
 
@@ -1013,11 +1036,7 @@ impl Store {
                 // Its postings in blocks, if a rebuild wrote some, no longer hold.
                 batch.insert(
                     proj,
-                    [
-                        INDEX,
-                        crate::retrieval::text_index::mask_key(&entry).as_slice(),
-                    ]
-                    .concat(),
+                    index_key(&crate::retrieval::text_index::mask_key(&entry)),
                     b"".as_slice(),
                 );
             }
@@ -1364,7 +1383,7 @@ impl Store {
         prefix: &[u8],
         mut visit: impl FnMut(&[u8], &[u8]) -> bool,
     ) -> Result<()> {
-        let full = [INDEX, prefix].concat();
+        let full = index_key(prefix);
         for item in self.ks[K_PROJ].prefix(&full) {
             let (key, value) = item.into_inner().map_err(|e| self.err(e))?;
             if !visit(&key[full.len()..], &value) {
@@ -1463,8 +1482,7 @@ impl Store {
     /// # Errors
     /// When the store cannot be read.
     pub fn index_value(&self, key: &[u8]) -> Result<Option<fjall::Slice>> {
-        let full = [INDEX, key].concat();
-        self.ks[K_PROJ].get(&full).map_err(|e| self.err(e))
+        self.ks[K_PROJ].get(index_key(key)).map_err(|e| self.err(e))
     }
 
     /// Hot entries by id, in the order given (ids that are not hot are left out).
@@ -1722,7 +1740,9 @@ impl Store {
                         continue;
                     }
                     ("meta", rest.to_vec())
-                } else if let Some(rest) = key.strip_prefix(INDEX) {
+                } else if let Some(rest) =
+                    key.strip_prefix(INDEX).or_else(|| key.strip_prefix(TEXT))
+                {
                     use crate::retrieval::text_index::{
                         BASE_PREFIX, BLOCK_PREFIX, MASK_PREFIX, TERM_PREFIX,
                     };

@@ -24,19 +24,17 @@ fn fold_group(entry: &str, events: &[&Event], scan: bool) -> Derived {
 enum Batch {
     /// Records of consecutive entries, in entry order, with each entry's entry-event keys.
     Entries(Vec<(Vec<Vec<u8>>, EntryRecords)>),
-    /// The last records: the index keys, sorted, and the meta records.
+    /// The last records: the index keys, sorted, the meta records, and the text index.
     Tail {
         /// Made one at a time as they are written: held at once, the million keys of 100,000
         /// entries were a quarter of a rebuild's peak memory.
         index: Box<dyn Iterator<Item = Vec<u8>> + Send>,
-        /// The text index records: `doc` records, then postings, each in key order.
+        /// The text index records (its own range, after the meta records): `doc` records, the
+        /// base table, then postings, each in key order.
         text: Box<dyn Iterator<Item = (Vec<u8>, Vec<u8>)> + Send>,
         meta: Vec<(Vec<u8>, Vec<u8>)>,
     },
 }
-
-/// Text records handed at a time from the thread that makes them to the one that writes them.
-const TEXT_CHUNK: usize = 256;
 
 /// Index terms gathered over a whole replay: per dimension and value, the positions (in entry
 /// order) of the entries that have it (hot entries' terms, and cold entries' cold-index terms).
@@ -158,7 +156,7 @@ impl TextBuckets {
         };
         let docs = (0..f1.1.len()).filter_map(move |i| {
             let value = feature_of(&f1, i)?;
-            let key = [INDEX, DOC_PREFIX, e1.get(i)?.as_bytes()].concat();
+            let key = [TEXT, DOC_PREFIX, e1.get(i)?.as_bytes()].concat();
             Some((key, value))
         });
         let (f2, e2) = (features.clone(), entries.clone());
@@ -172,7 +170,7 @@ impl TextBuckets {
                 let id = e2.get(i).map_or("", String::as_str);
                 push_to_base(&mut chunk, id.as_bytes(), feature_of(&f2, i).as_deref());
             }
-            ([INDEX, base_key(c).as_slice()].concat(), chunk)
+            ([TEXT, base_key(c).as_slice()].concat(), chunk)
         });
         let hot = f3.1.iter().filter(|h| **h).count();
         // Read here: the records are made on another thread, which has its own settings.
@@ -194,7 +192,7 @@ impl TextBuckets {
                             previous = Some(*pos);
                         }
                         let key = block_key(&term, &first.to_be_bytes());
-                        return Some(([INDEX, key.as_slice()].concat(), block));
+                        return Some(([TEXT, key.as_slice()].concat(), block));
                     }
                     let mut block = Vec::with_capacity(1 + chunk.len() * (32 + size));
                     block.push(INLINE_BLOCK);
@@ -204,7 +202,7 @@ impl TextBuckets {
                         push_inline(&mut block, e3.get(i)?.as_bytes(), tf, f);
                     }
                     let key = block_key(&term, e3.get(first as usize)?.as_bytes());
-                    Some(([INDEX, key.as_slice()].concat(), block))
+                    Some(([TEXT, key.as_slice()].concat(), block))
                 })
                 .collect();
             blocks
@@ -771,49 +769,40 @@ impl Store {
                     }
                 }
                 Batch::Tail { index, text, meta } => {
-                    // `~a` < `~i` < `~m`, all after every entry id (`m-…`).
-                    for (key, value) in audit.drain(..) {
-                        ingestion.write(key, value).map_err(|e| self.err(e))?;
-                    }
-                    // The text records (the postings copied into blocks, most of the bytes
-                    // of a store) are made on a thread of their own, so that this one only
-                    // compresses and writes them: at the end of a rebuild nothing else is left
-                    // to run on the other core.
-                    let (give, take) = std::sync::mpsc::sync_channel::<Vec<(Vec<u8>, Vec<u8>)>>(4);
+                    // The text index (the postings copied into blocks, most of the bytes of a
+                    // store) has the last range of the keyspace: it is a second ingestion, made
+                    // and written on a thread of its own while this one writes the audit, the
+                    // index and the meta records, so that the end of a rebuild keeps both
+                    // cores busy. The two ranges are disjoint, so both ingestions move to the
+                    // last level as they are.
                     std::thread::scope(|scope| -> Result<()> {
-                        scope.spawn(move || {
-                            let mut text = text;
-                            loop {
-                                let chunk: Vec<_> = text.by_ref().take(TEXT_CHUNK).collect();
-                                if chunk.is_empty() || give.send(chunk).is_err() {
-                                    break;
-                                }
+                        let texts = scope.spawn(move || -> Result<()> {
+                            let mut ingestion =
+                                self.ks[K_PROJ].start_ingestion().map_err(|e| self.err(e))?;
+                            for (key, value) in text {
+                                ingestion.write(key, value).map_err(|e| self.err(e))?;
                             }
+                            ingestion.finish().map_err(|e| self.err(e))
                         });
-                        // Index keys and text records interleave by key (`doc` and `text` are
-                        // two dimensions among the others): merge the two ordered streams.
-                        let mut plain = index.peekable();
-                        let mut text = take.into_iter().flatten().peekable();
-                        loop {
-                            let take_text = match (plain.peek(), text.peek()) {
-                                (None, None) => break,
-                                (Some(_), None) => false,
-                                (None, Some(_)) => true,
-                                (Some(k), Some((t, _))) => t < k,
-                            };
-                            let (key, value) = if take_text {
-                                text.next().unwrap_or_default()
-                            } else {
-                                (plain.next().unwrap_or_default(), Vec::new())
-                            };
-                            ingestion.write(key, value).map_err(|e| self.err(e))?;
-                        }
-                        Ok(())
+                        // `~a` < `~i` < `~m`, all after every entry id (`m-…`).
+                        let written = (|| {
+                            for (key, value) in audit.drain(..) {
+                                ingestion.write(key, value).map_err(|e| self.err(e))?;
+                            }
+                            for key in index {
+                                ingestion.write(key, b"").map_err(|e| self.err(e))?;
+                            }
+                            for (key, value) in meta {
+                                ingestion.write(key, value).map_err(|e| self.err(e))?;
+                            }
+                            ingestion.finish().map_err(|e| self.err(e))
+                        })();
+                        let texts = match texts.join() {
+                            Ok(r) => r,
+                            Err(panic) => std::panic::resume_unwind(panic),
+                        };
+                        written.and(texts)
                     })?;
-                    for (key, value) in meta {
-                        ingestion.write(key, value).map_err(|e| self.err(e))?;
-                    }
-                    ingestion.finish().map_err(|e| self.err(e))?;
                     self.settle(K_PROJ);
                     return Ok(());
                 }
