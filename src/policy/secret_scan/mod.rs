@@ -81,6 +81,26 @@ struct Rule {
     check: Check,
     /// Its keywords, as positions in [`KEYWORDS`].
     keys: Option<Vec<usize>>,
+    /// What a text must hold for the rule to be tried (see [`Rule::may_match`]).
+    gate: Gate,
+    /// Its rank among the findings (see [`scan_with`]).
+    rank: usize,
+}
+
+/// What a text must hold for a rule to be tried, decided once per rule rather than by its
+/// id on every scan.
+#[derive(Clone, Copy)]
+enum Gate {
+    /// One of its keywords.
+    Keys,
+    /// One of its keywords and a `@` (credentials in a URL).
+    KeysAndAt,
+    /// A run of 13 digits (card numbers).
+    DigitRun,
+    /// The shape of a social security number.
+    SsnShape,
+    /// Nothing: always tried.
+    Always,
 }
 
 impl Rule {
@@ -93,15 +113,14 @@ impl Rule {
     /// Whether `lower` (the text in ASCII lowercase, holding the keywords `present`) could
     /// hold a match at all.
     fn may_match(&self, lower: &str, present: &Present) -> bool {
-        match &self.keys {
+        let keys = || self.keys.as_deref().is_some_and(|k| present.any(k));
+        match self.gate {
+            Gate::Keys => keys(),
             // Credentials in a URL need both the scheme separator and the userinfo `@`.
-            Some(keys) if matches!(self.id, "credentials-in-url" | "url-userinfo-token") => {
-                present.any(keys) && lower.contains('@')
-            }
-            Some(keys) => present.any(keys),
-            None if self.id == "credit-card-number" => has_digit_run(lower, 13),
-            None if self.id == "us-ssn" => has_ssn_shape(lower),
-            None => true,
+            Gate::KeysAndAt => keys() && lower.contains('@'),
+            Gate::DigitRun => has_digit_run(lower, 13),
+            Gate::SsnShape => has_ssn_shape(lower),
+            Gate::Always => true,
         }
     }
 }
@@ -541,20 +560,43 @@ const URI_RULES: &[(&str, &str, &str, Check)] = &[
 ];
 
 fn compile(table: &'static [(&str, &str, &str, Check)]) -> Vec<Rule> {
+    // Rules from `credentials-in-url` on judge by context: any other rule's finding on the
+    // same characters is preferred.
+    let context_from = table
+        .iter()
+        .position(|(id, ..)| *id == "credentials-in-url")
+        .unwrap_or(table.len());
     table
         .iter()
-        .map(|(id, description, pattern, check)| Rule {
-            id,
-            description,
-            pattern,
-            re: std::sync::OnceLock::new(),
-            check: *check,
-            keys: keywords(id).map(|words| {
+        .enumerate()
+        .map(|(index, (id, description, pattern, check))| {
+            let keys: Option<Vec<usize>> = keywords(id).map(|words| {
                 words
                     .iter()
                     .filter_map(|w| KEYWORDS.words.binary_search(w).ok())
                     .collect()
-            }),
+            });
+            let gate = match (&keys, *id) {
+                (Some(_), "credentials-in-url" | "url-userinfo-token") => Gate::KeysAndAt,
+                (Some(_), _) => Gate::Keys,
+                (None, "credit-card-number") => Gate::DigitRun,
+                (None, "us-ssn") => Gate::SsnShape,
+                (None, _) => Gate::Always,
+            };
+            Rule {
+                id,
+                description,
+                pattern,
+                re: std::sync::OnceLock::new(),
+                check: *check,
+                keys,
+                gate,
+                rank: if index >= context_from {
+                    CONTEXT_BASE + index
+                } else {
+                    index
+                },
+            }
         })
         .collect()
 }
@@ -687,16 +729,8 @@ fn scan_with(rules: &'static [Rule], text: &str) -> Vec<Raw> {
     let mut out = Vec::new();
     let lower = text.to_ascii_lowercase();
     let present = Present::of(&lower);
-    let context_from = rules
-        .iter()
-        .position(|r| r.id == "credentials-in-url")
-        .unwrap_or(rules.len());
-    for (index, rule) in rules.iter().enumerate() {
-        let rank = if index >= context_from {
-            CONTEXT_BASE + index
-        } else {
-            index
-        };
+    for rule in rules {
+        let rank = rule.rank;
         if !rule.may_match(&lower, &present) {
             continue;
         }
