@@ -902,6 +902,8 @@ pub fn decode_line(line: &str) -> Result<Event, EventError> {
     }
 }
 
+pub use crate::fast_decode::{Header, trusted_header};
+
 /// Decodes again a line that [`decode_line`] accepted before (the same bytes, still in memory),
 /// without hashing it again: a replay that reads each line twice, to group the events by entry
 /// and then to fold them, verifies each line once. Lines the one-pass reader does not take get

@@ -254,6 +254,25 @@ impl<'a> Scanner<'a> {
     }
 
     /// A string member value without escapes, as text.
+    /// The plain strings of an array whose `[` was just read, through its `]`.
+    fn string_list(&mut self) -> Option<Vec<&'a str>> {
+        let mut items = Vec::new();
+        if self.eat(b"]").is_some() {
+            return Some(items);
+        }
+        loop {
+            items.push(self.plain_string()?);
+            match self.peek()? {
+                b',' => self.i += 1,
+                b']' => {
+                    self.i += 1;
+                    return Some(items);
+                }
+                _ => return None,
+            }
+        }
+    }
+
     fn plain_string(&mut self) -> Option<&'a str> {
         let (span, escaped) = self.string()?;
         if escaped {
@@ -368,20 +387,7 @@ fn decode_fast(line: &str, verify_ids: bool) -> Option<Event> {
     s.eat(b",")?;
     let id_member_end = s.i;
     s.eat(b"\"parents\":[")?;
-    let mut parents = Vec::new();
-    if s.eat(b"]").is_none() {
-        loop {
-            parents.push(s.plain_string()?.to_owned());
-            match s.peek()? {
-                b',' => s.i += 1,
-                b']' => {
-                    s.i += 1;
-                    break;
-                }
-                _ => return None,
-            }
-        }
-    }
+    let parents = s.string_list()?.into_iter().map(str::to_owned).collect();
     s.eat(b",\"type\":")?;
     let type_name = s.plain_string()?;
     s.eat(b",\"v\":1}")?;
@@ -452,6 +458,44 @@ fn decode_fast(line: &str, verify_ids: bool) -> Option<Event> {
         _ => {}
     }
     Some(event)
+}
+
+/// What grouping events by entry needs of a line: the event's id, entry and parents.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Header<'a> {
+    pub id: &'a str,
+    pub entry: &'a str,
+    pub parents: Vec<&'a str>,
+}
+
+/// The [`Header`] of a line verified before (see [`crate::event::decode_verified_line`]), read
+/// without decoding its data: a replay reads every line twice, and the first read only groups
+/// the events by entry. `None` for a line this reader does not take, and for a supersede (its
+/// data may name the entry it creates, a second entry the event projects onto): decode those.
+pub fn trusted_header(line: &str) -> Option<Header<'_>> {
+    let mut s = Scanner {
+        b: line.as_bytes(),
+        i: 0,
+    };
+    s.eat(b"{\"actor\":")?;
+    s.string()?;
+    s.eat(b",\"at\":")?;
+    s.plain_string()?;
+    s.eat(b",\"data\":")?;
+    s.object(1)?;
+    s.eat(b",\"entry\":")?;
+    let entry = s.plain_string()?;
+    s.eat(b",\"id\":")?;
+    let id = s.plain_string()?;
+    s.eat(b",\"parents\":[")?;
+    let parents = s.string_list()?;
+    s.eat(b",\"type\":")?;
+    let kind = EventType::parse(s.plain_string()?)?;
+    s.eat(b",\"v\":1}")?;
+    if s.i != line.len() || kind == EventType::Supersede {
+        return None;
+    }
+    Some(Header { id, entry, parents })
 }
 
 #[cfg(test)]
@@ -532,8 +576,52 @@ mod tests {
         for e in events {
             let line = e.to_line().unwrap_or_default();
             assert_eq!(decode_valid_line(&line).as_ref(), Some(&e), "{line}");
+            // The header read alone names what the whole decoding does; a supersede is left
+            // to it (its data may name a second entry).
+            let header = trusted_header(&line);
+            if matches!(e.data, EventData::Supersede { .. }) {
+                assert_eq!(header, None, "{line}");
+            } else {
+                let parents: Vec<&str> = e.parents.iter().map(String::as_str).collect();
+                let expected = Header {
+                    id: &e.id,
+                    entry: &e.entry,
+                    parents,
+                };
+                assert_eq!(header, Some(expected), "{line}");
+            }
             assert_eq!(reference_decode_line(&line), Ok(e));
         }
+    }
+
+    /// A line the header reader takes is one whose structure is an event's: cut short or
+    /// with a member out of order, it is left to the decoder.
+    #[test]
+    fn the_header_reader_takes_only_whole_event_lines() {
+        let at = "2026-11-22T10:31:12.123Z";
+        let Ok(e) = Event::build(
+            "",
+            "a",
+            at,
+            vec![],
+            EventData::Create {
+                fields: fields(),
+                status: Status::Active,
+            },
+        ) else {
+            panic!("create does not build")
+        };
+        let line = e.to_line().unwrap_or_default();
+        assert!(trusted_header(&line).is_some());
+        for cut in [1, line.len() / 2, line.len() - 1] {
+            assert_eq!(trusted_header(&line[..cut]), None, "cut at {cut}");
+        }
+        let swapped = line.replacen("\"actor\":\"a\",", "", 1).replacen(
+            "\"v\":1}",
+            "\"v\":1,\"actor\":\"a\"}",
+            1,
+        );
+        assert_eq!(trusted_header(&swapped), None);
     }
 
     proptest::proptest! {

@@ -279,6 +279,29 @@ fn first_pass(log: &LogFile, verify: Verify) -> Result<FirstPass> {
             let parts = crate::parallel::map_chunks(&lines, |part| {
                 part.iter()
                     .map(|l| {
+                        let seen = |id: String, entry: String, parents, replacement| Seen {
+                            offset: l.offset,
+                            len: u32::try_from(l.bytes.len()).unwrap_or(u32::MAX),
+                            number: l.number,
+                            // A line that does not decode failed before this is read.
+                            marked: crate::log::tombstones::marked(
+                                std::str::from_utf8(l.bytes).unwrap_or_default(),
+                            ),
+                            id,
+                            entry,
+                            replacement,
+                            parents,
+                        };
+                        // A line verified before needs no decoding to be grouped (its data is
+                        // decoded when its entry is folded): the header is enough.
+                        if verify == Verify::Trusted
+                            && let Some(h) = std::str::from_utf8(l.bytes)
+                                .ok()
+                                .and_then(projections::event::trusted_header)
+                        {
+                            let parents = h.parents.iter().map(|p| (*p).to_owned()).collect();
+                            return Ok(seen(h.id.to_owned(), h.entry.to_owned(), parents, None));
+                        }
                         let e = match verify {
                             Verify::Hashes => event_log::decode(path, l)?,
                             Verify::Trusted => event_log::decode_trusted(path, l)?,
@@ -291,18 +314,7 @@ fn first_pass(log: &LogFile, verify: Verify) -> Result<FirstPass> {
                             } => Some(by.clone()),
                             _ => None,
                         };
-                        // `decode` proved the line is UTF-8.
-                        let text = std::str::from_utf8(l.bytes).unwrap_or_default();
-                        Ok(Seen {
-                            offset: l.offset,
-                            len: u32::try_from(l.bytes.len()).unwrap_or(u32::MAX),
-                            number: l.number,
-                            marked: crate::log::tombstones::marked(text),
-                            id: e.id,
-                            entry: e.entry,
-                            replacement,
-                            parents: e.parents,
-                        })
+                        Ok(seen(e.id, e.entry, e.parents, replacement))
                     })
                     .collect::<Result<Vec<_>>>()
             });

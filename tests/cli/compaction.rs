@@ -2,6 +2,7 @@
 //! as a rebuilt store does, loses nothing written meanwhile, and starts by itself when due.
 
 use crate::common::{Env, add_args, output};
+#[cfg(debug_assertions)]
 use std::time::{Duration, Instant};
 
 /// A project grown by single writes: creates, a supersede and a pin.
