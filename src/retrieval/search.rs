@@ -199,12 +199,14 @@ pub fn search(sources: &[Source<'_>], req: &Request) -> Result<Answer> {
         }
     }
 
-    // Components and rules are made for the few returned; for every candidate, only its score
-    // (the same value: `rank::composite` and `rank::with_relevance` share its formulas).
-    let score_of = |c: &Candidate| {
-        let rules = rank::rules(&c.features, &req.params);
-        let sm = scope_match(c.features.scope_hash, scope);
-        let comp = rank::composite(&c.features, sm, &rules, &req.params);
+    // Components and rules are made for the few returned, from their entries' features; for
+    // every candidate, only its score (the same value: `rank::composite` and
+    // `rank::with_relevance` share its formulas, and the features are a function of the entry).
+    let score_of = |c: &Candidate, entry: &EntryState| {
+        let features = DocFeatures::of(entry);
+        let rules = rank::rules(&features, &req.params);
+        let sm = scope_match(features.scope_hash, scope);
+        let comp = rank::composite(&features, sm, &rules, &req.params);
         let comp = if text {
             rank::with_relevance(comp, c.bm25, best)
         } else {
@@ -233,16 +235,15 @@ pub fn search(sources: &[Source<'_>], req: &Request) -> Result<Answer> {
         let (ca, cb) = (cands.get(a.1), cands.get(b.1));
         let first = match req.order {
             Order::Score => std::cmp::Ordering::Equal,
-            Order::Confidence => cb.features.confidence.cmp(&ca.features.confidence).then(
-                cb.features
-                    .evidence_quality
-                    .cmp(&ca.features.evidence_quality),
-            ),
+            Order::Confidence => cb
+                .confidence
+                .cmp(&ca.confidence)
+                .then(cb.evidence_quality.cmp(&ca.evidence_quality)),
         };
         first
             .then(by_score)
-            .then(cb.features.confidence.cmp(&ca.features.confidence))
-            .then(cb.features.updated.cmp(&ca.features.updated))
+            .then(cb.confidence.cmp(&ca.confidence))
+            .then(cb.updated.cmp(&ca.updated))
             .then(sources[ca.src].global.cmp(&sources[cb.src].global))
             .then(ca.id.cmp(&cb.id))
     };
@@ -266,7 +267,7 @@ pub fn search(sources: &[Source<'_>], req: &Request) -> Result<Answer> {
         let Some(entry) = load(c)? else {
             continue;
         };
-        let (components, rules) = score_of(c);
+        let (components, rules) = score_of(c, &entry);
         let matched_terms = if !text {
             Vec::new()
         } else if terms.len() <= 64 {
@@ -483,7 +484,9 @@ fn candidate(
     Candidate {
         src,
         id,
-        features,
+        confidence: features.confidence,
+        evidence_quality: features.evidence_quality,
+        updated: features.updated,
         bm25: 0.0,
         pending,
         matched,
