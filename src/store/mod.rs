@@ -657,6 +657,30 @@ const DANGLING: &str = "dangling";
 /// entry id to where (see [`crate::policy::stored`]). Absent when there are none.
 const SECRETS: &str = "secrets";
 
+/// A store opened by [`Store::open_checked`].
+pub enum Opened {
+    /// The store, and whether it is empty (and so needs a full build).
+    Current(Store, bool),
+    /// A store written by another version of memlog, closed and left as it was: the format it
+    /// names (`None` when it names none).
+    OtherFormat(Option<String>),
+}
+
+impl Opened {
+    /// Why a store of another format is rebuilt, for the user.
+    pub fn other_format_reason(found: Option<&str>) -> String {
+        match found {
+            Some(found) => format!(
+                "the store was written by another version of memlog (store format `{found}`; \
+                 this version's is `{STORE_FORMAT}`)"
+            ),
+            None => "the store names no format (written by an early version of memlog, or not \
+                     by memlog)"
+                .to_owned(),
+        }
+    }
+}
+
 /// Entry id to the secrets redacted from its state.
 pub type Secrets = BTreeMap<String, Vec<StoredSecret>>;
 
@@ -672,6 +696,21 @@ impl Store {
     /// # Errors
     /// [`Error::Store`] when fjall cannot open it.
     pub fn open(path: &Path) -> Result<(Self, bool)> {
+        match Self::open_checked(path)? {
+            Opened::Current(store, fresh) => Ok((store, fresh)),
+            Opened::OtherFormat(_) => {
+                fs_err::remove_dir_all(path)?;
+                Ok((Self::open_raw(path)?, true))
+            }
+        }
+    }
+
+    /// [`Store::open`], leaving a store of another format as it is (closed) and saying what
+    /// format it is, so that the caller can rebuild it beside itself and say why.
+    ///
+    /// # Errors
+    /// [`Error::Store`] when fjall cannot open it.
+    pub fn open_checked(path: &Path) -> Result<Opened> {
         let mut store = Self::open_raw(path)?;
         if journal_bytes(path) > CHECKPOINT_JOURNAL_BYTES {
             store.checkpoint()?;
@@ -689,14 +728,12 @@ impl Store {
                     .is_none()
             }
             None if store.db.keyspace_count() == KEYSPACES.len() && store.is_empty()? => true,
-            _ => {
-                drop(store);
-                fs_err::remove_dir_all(path)?;
-                store = Self::open_raw(path)?;
-                true
+            other => {
+                let found = other.map(|f| String::from_utf8_lossy(f).into_owned());
+                return Ok(Opened::OtherFormat(found));
             }
         };
-        Ok((store, fresh))
+        Ok(Opened::Current(store, fresh))
     }
 
     /// Refuses a store whose `events` keyspace is empty while it projects entries: the store

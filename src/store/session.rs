@@ -20,7 +20,7 @@ use crate::log::lock::FileLock;
 use crate::log::read as event_log;
 use crate::log::stamp::{BlockHashes, FileStamp};
 use crate::project::Project;
-use crate::store::{Fingerprint, Store};
+use crate::store::{Fingerprint, Opened, Store};
 use projections::Event;
 use serde::Serialize;
 use std::collections::HashSet;
@@ -476,7 +476,7 @@ impl Session {
         // Opening it first would create an empty database only to replace it.
         let absent = !project.store_dir().exists();
         let odd = (!absent).then(|| odd_entry(&project.store_dir())).flatten();
-        let opened = (!absent && odd.is_none()).then(|| Store::open(&project.store_dir()));
+        let opened = (!absent && odd.is_none()).then(|| Store::open_checked(&project.store_dir()));
         let (store, broken) = match opened {
             None if odd.is_some() => (
                 None,
@@ -489,11 +489,16 @@ impl Session {
                 }),
             ),
             None => (None, None),
+            // Another version's store is rebuilt beside it and swapped in, and the user told:
+            // at 100,000 entries that first command takes seconds.
+            Some(Ok(Opened::OtherFormat(found))) => {
+                (None, Some(Opened::other_format_reason(found.as_deref())))
+            }
             Some(Ok(_)) if damaged.is_some() => (
                 None,
                 damaged.map(|why| format!("an earlier command found the store damaged: {why}")),
             ),
-            Some(Ok((store, _))) => (Some(store), None),
+            Some(Ok(Opened::Current(store, _))) => (Some(store), None),
             // The store's own words: the advice of `Error::Store` is for when the rebuild
             // below fails too.
             Some(Err(Error::Store { message, .. })) => (

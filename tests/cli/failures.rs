@@ -1190,3 +1190,52 @@ fn memory_set_aside_by_git_stash_is_dropped_quietly() {
     git(&env, &["stash", "pop", "-q"]);
     assert_eq!(env.listed(), Some(2));
 }
+
+/// A store written by another version of memlog (another store format) is rebuilt beside itself
+/// by the next command, which says why (on standard error, or among the warnings of `--json`)
+/// and answers as before; the command after it is quiet.
+#[test]
+fn a_store_of_another_format_is_rebuilt_and_said_so() {
+    let env = Env::with_project();
+    let id = env.add("a", "first");
+    let before = env.run(&["show", &id, "--json"]).ok().json();
+    let store = env.root().join("ai-memory/demo/.memlog/store");
+    let mark = |format: Option<&str>| {
+        let db = fjall::Database::builder(&store)
+            .open()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let proj = db
+            .keyspace("projections", fjall::KeyspaceCreateOptions::default)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let key = b"~m\0format";
+        match format {
+            Some(f) => proj.insert(key, f),
+            None => proj.remove(key),
+        }
+        .unwrap_or_else(|e| panic!("{e}"));
+        db.persist(fjall::PersistMode::SyncAll)
+            .unwrap_or_else(|e| panic!("{e}"));
+    };
+    let said = "written by another version of memlog (store format `memlog-store-1`";
+    mark(Some("memlog-store-1"));
+    let r = env.run(&["show", &id, "--json"]).ok();
+    let warned = r.envelope()["warnings"].to_string();
+    assert!(
+        warned.contains(said) && warned.contains("rebuilt from the log"),
+        "{warned}"
+    );
+    assert_eq!(r.json(), before);
+    let again = env.run(&["show", &id, "--json"]).ok().envelope();
+    assert_eq!(again["warnings"], json!([]), "{again}");
+
+    mark(None);
+    let r = env.run(&["show", &id]).ok();
+    assert!(
+        r.stderr.contains("names no format") && r.stderr.contains("rebuilt from the log"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stdout.contains("first"), "{}", r.stdout);
+    let again = env.run(&["show", &id]).ok();
+    assert!(!again.stderr.contains("rebuilt"), "{}", again.stderr);
+}
