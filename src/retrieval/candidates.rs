@@ -52,7 +52,7 @@ impl PartialOrd for Id {
 /// per entry, and with the whole features it held 17 MB at 100,000 entries, a fifth of its
 /// time spent faulting in fresh pages. The rules and components of a returned entry come
 /// from its features computed again from the entry (the same value: see
-/// [`super::features::DocFeatures::of`]).
+/// [`super::features::DocFeatures::for_ranking`]).
 #[derive(Clone, Copy)]
 pub(super) struct Candidate {
     pub(super) src: usize,

@@ -86,6 +86,12 @@ impl DocFeatures {
         )
     }
 
+    /// The features of an entry that ranking and filtering use: all but the word counts of
+    /// its fields (left 0), which only the BM25 length normalization reads, from the index.
+    pub fn for_ranking(s: &EntryState) -> Self {
+        Self::with_lens(s, [0; 4])
+    }
+
     /// The features of an entry whose fields' word counts are known (summary, content, subject,
     /// tags): what indexing computes anyway, so the words are not cut twice.
     pub fn with_lens(s: &EntryState, lens: [usize; 4]) -> Self {

@@ -201,9 +201,10 @@ pub fn search(sources: &[Source<'_>], req: &Request) -> Result<Answer> {
 
     // Components and rules are made for the few returned, from their entries' features; for
     // every candidate, only its score (the same value: `rank::composite` and
-    // `rank::with_relevance` share its formulas, and the features are a function of the entry).
+    // `rank::with_relevance` share its formulas, and the features are a function of the entry;
+    // they do not read the word counts).
     let score_of = |c: &Candidate, entry: &EntryState| {
-        let features = DocFeatures::of(entry);
+        let features = DocFeatures::for_ranking(entry);
         let rules = rank::rules(&features, &req.params);
         let sm = scope_match(features.scope_hash, scope);
         let comp = rank::composite(&features, sm, &rules, &req.params);
