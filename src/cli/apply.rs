@@ -629,12 +629,14 @@ fn bom_error(number: Option<usize>, path: Option<&str>) -> Error {
 
 /// Why line `number` of JSON Lines is not an update.
 fn line_error(number: usize, e: &serde_json::Error) -> Error {
-    // serde_json places the problem within the line it was given: "at line 1 column 2".
+    // serde_json places the problem within the line it was given, its newline included: "at
+    // line 1 column 2", or "at line 2 column 0" for a line that ends too soon.
     let text = super::strict_json::message(e);
     let within = format!(" at line {} column {}", e.line(), e.column());
     let problem = match text.strip_suffix(&within) {
         Some(problem) if e.line() == 1 => format!("{problem} at column {}", e.column()),
-        _ => text,
+        Some(problem) => format!("{problem} at the end of the line"),
+        None => text,
     };
     Error::Invalid(Invalid::one(
         "input",

@@ -361,8 +361,9 @@ pub fn verify_log(path: &Path) -> Result<Report> {
     })
 }
 
-/// The secrets in the text an event carries (its `data`: fields, patches, reasons), each by
-/// its path in `data` (`content`, `patch.tags[0]`, `replacement.evidence[1].uri`) and rule.
+/// The secrets in the text an event carries (its `data`: fields, patches, reasons; and its
+/// `actor`), each by its path in `data` (`content`, `patch.tags[0]`,
+/// `replacement.evidence[1].uri`), or `actor`, and rule.
 pub fn secrets_in(event: &Event) -> Vec<crate::policy::stored::StoredSecret> {
     fn walk(
         path: &str,
@@ -399,6 +400,9 @@ pub fn secrets_in(event: &Event) -> Vec<crate::policy::stored::StoredSecret> {
     {
         walk("", "", &data, &mut out);
     }
+    // The actor becomes the entry's `created_by` or `pinned_by`, which the store redacts too.
+    let mut actor = event.actor.clone();
+    crate::policy::stored::redact_field("actor", &mut actor, false, &mut out);
     out
 }
 

@@ -966,7 +966,7 @@ fn apply_of_an_empty_input_says_there_was_nothing_to_apply() {
 fn apply_names_a_refused_line_by_its_place_in_the_input() {
     let env = Env::with_project();
     let input = format!(
-        "{}\n\n\n\ngarbage\n{}\n{}\n{}\n",
+        "{}\n\n\n\ngarbage\n{}\n{}\n{}\n{{\"operation\":\"create\",\"entry\":\n",
         create_line(1, "First"),
         create_line(2, "Second"),
         "y".repeat(17 * 1024 * 1024),
@@ -977,6 +977,12 @@ fn apply_names_a_refused_line_by_its_place_in_the_input() {
     let v = r.json();
     let skipped = v["skipped"].to_string();
     assert!(skipped.contains("line 5 is not valid JSON"), "{skipped}");
+    // A line that ends too soon is named by its own number only, the problem at its end.
+    assert!(
+        skipped
+            .contains("line 9 is not valid JSON: EOF while parsing a value at the end of the line"),
+        "{skipped}"
+    );
     assert!(
         skipped.contains("line 7 is longer than 16 MiB"),
         "{skipped}"

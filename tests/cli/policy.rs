@@ -1164,6 +1164,37 @@ fn a_credential_that_reached_the_log_is_printed_by_no_read() {
     }
 }
 
+/// A credential as an event's actor (a hash-valid line from elsewhere) is named by `verify` as
+/// it is by `health`: `verify` checks every text an event carries, its actor too.
+#[test]
+fn verify_names_a_credential_in_an_events_actor() {
+    const FAKE_TOKEN: &str = crate::common::PULLED_TOKEN;
+    let env = Env::with_project();
+    let id = env.add("auth.deploy", "Deploy token policy");
+    let log = std::fs::read_to_string(env.log()).unwrap_or_else(|e| panic!("{e}"));
+    let parent = log
+        .lines()
+        .filter_map(|l| projections::decode_line(l).ok())
+        .find(|e| e.entry == id)
+        .map(|e| e.id)
+        .unwrap_or_else(|| panic!("no event of {id}"));
+    let pin = crate::common::forge_line(serde_json::json!({
+        "actor": FAKE_TOKEN, "at": "2026-11-22T10:31:13.000Z", "data": {}, "entry": id,
+        "parents": [parent], "type": "pin", "v": 1,
+    }));
+    std::fs::write(env.log(), format!("{log}{pin}\n")).unwrap_or_else(|e| panic!("{e}"));
+    let verify = env.run(&["verify"]);
+    assert_ne!(verify.code, 0, "{}", verify.stdout);
+    assert!(
+        verify.stdout.contains(&id)
+            && verify.stdout.contains("`actor`")
+            && verify.stdout.contains("github-token"),
+        "{}",
+        verify.stdout
+    );
+    crate::common::assert_not_printed(&[&verify, &env.run(&["show", &id]).ok()], FAKE_TOKEN);
+}
+
 /// Tag characters (which spell hidden text) and the Arabic letter mark (a direction mark) are
 /// refused in every field; a variation selector in a subject, a tag or a URI, where it only
 /// tells two names apart that read the same, while prose keeps it for emoji.
