@@ -238,3 +238,40 @@ fn apply_from_a_pausing_pipe_holds_the_locks_only_after_its_second_line() {
     assert_eq!(done.code, 0, "{}", done.stderr);
     assert_eq!(env.listed(), Some(3));
 }
+
+/// Rerunning an input at the same time (a retry with `--now`, or of a killed `apply`) writes
+/// nothing twice: a create the log holds is refused as a duplicate naming its entry, also once
+/// the entry was deprecated (no active copy names it any more), and the log keeps one line per
+/// event.
+#[test]
+fn a_create_rerun_at_the_same_time_is_refused_even_after_its_entry_was_deprecated() {
+    let env = Env::with_project();
+    let input = format!("{}\n{}\n", create_line("a.one"), create_line("a.two"));
+    let first = stdin_run(&env, &["apply", "demo", "-", "--json"], input.as_bytes()).ok();
+    let ids: Vec<String> = first.json()["applied"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|u| u["id"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(ids.len(), 2, "{}", first.stdout);
+    env.run_at(
+        "2026-11-23T00:00:00Z",
+        &["deprecate", &ids[0], "--reason", "no longer true"],
+    )
+    .ok();
+    let log = std::fs::read_to_string(env.log()).unwrap_or_default();
+    let again = stdin_run(&env, &["apply", "demo", "-", "--json"], input.as_bytes());
+    assert_eq!(again.code, 3, "{}", again.stdout);
+    let skipped = again.json()["skipped"].to_string();
+    assert!(
+        skipped.contains("this create was written before")
+            && skipped.contains(&format!("entry {}, now deprecated", ids[0])),
+        "{skipped}"
+    );
+    assert_eq!(std::fs::read_to_string(env.log()).unwrap_or_default(), log);
+    let shown = env.run(&["show", &ids[0], "--json"]).ok().json();
+    assert_eq!(shown["status"], "deprecated", "{shown}");
+}

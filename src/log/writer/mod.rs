@@ -669,6 +669,9 @@ impl<'a> Batch<'a> {
             }
             _ => build_events(change, heads, (&self.ctx.actor, &self.at))?,
         };
+        if let (Some((create, _)), None) = (events.first(), &target) {
+            refuse_written_create(self.session.store(), create)?;
+        }
         if restore {
             push_restore(&mut events, &id, self.ctx)?;
         }
@@ -911,6 +914,28 @@ impl Drop for Batch<'_> {
             let _ = u.sync();
         }
     }
+}
+
+/// Refuses a create whose event the log already holds: the same create by the same actor at
+/// the same time (a retry with `--now`, or of a killed `apply`). Once its entry is superseded
+/// or deprecated no active duplicate names it, and the line would be written again and reported
+/// as applied while the entry stays as it is.
+fn refuse_written_create(store: &Store, create: &Event) -> Result<()> {
+    if !store.has_event(&create.id)? {
+        return Ok(());
+    }
+    let now = store
+        .entry(&create.entry)?
+        .map_or_else(String::new, |s| format!(", now {}", s.status));
+    Err(Error::Invalid(Invalid::one(
+        "entry",
+        "duplicate",
+        format!(
+            "this create was written before: the log holds its event {} (entry {}{now}); \
+             writing it again would change nothing",
+            create.id, create.entry
+        ),
+    )))
 }
 
 /// The duplicate key of a change that creates an active entry.
