@@ -913,6 +913,35 @@ impl Store {
         Ok(out)
     }
 
+    /// The events of the store of another format at `path` (see [`Opened::OtherFormat`]) whose
+    /// ids `in_log` does not name, as (id, line): the store may hold the only copy of lines
+    /// deleted from the log, and a rebuild for a new format would lose that witness. Only what
+    /// still reads as an event line under its own id is returned (the `events` keyspace has
+    /// kept its layout across formats; a store where it did not yields nothing).
+    ///
+    /// # Errors
+    /// When the store cannot be opened or read.
+    pub fn other_format_events_except(
+        path: &Path,
+        in_log: impl Fn(&str) -> bool,
+    ) -> Result<Vec<(String, String)>> {
+        let store = Self::open_raw(path)?;
+        let mut out = Vec::new();
+        for item in store.ks[K_EVENTS].iter() {
+            let (id, line) = item.into_inner().map_err(|e| store.err(e))?;
+            let Ok(id) = std::str::from_utf8(&id) else {
+                continue;
+            };
+            if in_log(id) {
+                continue;
+            }
+            if crate::log::line_id::stated_id(&line) == Some((id, true)) {
+                out.push((id.to_owned(), String::from_utf8_lossy(&line).into_owned()));
+            }
+        }
+        Ok(out)
+    }
+
     /// True when the event is already applied.
     ///
     /// # Errors

@@ -477,6 +477,8 @@ impl Session {
         let absent = !project.store_dir().exists();
         let odd = (!absent).then(|| odd_entry(&project.store_dir())).flatten();
         let opened = (!absent && odd.is_none()).then(|| Store::open_checked(&project.store_dir()));
+        // Events that only a store of another format still holds (see below).
+        let mut witnessed = Vec::new();
         let (store, broken) = match opened {
             None if odd.is_some() => (
                 None,
@@ -492,6 +494,7 @@ impl Session {
             // Another version's store is rebuilt beside it and swapped in, and the user told:
             // at 100,000 entries that first command takes seconds.
             Some(Ok(Opened::OtherFormat(found))) => {
+                witnessed = other_format_witness(project);
                 (None, Some(Opened::other_format_reason(found.as_deref())))
             }
             Some(Ok(_)) if damaged.is_some() => (
@@ -533,6 +536,10 @@ impl Session {
             Some(why) => {
                 session.rebuild_because(why)?;
                 let _ = fs_err::remove_file(&marker);
+                if !witnessed.is_empty() {
+                    session.report.dropped = witnessed.len();
+                    session.note_dropped(witnessed);
+                }
             }
         }
         Ok(session)
@@ -758,23 +765,7 @@ impl Session {
                 .chain(decoded.iter().map(|(e, _)| e.id.as_str()))
                 .collect();
             let lines = self.store().event_lines_except(|id| in_log.contains(id))?;
-            let git = self.in_git(&lines);
-            if git.checkout {
-                // A checkout or reset: the log is a committed one, and every event that went is
-                // still in a branch. The projections follow it; nothing to warn about or keep.
-                self.report.dropped = 0;
-            } else {
-                // Edited by hand, or lost beyond git: say so, keeping what git does not hold.
-                let unheld: Vec<(String, String)> = lines
-                    .into_iter()
-                    .filter(|(id, _)| !git.held.contains(id))
-                    .collect();
-                self.report.dropped_held = self.report.dropped.saturating_sub(unheld.len());
-                self.report.dropped_project = self.project.name.to_string();
-                if !unheld.is_empty() {
-                    self.keep_dropped(&unheld);
-                }
-            }
+            self.note_dropped(lines);
         }
         // Entries created by events the store did not have: a merge may have brought a
         // duplicate among them, as in the incremental case above.
@@ -792,6 +783,28 @@ impl Session {
         self.report.duplicates = self.duplicates_of(&created)?;
         self.report.mode = "rebuild";
         Ok(())
+    }
+
+    /// Reports the events `lines` (id, line) of the store that the log no longer states
+    /// (`report.dropped` of them, counted by the caller), keeping aside those git does not hold.
+    fn note_dropped(&mut self, lines: Vec<(String, String)>) {
+        let git = self.in_git(&lines);
+        if git.checkout {
+            // A checkout or reset: the log is a committed one, and every event that went is
+            // still in a branch. The projections follow it; nothing to warn about or keep.
+            self.report.dropped = 0;
+        } else {
+            // Edited by hand, or lost beyond git: say so, keeping what git does not hold.
+            let unheld: Vec<(String, String)> = lines
+                .into_iter()
+                .filter(|(id, _)| !git.held.contains(id))
+                .collect();
+            self.report.dropped_held = self.report.dropped.saturating_sub(unheld.len());
+            self.report.dropped_project = self.project.name.to_string();
+            if !unheld.is_empty() {
+                self.keep_dropped(&unheld);
+            }
+        }
     }
 
     /// What git holds of the dropped `lines` (id, line): the ids some branch, remote-tracking
@@ -1234,6 +1247,33 @@ impl Session {
             }),
         }
     }
+}
+
+/// The events a store of another format holds that the log does not state (lines deleted by
+/// hand, say): that store is the only witness of them, and it is about to be rebuilt. Reading
+/// them is best effort: a store or log that cannot be read witnesses nothing.
+fn other_format_witness(project: &Project) -> Vec<(String, String)> {
+    use std::io::BufRead;
+    let Ok(file) = fs_err::File::open(project.log_path()) else {
+        return Vec::new();
+    };
+    let mut reader = std::io::BufReader::new(file);
+    let mut in_log: HashSet<String> = HashSet::new();
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match reader.read_until(b'\n', &mut line) {
+            Ok(0) => break,
+            Ok(_) => {
+                if let Some(id) = crate::log::line_id::stated_id_unchecked(&line) {
+                    in_log.insert(id.to_owned());
+                }
+            }
+            Err(_) => return Vec::new(),
+        }
+    }
+    Store::other_format_events_except(&project.store_dir(), |id| in_log.contains(id))
+        .unwrap_or_default()
 }
 
 /// Events applied incrementally in one session past which the store is checkpointed when the

@@ -744,17 +744,7 @@ fn a_log_that_lost_events_says_so() {
     let r = env.run(&["list"]).ok();
     assert!(!r.stderr.contains("no longer in the log"), "{}", r.stderr);
     // Their lines were kept aside, and `import` puts them back.
-    let state = env.root().join("ai-memory/demo/.memlog");
-    let kept: Vec<std::path::PathBuf> = std::fs::read_dir(&state)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            p.file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with("dropped-"))
-        })
-        .collect();
+    let kept = dropped_files(&env.root().join("ai-memory/demo/.memlog"));
     assert_eq!(kept.len(), 2, "{kept:?}");
     for file in &kept {
         env.run(&["import", "demo", &file.display().to_string()])
@@ -828,13 +818,7 @@ fn a_checkout_drops_events_quietly_and_a_merge_names_its_duplicates() {
         "{}",
         r.stderr
     );
-    let kept: Vec<std::path::PathBuf> = std::fs::read_dir(&state)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.to_string_lossy().contains("dropped-"))
-        .collect();
+    let kept = dropped_files(&state);
     assert_eq!(kept.len(), 1);
     let lines = std::fs::read_to_string(&kept[0]).unwrap_or_default();
     assert_eq!(lines.lines().count(), 1, "{lines}");
@@ -1199,23 +1183,7 @@ fn a_store_of_another_format_is_rebuilt_and_said_so() {
     let env = Env::with_project();
     let id = env.add("a", "first");
     let before = env.run(&["show", &id, "--json"]).ok().json();
-    let store = env.root().join("ai-memory/demo/.memlog/store");
-    let mark = |format: Option<&str>| {
-        let db = fjall::Database::builder(&store)
-            .open()
-            .unwrap_or_else(|e| panic!("{e}"));
-        let proj = db
-            .keyspace("projections", fjall::KeyspaceCreateOptions::default)
-            .unwrap_or_else(|e| panic!("{e}"));
-        let key = b"~m\0format";
-        match format {
-            Some(f) => proj.insert(key, f),
-            None => proj.remove(key),
-        }
-        .unwrap_or_else(|e| panic!("{e}"));
-        db.persist(fjall::PersistMode::SyncAll)
-            .unwrap_or_else(|e| panic!("{e}"));
-    };
+    let mark = |format| mark_store_format(&env, format);
     let said = "written by another version of memlog (store format `memlog-store-1`";
     mark(Some("memlog-store-1"));
     let r = env.run(&["show", &id, "--json"]).ok();
@@ -1238,4 +1206,68 @@ fn a_store_of_another_format_is_rebuilt_and_said_so() {
     assert!(r.stdout.contains("first"), "{}", r.stdout);
     let again = env.run(&["show", &id]).ok();
     assert!(!again.stderr.contains("rebuilt"), "{}", again.stderr);
+}
+
+/// A line deleted from the log by hand before the first command of a new version: the store of
+/// the old format is the only witness of that event, so the rebuild for the new format says
+/// the event went and keeps its line aside for `import`, as a catch-up does.
+#[test]
+fn a_store_of_another_format_still_witnesses_lines_deleted_from_the_log() {
+    let env = Env::with_project();
+    env.add("a", "first");
+    let id = env.add("b", "second");
+    let log = std::fs::read_to_string(env.log()).unwrap_or_default();
+    let kept_line = log.lines().next().unwrap_or_default().to_owned();
+    std::fs::write(env.log(), format!("{kept_line}\n")).unwrap_or_else(|e| panic!("{e}"));
+    mark_store_format(&env, Some("memlog-store-1"));
+    let r = env.run(&["list"]).ok();
+    assert!(
+        r.stderr.contains("written by another version of memlog")
+            && r.stderr
+                .contains("1 event(s) that the store had applied are no longer in the log"),
+        "{}",
+        r.stderr
+    );
+    let kept = dropped_files(&env.root().join("ai-memory/demo/.memlog"));
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    env.run(&["import", "demo", &kept[0].display().to_string()])
+        .ok();
+    assert_eq!(
+        env.run(&["show", &id, "--json"]).ok().json()["summary"],
+        "second"
+    );
+    env.run(&["verify"]).ok();
+}
+
+/// Marks the store of project `demo` as written in store format `format` (none for `None`), as
+/// another version of memlog would have left it.
+fn mark_store_format(env: &Env, format: Option<&str>) {
+    let db = fjall::Database::builder(env.root().join("ai-memory/demo/.memlog/store"))
+        .open()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let proj = db
+        .keyspace("projections", fjall::KeyspaceCreateOptions::default)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let key = b"~m\0format";
+    match format {
+        Some(f) => proj.insert(key, f),
+        None => proj.remove(key),
+    }
+    .unwrap_or_else(|e| panic!("{e}"));
+    db.persist(fjall::PersistMode::SyncAll)
+        .unwrap_or_else(|e| panic!("{e}"));
+}
+
+/// The `dropped-*.jsonl` files in the project state directory `state`.
+fn dropped_files(state: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(state)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("dropped-"))
+        })
+        .collect()
 }
