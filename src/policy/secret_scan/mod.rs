@@ -207,6 +207,9 @@ fn keywords(id: &str) -> Option<&'static [&'static str]> {
             "akia", "asia", "abia", "acca", "agpa", "aida", "aroa", "anpa",
         ],
         "aws-secret-access-key" => &["secret"],
+        "aws-secret-beside-key-id" => &[
+            "akia", "asia", "abia", "acca", "agpa", "aida", "aroa", "anpa",
+        ],
         "gcp-api-key" => &["aiza"],
         "azure-storage-key" => &["accountkey="],
         "digitalocean-token" => &["_v1_"],
@@ -304,6 +307,14 @@ const TEXT_RULES: &[(&str, &str, &str, Check)] = &[
         "AWS secret access key",
         r#"(?i)aws_?secret_?(?:access_?)?key["']?\s*(?:[:=]|=>)\s*["']?([A-Za-z0-9/+=]{40})\b"#,
         Check::NotPlaceholder,
+    ),
+    (
+        // A key pair written out without names (`AKIA… / <secret>`, `AKIA… with secret …`):
+        // forty random characters on the line after an access key id are its secret.
+        "aws-secret-beside-key-id",
+        "AWS secret access key beside its access key id",
+        r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA)[0-9A-Z]{16}\b[^\n]{0,80}?(?:^|[^A-Za-z0-9/+=])([A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|$)",
+        Check::Random,
     ),
     (
         "gcp-api-key",
@@ -470,7 +481,8 @@ const TEXT_RULES: &[(&str, &str, &str, Check)] = &[
     (
         "credentials-in-url",
         "password in a URL or connection string",
-        r"(?i)\b[a-z][a-z0-9+.-]{1,20}://[^\s:/@?#]*:([^\s@/?#]+)@[^\s/@]+",
+        // The scheme may follow an escaped byte (`connect%20to%20https://user:pw@…`).
+        r"(?i)(?:\b|%[0-9a-f]{2})[a-z][a-z0-9+.-]{1,20}://[^\s:/@?#]*:([^\s@/?#]+)@[^\s/@]+",
         Check::NotPlaceholder,
     ),
     (
@@ -750,10 +762,17 @@ fn scan_with(rules: &'static [Rule], text: &str) -> Vec<Raw> {
             let rest = text[value.end()..].trim_start_matches(['-', '_']);
             let cut_short = !BLOCK_RULES.contains(&rule.id)
                 && (rest.starts_with(['#', '*', '<', '\u{2026}']) || rest.starts_with(".."));
+            // A password of letters alone is one (`is_password` judged its words); the
+            // providers' allowlists of such shapes are for tokens of their own.
+            let allowlisted = if matches!(rule.check, Check::Password) {
+                provider::is_known_value(value.as_str())
+            } else {
+                provider::is_allowlisted(value.as_str())
+            };
             if !example
                 && !cut_short
                 && confirm(rule.check, value.as_str(), text, whole.start())
-                && !provider::is_allowlisted(value.as_str())
+                && !allowlisted
             {
                 let end = if BLOCK_RULES.contains(&rule.id) {
                     whole.end()
@@ -1135,13 +1154,37 @@ fn is_password(value: &str, text: &str, match_start: usize) -> bool {
         return false;
     }
     // Type annotations (`password: SecretString`) and file paths (`--from-file=password=./pw.txt`).
-    let type_name = v.starts_with(|c: char| c.is_ascii_uppercase())
+    // A type is named in words, not in a sentence ("the password is BiJmpflvJfup"), and its
+    // words are pronounceable: five consonants in a row within a word are letters typed at
+    // random.
+    let type_name = !prose
+        && v.starts_with(|c: char| c.is_ascii_uppercase())
         && v.bytes().all(|b| b.is_ascii_alphabetic())
-        && v.bytes().skip(1).any(|b| b.is_ascii_uppercase());
+        && v.bytes().skip(1).any(|b| b.is_ascii_uppercase())
+        && !has_consonant_run(v, 5);
     if type_name || ["./", "../", "/", "~/"].iter().any(|p| v.starts_with(p)) {
         return false;
     }
     true
+}
+
+/// Whether a CamelCase `name` (ASCII letters) holds `n` consonants in a row within one of its
+/// words, a capital starting a word (`y` counts as a vowel; `HttpBasic` holds none: `Http`,
+/// `Basic`).
+fn has_consonant_run(name: &str, n: usize) -> bool {
+    let mut run = 0;
+    for b in name.bytes() {
+        let vowel = b"aeiouy".contains(&b.to_ascii_lowercase());
+        run = match (vowel, b.is_ascii_uppercase()) {
+            (true, _) => 0,
+            (false, true) => 1,
+            (false, false) => run + 1,
+        };
+        if run >= n {
+            return true;
+        }
+    }
+    false
 }
 
 /// Ordinary words that follow "password:" in prose and documentation.

@@ -253,20 +253,26 @@ fn named(description: &'static str) -> &'static str {
     }
 }
 
-/// Whether a value found by another rule is one that gitleaks lists as a known non-secret:
-/// its global allowlist, and the rules' allowlists of exact values (public sample keys).
-pub(super) fn is_allowlisted(value: &str) -> bool {
+/// Whether `value` is one the global allowlist passes or a known public value (a vendor's
+/// sample key): what [`is_allowlisted`] passes before the providers' own allowlists, which
+/// pass shapes (letters alone, say) that are no token of theirs but can be a password.
+pub(super) fn is_known_value(value: &str) -> bool {
     if allowed(&GLOBAL_ALLOW, &GLOBAL, value, value) {
         return true;
     }
     // Long stopwords are known public values (a sample key in a vendor's docs), not words.
     let lower = value.to_ascii_lowercase();
-    let known = RULES
+    RULES
         .iter()
         .flat_map(|r| r.allow)
         .flat_map(|a| a.stopwords)
-        .any(|w| w.len() >= 20 && lower.contains(w));
-    if known {
+        .any(|w| w.len() >= 20 && lower.contains(w))
+}
+
+/// Whether a value found by another rule is one that gitleaks lists as a known non-secret:
+/// its global allowlist, and the rules' allowlists of exact values (public sample keys).
+pub(super) fn is_allowlisted(value: &str) -> bool {
+    if is_known_value(value) {
         return true;
     }
     RULES.iter().enumerate().any(|(i, rule)| {

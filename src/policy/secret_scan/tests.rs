@@ -545,3 +545,42 @@ fn the_broken_up_tokens_of_the_report_are_found() {
     // Prose broken over lines is not joined into a credential.
     assert!(scan_text("see the deploy\nguide for the steps").is_empty());
 }
+
+/// Secrets written without the names the assignment rules look for: an AWS key pair side by
+/// side, a password of letters alone, credentials in a URL after an escaped space. Each is
+/// found by its rule, and the type names and prose these rules must leave alone are not.
+#[test]
+fn unnamed_key_pairs_letter_passwords_and_escaped_urls() {
+    for (rule, text, uri) in [
+        (
+            "aws-secret-beside-key-id",
+            "AKIAFAKE91DHODZDOC9I / fAkE7kQ2vR9xLm4TpZ8sWn3JbY6cHd1GeU5aKo0i",
+            false,
+        ),
+        ("password-assignment", "the password is BiJmpflvJfup", false),
+        ("password-assignment", "password: BiJmpflvJfup", false),
+        (
+            "credentials-in-url",
+            "https://x.example.com/a?connect%20to%20https://admin:FakePw42@db.example.net/x",
+            true,
+        ),
+    ] {
+        let found = scan(text, uri);
+        assert!(found.iter().any(|f| f.rule == rule), "{text}: {found:?}");
+    }
+    for text in [
+        "password: SecretString",
+        "password: HttpBasicCredentials",
+        "the password is rotated every 90 days",
+        "AKIAFAKE91DHODZDOC9I is the id; the secret lives in the vault",
+        "see https://example.com/search?q=connect%20to%20db for the steps",
+    ] {
+        let found = scan_text(text);
+        assert!(
+            found.iter().all(|f| f.rule != "password-assignment"
+                && f.rule != "aws-secret-beside-key-id"
+                && f.rule != "credentials-in-url"),
+            "{text}: {found:?}"
+        );
+    }
+}
