@@ -275,3 +275,46 @@ fn a_create_rerun_at_the_same_time_is_refused_even_after_its_entry_was_deprecate
     let shown = env.run(&["show", &ids[0], "--json"]).ok().json();
     assert_eq!(shown["status"], "deprecated", "{shown}");
 }
+
+/// `validate` judges an input as `apply` does: a change of an entry that an earlier update of
+/// the input creates is valid (its id is known ahead: a create's id is its content's), and
+/// nothing is written.
+#[test]
+fn validate_checks_changes_of_entries_the_input_creates_as_apply_does() {
+    let create = create_line("a.one");
+    // The id the create gets: the same time and actor make the same id in any workspace.
+    let scratch = Env::with_project();
+    let id = stdin_run(&scratch, &["apply", "demo", "-"], create.as_bytes())
+        .ok()
+        .stdout
+        .trim()
+        .to_owned();
+    let input = format!(
+        "{create}\n{}\n{}\n",
+        serde_json::json!({"operation": "deprecate", "target_id": id, "reason": "replaced"}),
+        serde_json::json!({"operation": "deprecate", "target_id": &id[..8], "reason": "again"}),
+    );
+    let env = Env::with_project();
+    let checked = stdin_run(&env, &["validate", "demo", "-", "--json"], input.as_bytes());
+    let valid: Vec<bool> = checked
+        .json()
+        .as_array()
+        .map(|a| a.iter().map(|v| v["valid"] == true).collect())
+        .unwrap_or_default();
+    // The second deprecate finds the entry deprecated by the first, as apply does.
+    assert_eq!(valid, [true, true, false], "{}", checked.stdout);
+    assert!(
+        checked.stdout.contains("already deprecated"),
+        "{}",
+        checked.stdout
+    );
+    assert_eq!(std::fs::read_to_string(env.log()).unwrap_or_default(), "");
+    let applied = stdin_run(&env, &["apply", "demo", "-", "--json"], input.as_bytes());
+    assert_eq!(applied.code, 1, "{}", applied.stdout);
+    let v = applied.json();
+    assert_eq!(v["applied"].as_array().map(Vec::len), Some(2), "{v}");
+    assert!(
+        v["skipped"].to_string().contains("already deprecated"),
+        "{v}"
+    );
+}

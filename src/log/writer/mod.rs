@@ -435,6 +435,10 @@ pub struct Batch<'a> {
     touched: rustc_hash::FxHashSet<String>,
     /// Subject, scope and summary of staged active creates, to refuse in-batch duplicates.
     staged_keys: rustc_hash::FxHashMap<(String, String, String), String>,
+    /// In a dry run (`validate`), which stages nothing: the events each change would have
+    /// written, by entry, so that a later change of the input is checked against the entry as
+    /// the earlier ones leave it (a deprecate of an entry created above), as `apply` checks it.
+    dry_events: rustc_hash::FxHashMap<String, Vec<Event>>,
     /// The many-entries warning is said once per batch.
     warned_size: bool,
     /// What earlier commits of this batch wrote.
@@ -525,6 +529,7 @@ impl<'a> Batch<'a> {
             staged: Vec::new(),
             touched: rustc_hash::FxHashSet::default(),
             staged_keys: rustc_hash::FxHashMap::default(),
+            dry_events: rustc_hash::FxHashMap::default(),
             warned_size: false,
             done: Committed::default(),
             unsynced: Vec::new(),
@@ -578,6 +583,11 @@ impl<'a> Batch<'a> {
         let content = self.prechecked.take();
         let prebuilt = self.prebuilt.take();
         let target = match change.target().map(|t| self.session.resolve(t)).transpose() {
+            // In a dry run, an entry an earlier change of the input would have created.
+            Err(e @ Error::NotFound { .. }) if self.ctx.dry_run => Some(
+                self.dry_resolve(change.target().unwrap_or_default())
+                    .ok_or(e)?,
+            ),
             // The target may be an entry this batch wrote and the store has not seen yet.
             Err(Error::NotFound { .. }) if self.deferred.is_some() || !self.staged.is_empty() => {
                 self.commit_staged()?;
@@ -594,15 +604,17 @@ impl<'a> Batch<'a> {
             self.commit_staged()?;
         }
         let state = match &target {
-            Some(t) => Some(
-                self.session
+            Some(t) => Some(match self.dry_state(t)? {
+                Some(state) => state,
+                None => self
+                    .session
                     .store()
                     .entry(t)?
                     .ok_or_else(|| Error::NotFound {
                         project: self.project.name.to_string(),
                         prefix: t.clone(),
                     })?,
-            ),
+            }),
             None => None,
         };
         // A purged entry is said to be purged before the change is checked: a supersede made
@@ -685,6 +697,16 @@ impl<'a> Batch<'a> {
         if let Some(t) = &target {
             self.touched.insert(t.clone());
         }
+        if self.ctx.dry_run {
+            for (e, _) in &events {
+                for entry in e.entries() {
+                    self.dry_events
+                        .entry(entry.to_owned())
+                        .or_default()
+                        .push(e.clone());
+                }
+            }
+        }
         let written = unstored(&events, id, superseded, warnings);
         if !self.ctx.dry_run {
             self.staged.push(Staged {
@@ -693,6 +715,27 @@ impl<'a> Batch<'a> {
             });
         }
         Ok(written)
+    }
+
+    /// In a dry run, the entry named by `prefix` (an id or a unique prefix of one) among those
+    /// earlier changes of the input would have created.
+    fn dry_resolve(&self, prefix: &str) -> Option<String> {
+        let mut found = self.dry_events.keys().filter(|id| id.starts_with(prefix));
+        match (found.next(), found.next()) {
+            (Some(id), None) => Some(id.clone()),
+            _ => None,
+        }
+    }
+
+    /// In a dry run, the state of entry `id` as the earlier changes of the input would leave
+    /// it; `None` when none of them changed it.
+    fn dry_state(&self, id: &str) -> Result<Option<EntryState>> {
+        let Some(dry) = self.dry_events.get(id) else {
+            return Ok(None);
+        };
+        let mut events = self.session.store().entry_events(id)?;
+        events.extend(dry.iter().cloned());
+        Ok(projections::fold_entry_of(id, &events).state)
     }
 
     /// [`Batch::stage`] of a create whose fields `check` returns unchanged and whose content
