@@ -507,10 +507,30 @@ impl Updates {
             return Ok(me);
         }
         // One document over several lines.
+        let first_len = first.len();
         let mut buf = first;
         (&mut reader)
             .take(MAX_INPUT_BYTES as u64 + 1)
             .read_to_end(&mut buf)?;
+        let whole = (buf.len() <= MAX_INPUT_BYTES)
+            .then(|| super::strict_json::from_slice(&buf).ok())
+            .flatten();
+        if whole.is_none()
+            && let Some(e) = damaged_first_line(&buf[..first_len], &buf[first_len..])
+        {
+            // JSON Lines whose first line is damaged (cut short, say): that line is refused
+            // alone and the others applied, as any other line that is not JSON.
+            let rest = std::io::Cursor::new(buf.split_off(first_len)).chain(reader);
+            let mut me = Self::document(Vec::new(), false);
+            me.first = Some((first_number, Err(line_error(first_number, &e))));
+            me.lines = Some(Box::new(std::io::BufReader::new(rest)));
+            me.next_line = first_number + 1;
+            return Ok(me);
+        }
+        if let Some(value) = whole {
+            let single = value.is_object() && value.get("memory_updates").is_none();
+            return Ok(Self::document(updates_of(value)?, single));
+        }
         if buf.len() > MAX_INPUT_BYTES {
             return Err(Error::Invalid(Invalid::one(
                 "input",
@@ -625,6 +645,25 @@ fn bom_error(number: Option<usize>, path: Option<&str>) -> Error {
             number.map_or_else(|| "the input".to_owned(), |n| format!("line {n}"))
         ),
     ))
+}
+
+/// Whether an input that is not one JSON document is JSON Lines with a damaged first line: the
+/// first line starts an object but is not one, and the next line that is not blank is a whole
+/// object. Then the first line's error. (A document printed over several lines starts with a
+/// line that is `{` or `[` alone, or holds more than its first line: it parsed whole, or it is
+/// refused as the document it is.)
+fn damaged_first_line(first: &[u8], rest: &[u8]) -> Option<serde_json::Error> {
+    let trimmed = first.trim_ascii();
+    if !trimmed.starts_with(b"{") || trimmed == b"{" {
+        return None;
+    }
+    let next = rest
+        .split(|b| *b == b'\n')
+        .find(|l| !l.trim_ascii().is_empty())?;
+    super::strict_json::from_slice(next)
+        .ok()
+        .filter(Value::is_object)?;
+    super::strict_json::from_slice(first).err()
 }
 
 /// Why line `number` of JSON Lines is not an update.

@@ -318,3 +318,30 @@ fn validate_checks_changes_of_entries_the_input_creates_as_apply_does() {
         "{v}"
     );
 }
+
+/// JSON Lines whose first line is damaged (cut short) is still JSON Lines: that line is refused
+/// alone and the others applied. A document printed over several lines is still one document,
+/// even when one of its lines is a whole object.
+#[test]
+fn a_damaged_first_line_of_json_lines_is_refused_alone() {
+    let env = Env::with_project();
+    let input = format!(
+        "{{\"operation\":\"create\",\"entry\":\n{}\n{}\n",
+        create_line("a.one"),
+        create_line("a.two")
+    );
+    let r = stdin_run(&env, &["apply", "demo", "-", "--json"], input.as_bytes());
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    let v = r.json();
+    assert_eq!(v["applied"].as_array().map(Vec::len), Some(2), "{v}");
+    assert!(
+        v["skipped"]
+            .to_string()
+            .contains("line 1 is not valid JSON: EOF while parsing a value at the end of the line"),
+        "{v}"
+    );
+    let document = format!("[\n{}\n]\n", create_line("a.three"));
+    let r = stdin_run(&env, &["apply", "demo", "-", "--json"], document.as_bytes());
+    assert_eq!(r.code, 0, "{}", r.stdout);
+    assert_eq!(env.listed(), Some(3));
+}
