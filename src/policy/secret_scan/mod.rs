@@ -53,6 +53,9 @@ enum Check {
     /// Capture group 1 (the last group) must look random: not a placeholder, at least 16
     /// characters, two character classes and enough entropy.
     Random,
+    /// As `Random`, with capitals, small letters and digits, as forty characters of base64
+    /// have: not a hex digest (a commit, a checksum) written beside a key id.
+    MixedCase,
     /// As `Random`, and the name it is assigned to is not a pagination cursor
     /// (`next_page_token`, `cursor`): those are opaque, not secret.
     Assigned,
@@ -314,7 +317,7 @@ const TEXT_RULES: &[(&str, &str, &str, Check)] = &[
         "aws-secret-beside-key-id",
         "AWS secret access key beside its access key id",
         r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA)[0-9A-Z]{16}\b[^\n]{0,80}?(?:^|[^A-Za-z0-9/+=])([A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|$)",
-        Check::Random,
+        Check::MixedCase,
     ),
     (
         "gcp-api-key",
@@ -823,6 +826,17 @@ fn confirm(check: Check, value: &str, text: &str, match_start: usize) -> bool {
         Check::None => true,
         Check::NotPlaceholder => !is_placeholder(value),
         Check::Random => !is_placeholder(value) && looks_random(value),
+        Check::MixedCase => {
+            [
+                u8::is_ascii_uppercase,
+                u8::is_ascii_lowercase,
+                u8::is_ascii_digit,
+            ]
+            .iter()
+            .all(|class| value.bytes().any(|b| class(&b)))
+                && !is_placeholder(value)
+                && looks_random(value)
+        }
         Check::Assigned => {
             let name = text[match_start..]
                 .split([':', '='])
@@ -1145,7 +1159,11 @@ fn is_password(value: &str, text: &str, match_start: usize) -> bool {
     // `password is rotated`, `password: see the vault`: prose, not a value. A password in prose
     // form ("the password is X") must at least not be a plain lowercase word.
     let prose = text[match_start..].to_ascii_lowercase().contains(" is ");
-    let plain_word = v.bytes().all(|b| b.is_ascii_lowercase());
+    // A word, capitalized or not ("the password is Expired").
+    let plain_word = v
+        .bytes()
+        .enumerate()
+        .all(|(i, b)| b.is_ascii_lowercase() || (i == 0 && b.is_ascii_uppercase()));
     if plain_word && (prose || v.len() < 6 || COMMON_WORDS.contains(&v)) {
         return false;
     }

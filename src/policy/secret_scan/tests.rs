@@ -572,7 +572,11 @@ fn unnamed_key_pairs_letter_passwords_and_escaped_urls() {
         "password: SecretString",
         "password: HttpBasicCredentials",
         "the password is rotated every 90 days",
+        "the password is Expired, reset it in the console",
+        "password: Required",
         "AKIAFAKE91DHODZDOC9I is the id; the secret lives in the vault",
+        "AKIAFAKE91DHODZDOC9I was rotated in commit 3f2a9c1d5e7b8a0f4c6d2e1b9a8c7d6e5f4a3b2c",
+        "AKIAFAKE91DHODZDOC9I checksum sha1 DA39A3EE5E6B4B0D3255BFEF95601890AFD80709",
         "see https://example.com/search?q=connect%20to%20db for the steps",
     ] {
         let found = scan_text(text);
