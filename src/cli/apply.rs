@@ -648,21 +648,28 @@ fn bom_error(number: Option<usize>, path: Option<&str>) -> Error {
 }
 
 /// Whether an input that is not one JSON document is JSON Lines with a damaged first line: the
-/// first line starts an object but is not one, and the next line that is not blank is a whole
-/// object. Then the first line's error. (A document printed over several lines starts with a
-/// line that is `{` or `[` alone, or holds more than its first line: it parsed whole, or it is
-/// refused as the document it is.)
+/// first line starts an object, is not one, and does not open a container for the lines after
+/// it (`{"memory_updates": [`), and the next two lines that are not blank are each a whole
+/// Memory_Update (an object with an `operation`). Then the first line's error. A document
+/// printed over several lines, even cut short, has neither: its elements end in commas, or its
+/// first line is `{` or `[` alone or opens a list; it is refused whole, and nothing is written.
 fn damaged_first_line(first: &[u8], rest: &[u8]) -> Option<serde_json::Error> {
     let trimmed = first.trim_ascii();
-    if !trimmed.starts_with(b"{") || trimmed == b"{" {
+    if !trimmed.starts_with(b"{") || trimmed.ends_with(b"{") || trimmed.ends_with(b"[") {
         return None;
     }
-    let next = rest
+    let updates = rest
         .split(|b| *b == b'\n')
-        .find(|l| !l.trim_ascii().is_empty())?;
-    super::strict_json::from_slice(next)
-        .ok()
-        .filter(Value::is_object)?;
+        .filter(|l| !l.trim_ascii().is_empty())
+        .take(2)
+        .filter(|l| {
+            super::strict_json::from_slice(l)
+                .is_ok_and(|v| v.get("operation").is_some_and(Value::is_string))
+        })
+        .count();
+    if updates < 2 {
+        return None;
+    }
     super::strict_json::from_slice(first).err()
 }
 

@@ -344,4 +344,22 @@ fn a_damaged_first_line_of_json_lines_is_refused_alone() {
     let r = stdin_run(&env, &["apply", "demo", "-", "--json"], document.as_bytes());
     assert_eq!(r.code, 0, "{}", r.stdout);
     assert_eq!(env.listed(), Some(3));
+    // A document cut short is refused whole, even with updates on lines of their own.
+    let log = std::fs::read_to_string(env.log()).unwrap_or_default();
+    for broken in [
+        format!(
+            "{{\"task_id\":\"t\",\"memory_updates\":[\n{}\n{}\n]\n",
+            create_line("b.one"),
+            create_line("b.two")
+        ),
+        format!(
+            "{{\"task_id\":\"t\",\"memory_updates\":[\n{}\n]\n",
+            create_line("b.one")
+        ),
+    ] {
+        let r = stdin_run(&env, &["apply", "demo", "-"], broken.as_bytes());
+        assert_eq!(r.code, 3, "{broken}: {}", r.stderr);
+        assert!(r.stderr.contains("input is not valid JSON"), "{}", r.stderr);
+        assert_eq!(std::fs::read_to_string(env.log()).unwrap_or_default(), log);
+    }
 }

@@ -981,9 +981,13 @@ fn refuse_written_create(store: &Store, create: &Event) -> Result<()> {
     if !store.has_event(&create.id)? {
         return Ok(());
     }
-    let now = store
-        .entry(&create.entry)?
-        .map_or_else(String::new, |s| format!(", now {}", s.status));
+    let now = store.entry(&create.entry)?.map_or_else(String::new, |s| {
+        if s.purged {
+            ", now purged".to_owned()
+        } else {
+            format!(", now {}", s.status)
+        }
+    });
     Err(Error::Invalid(Invalid::one(
         "entry",
         "duplicate",

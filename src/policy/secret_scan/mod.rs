@@ -765,13 +765,15 @@ fn scan_with(rules: &'static [Rule], text: &str) -> Vec<Raw> {
             let rest = text[value.end()..].trim_start_matches(['-', '_']);
             let cut_short = !BLOCK_RULES.contains(&rule.id)
                 && (rest.starts_with(['#', '*', '<', '\u{2026}']) || rest.starts_with(".."));
-            // A password of letters alone is one (`is_password` judged its words); the
-            // providers' allowlists of such shapes are for tokens of their own.
-            let allowlisted = if matches!(rule.check, Check::Password) {
-                provider::is_known_value(value.as_str())
-            } else {
-                provider::is_allowlisted(value.as_str())
-            };
+            // A password of letters alone is one (`is_password` judged its words, and a
+            // URL's `user:password@` says what it is); the providers' allowlists of such
+            // shapes are for tokens of their own.
+            let allowlisted =
+                if matches!(rule.check, Check::Password) || rule.id == "credentials-in-url" {
+                    provider::is_known_value(value.as_str())
+                } else {
+                    provider::is_allowlisted(value.as_str())
+                };
             if !example
                 && !cut_short
                 && confirm(rule.check, value.as_str(), text, whole.start())
@@ -1157,30 +1159,32 @@ fn is_password(value: &str, text: &str, match_start: usize) -> bool {
         return false;
     }
     // `password is rotated`, `password: see the vault`: prose, not a value. A password in prose
-    // form ("the password is X") must at least not be a plain lowercase word.
-    let prose = text[match_start..].to_ascii_lowercase().contains(" is ");
-    // A word, capitalized or not ("the password is Expired").
-    let plain_word = v
-        .bytes()
-        .enumerate()
-        .all(|(i, b)| b.is_ascii_lowercase() || (i == 0 && b.is_ascii_uppercase()));
+    // form ("the password is X") must at least not be a plain lowercase word. Only the words
+    // between the name and the value tell (not a sentence on a later line).
+    let head = &text[match_start..];
+    let before_value = head.find(value).map_or(head, |i| &head[..i]);
+    let prose = before_value.to_ascii_lowercase().contains(" is ");
+    let plain_word = v.bytes().all(|b| b.is_ascii_lowercase());
     if plain_word && (prose || v.len() < 6 || COMMON_WORDS.contains(&v)) {
+        return false;
+    }
+    // Letters with capitals are words or the name of a type (`Kubernetes`, `SecretString`,
+    // "the password is BCrypt hashed") unless they cannot be said: five consonants in a row
+    // within a word are letters typed at random (`BiJmpflvJfup`).
+    if !plain_word && v.bytes().all(|b| b.is_ascii_alphabetic()) && !has_consonant_run(v, 5) {
         return false;
     }
     // Function calls and references, e.g. `password=get_password()` or `password: config.db`.
     if v.contains('(') || (v.contains('.') && plain_word_parts(v)) {
         return false;
     }
-    // Type annotations (`password: SecretString`) and file paths (`--from-file=password=./pw.txt`).
-    // A type is named in words, not in a sentence ("the password is BiJmpflvJfup"), and its
-    // words are pronounceable: five consonants in a row within a word are letters typed at
-    // random.
-    let type_name = !prose
-        && v.starts_with(|c: char| c.is_ascii_uppercase())
-        && v.bytes().all(|b| b.is_ascii_alphabetic())
-        && v.bytes().skip(1).any(|b| b.is_ascii_uppercase())
-        && !has_consonant_run(v, 5);
-    if type_name || ["./", "../", "/", "~/"].iter().any(|p| v.starts_with(p)) {
+    // Generic type annotations (`password: Optional[str]`, `password: Box<str>`) and file
+    // paths (`--from-file=password=./pw.txt`).
+    let generic_type = v.starts_with(|c: char| c.is_ascii_uppercase())
+        && (v.ends_with(']') || v.ends_with('>'))
+        && v.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"[]<>_".contains(&b));
+    if generic_type || ["./", "../", "/", "~/"].iter().any(|p| v.starts_with(p)) {
         return false;
     }
     true

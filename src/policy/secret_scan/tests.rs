@@ -561,6 +561,11 @@ fn unnamed_key_pairs_letter_passwords_and_escaped_urls() {
         ("password-assignment", "password: BiJmpflvJfup", false),
         (
             "credentials-in-url",
+            "postgres://app:BiJmpflvJfup@db.internal/orders",
+            false,
+        ),
+        (
+            "credentials-in-url",
             "https://x.example.com/a?connect%20to%20https://admin:FakePw42@db.example.net/x",
             true,
         ),
@@ -571,6 +576,12 @@ fn unnamed_key_pairs_letter_passwords_and_escaped_urls() {
     for text in [
         "password: SecretString",
         "password: HttpBasicCredentials",
+        "password: Kubernetes",
+        "def login(self, password: Optional[str]) -> None:",
+        "fn connect(password: SecretString, user: String)\nthe password is rotated every 90 days",
+        "the password is BCrypt hashed",
+        "the password is HashedPassword in the User model",
+        "the password is NullOrEmpty when SSO is used",
         "the password is rotated every 90 days",
         "the password is Expired, reset it in the console",
         "password: Required",
