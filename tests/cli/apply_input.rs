@@ -282,25 +282,14 @@ fn a_create_rerun_at_the_same_time_is_refused_even_after_its_entry_was_deprecate
 #[test]
 fn validate_checks_changes_of_entries_the_input_creates_as_apply_does() {
     let create = create_line("a.one");
-    // The id the create gets: the same time and actor make the same id in any workspace.
-    let scratch = Env::with_project();
-    let id = stdin_run(&scratch, &["apply", "demo", "-"], create.as_bytes())
-        .ok()
-        .stdout
-        .trim()
-        .to_owned();
+    let id = id_of(&create);
     let input = format!(
         "{create}\n{}\n{}\n",
         serde_json::json!({"operation": "deprecate", "target_id": id, "reason": "replaced"}),
         serde_json::json!({"operation": "deprecate", "target_id": &id[..8], "reason": "again"}),
     );
     let env = Env::with_project();
-    let checked = stdin_run(&env, &["validate", "demo", "-", "--json"], input.as_bytes());
-    let valid: Vec<bool> = checked
-        .json()
-        .as_array()
-        .map(|a| a.iter().map(|v| v["valid"] == true).collect())
-        .unwrap_or_default();
+    let (checked, valid) = validity(&env, &input);
     // The second deprecate finds the entry deprecated by the first, as apply does.
     assert_eq!(valid, [true, true, false], "{}", checked.stdout);
     assert!(
@@ -362,4 +351,56 @@ fn a_damaged_first_line_of_json_lines_is_refused_alone() {
         assert!(r.stderr.contains("input is not valid JSON"), "{}", r.stderr);
         assert_eq!(std::fs::read_to_string(env.log()).unwrap_or_default(), log);
     }
+}
+
+/// Within one input, a create that says again what an entry deprecated above it said is
+/// judged as in a later run: accepted, with the warning that it brings the fact back; a copy
+/// after it is refused, by `validate` as by `apply`.
+#[test]
+fn a_fact_deprecated_earlier_in_the_input_can_be_said_again() {
+    let line = create_line("a.one");
+    let id = id_of(&line);
+    let again: serde_json::Value = serde_json::from_str(&line).unwrap_or_default();
+    let mut changed = again.clone();
+    changed["entry"]["content"] = "said again, with a reason".into();
+    let input = format!(
+        "{line}\n{}\n{changed}\n{line}\n",
+        serde_json::json!({"operation": "deprecate", "target_id": id, "reason": "wrong"}),
+    );
+    let env = Env::with_project();
+    let (checked, valid) = validity(&env, &input);
+    assert_eq!(valid, [true, true, true, false], "{}", checked.stdout);
+    let applied = stdin_run(&env, &["apply", "demo", "-", "--json"], input.as_bytes());
+    let v = applied.json();
+    assert_eq!(v["applied"].as_array().map(Vec::len), Some(3), "{v}");
+    let said = v.to_string();
+    assert!(said.contains("brings the deprecated fact back"), "{said}");
+    // The last line repeats the first: the entry line 3 made says the same, and is active.
+    assert!(
+        v["skipped"]
+            .to_string()
+            .contains("an earlier update of this batch"),
+        "{v}"
+    );
+}
+
+/// The id the create `line` gets: the same time and actor make the same id in any workspace.
+fn id_of(line: &str) -> String {
+    let scratch = Env::with_project();
+    stdin_run(&scratch, &["apply", "demo", "-"], line.as_bytes())
+        .ok()
+        .stdout
+        .trim()
+        .to_owned()
+}
+
+/// `validate --json` of `input` in `env`, and whether each update is valid.
+fn validity(env: &Env, input: &str) -> (crate::common::Run, Vec<bool>) {
+    let checked = stdin_run(env, &["validate", "demo", "-", "--json"], input.as_bytes());
+    let valid = checked
+        .json()
+        .as_array()
+        .map(|a| a.iter().map(|v| v["valid"] == true).collect())
+        .unwrap_or_default();
+    (checked, valid)
 }

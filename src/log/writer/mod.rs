@@ -435,6 +435,9 @@ pub struct Batch<'a> {
     touched: rustc_hash::FxHashSet<String>,
     /// Subject, scope and summary of staged active creates, to refuse in-batch duplicates.
     staged_keys: rustc_hash::FxHashMap<(String, String, String), String>,
+    /// Entries that changes of this batch deprecated or superseded: a later create may say
+    /// again what one of them said (see [`Batch::see_retired`]).
+    retired: rustc_hash::FxHashSet<String>,
     /// In a dry run (`validate`), which stages nothing: the lines of the events each change
     /// would have written, by entry, so that a later change of the input is checked against
     /// the entry as the earlier ones leave it (a deprecate of an entry created above), as
@@ -537,6 +540,7 @@ impl<'a> Batch<'a> {
             staged: Vec::new(),
             touched: rustc_hash::FxHashSet::default(),
             staged_keys: rustc_hash::FxHashMap::default(),
+            retired: rustc_hash::FxHashSet::default(),
             dry_events: rustc_hash::FxHashMap::default(),
             dry_kept: 0,
             warned_size: false,
@@ -642,6 +646,9 @@ impl<'a> Batch<'a> {
             precondition(&change, s)?;
         }
         let content = content.filter(|_| matches!(change, Change::Create { .. }));
+        if let Change::Create { fields, .. } = &change {
+            self.see_retired(fields)?;
+        }
         let mut warnings = gate(
             self.project,
             self.ctx,
@@ -683,6 +690,9 @@ impl<'a> Batch<'a> {
         {
             warnings.push(expired_update_warning(s));
         }
+        if let Change::Deprecate { target, .. } | Change::Supersede { target, .. } = &change {
+            self.retired.insert(target.clone());
+        }
         let (mut events, id, superseded) = match (prebuilt, &change) {
             (Some(event), Change::Create { .. }) => {
                 let id = event.0.entry.clone();
@@ -692,6 +702,19 @@ impl<'a> Batch<'a> {
         };
         if let (Some((create, _)), None) = (events.first(), &target) {
             refuse_written_create(self.session.store(), create)?;
+            // In a dry run, the same create earlier in the input is written as far as the
+            // later ones can tell.
+            if self.ctx.dry_run && self.dry_events.contains_key(&create.entry) {
+                return Err(Error::Invalid(Invalid::one(
+                    "entry",
+                    "duplicate",
+                    format!(
+                        "this create is written by an earlier update of the input (entry {}): \
+                         writing it again would change nothing",
+                        create.entry
+                    ),
+                )));
+            }
         }
         if restore {
             push_restore(&mut events, &id, self.ctx)?;
@@ -725,6 +748,37 @@ impl<'a> Batch<'a> {
             });
         }
         Ok(written)
+    }
+
+    /// Before a create is checked for duplicates: when an earlier change of this batch
+    /// deprecated or superseded the entry that says the same (same subject, scope and
+    /// summary), the create is checked as it would be in a later run, against that entry as
+    /// the change left it: the change is committed first (the store's check reads the store),
+    /// and the entry no longer counts among this batch's active creates.
+    fn see_retired(&mut self, fields: &projections::EntryFields) -> Result<()> {
+        if self.retired.is_empty() {
+            return Ok(());
+        }
+        let in_batch = (
+            fields.subject.clone(),
+            fields.scope.clone(),
+            fields.summary.clone(),
+        );
+        if self
+            .staged_keys
+            .get(&in_batch)
+            .is_some_and(|first| self.retired.contains(first))
+        {
+            self.staged_keys.remove(&in_batch);
+        }
+        if !self.ctx.dry_run && !self.staged.is_empty() {
+            let key = crate::store::duplicate_key(fields);
+            let active = self.session.store().ids_with("duplicate", &key)?;
+            if active.iter().any(|id| self.retired.contains(id)) {
+                self.commit_staged()?;
+            }
+        }
+        Ok(())
     }
 
     /// In a dry run, the entry named by `prefix` (an id or a unique prefix of one) among those
