@@ -784,6 +784,10 @@ impl<'a> Batch<'a> {
     /// In a dry run, the entry named by `prefix` (an id or a unique prefix of one) among those
     /// earlier changes of the input would have created.
     fn dry_resolve(&self, prefix: &str) -> Option<String> {
+        // A whole id, most often: found without looking at the others.
+        if self.dry_events.contains_key(prefix) {
+            return Some(prefix.to_owned());
+        }
         let mut found = self.dry_events.keys().filter(|id| id.starts_with(prefix));
         match (found.next(), found.next()) {
             (Some(id), None) => Some(id.clone()),
