@@ -925,21 +925,13 @@ impl Store {
         path: &Path,
         in_log: impl Fn(&str) -> bool,
     ) -> Result<Vec<(String, String)>> {
-        let store = Self::open_raw(path)?;
-        let mut out = Vec::new();
-        for item in store.ks[K_EVENTS].iter() {
-            let (id, line) = item.into_inner().map_err(|e| store.err(e))?;
-            let Ok(id) = std::str::from_utf8(&id) else {
-                continue;
-            };
-            if in_log(id) {
-                continue;
-            }
-            if crate::log::line_id::stated_id(&line) == Some((id, true)) {
-                out.push((id.to_owned(), String::from_utf8_lossy(&line).into_owned()));
-            }
-        }
-        Ok(out)
+        let lines = Self::open_raw(path)?.event_lines_except(in_log)?;
+        Ok(lines
+            .into_iter()
+            .filter(|(id, line)| {
+                crate::log::line_id::stated_id(line.as_bytes()) == Some((id.as_str(), true))
+            })
+            .collect())
     }
 
     /// True when the event is already applied.

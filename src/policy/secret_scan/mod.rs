@@ -88,6 +88,10 @@ struct Rule {
     gate: Gate,
     /// Its rank among the findings (see [`scan_with`]).
     rank: usize,
+    /// Whether the providers' allowlists apply to its findings: not for a password (judged by
+    /// its words in `is_password`, or named by a URL's `user:password@`), since they pass
+    /// shapes (letters alone) that are no token of theirs but can be a password.
+    provider_allowlists: bool,
 }
 
 /// What a text must hold for a rule to be tried, decided once per rule rather than by its
@@ -611,6 +615,8 @@ fn compile(table: &'static [(&str, &str, &str, Check)]) -> Vec<Rule> {
                 } else {
                     index
                 },
+                provider_allowlists: !matches!(check, Check::Password)
+                    && *id != "credentials-in-url",
             }
         })
         .collect()
@@ -765,15 +771,11 @@ fn scan_with(rules: &'static [Rule], text: &str) -> Vec<Raw> {
             let rest = text[value.end()..].trim_start_matches(['-', '_']);
             let cut_short = !BLOCK_RULES.contains(&rule.id)
                 && (rest.starts_with(['#', '*', '<', '\u{2026}']) || rest.starts_with(".."));
-            // A password of letters alone is one (`is_password` judged its words, and a
-            // URL's `user:password@` says what it is); the providers' allowlists of such
-            // shapes are for tokens of their own.
-            let allowlisted =
-                if matches!(rule.check, Check::Password) || rule.id == "credentials-in-url" {
-                    provider::is_known_value(value.as_str())
-                } else {
-                    provider::is_allowlisted(value.as_str())
-                };
+            let allowlisted = if rule.provider_allowlists {
+                provider::is_allowlisted(value.as_str())
+            } else {
+                provider::is_known_value(value.as_str())
+            };
             if !example
                 && !cut_short
                 && confirm(rule.check, value.as_str(), text, whole.start())
