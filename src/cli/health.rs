@@ -54,7 +54,7 @@ fn check(ctx: &Ctx, project: &Project) -> (Value, Vec<String>) {
     let mut projections = json!({});
     let mut entries = Value::Null;
     let mut events = Value::Null;
-    match crate::store::session::Session::open(project, ctx.lock_timeout()) {
+    match crate::store::session::Session::open_reading(project, ctx.lock_timeout()) {
         Ok(mut session) => {
             log["readable"] = json!(exists);
             // Every event whose parent is missing, as long as it is: not only those this

@@ -478,7 +478,9 @@ impl Ctx {
     }
 
     /// Opens a caught-up session, telling the user about a torn tail that was set aside.
-    /// Under `--as-of`, a private session on the events the log held then.
+    /// Under `--as-of`, a private session on the events the log held then. The store is opened
+    /// to be read ([`crate::store::session::Session::open_reading`]): commands that write do so
+    /// through the log's writer, which opens its own session.
     pub fn open_session(&self, project: &Project) -> Result<crate::store::session::Session> {
         self.open_session_warning(project, false)
     }
@@ -512,7 +514,8 @@ impl Ctx {
             }
             return Ok(session);
         }
-        let mut session = crate::store::session::Session::open(project, self.lock_timeout())?;
+        let mut session =
+            crate::store::session::Session::open_reading(project, self.lock_timeout())?;
         if all_missing_parents {
             session.report_all_missing_parents()?;
         }

@@ -173,6 +173,23 @@ pub struct Store {
     /// create of a bulk `apply` asks for it, and decoding the statistics each time was a
     /// tenth of the staging.
     hot_count: std::sync::atomic::AtomicU64,
+    /// Whether the store engine's background worker runs (see [`Access`]): only then can the
+    /// store be written.
+    access: Access,
+}
+
+/// How a store is opened.
+///
+/// fjall's background worker flushes memtables and merges tables. Started with a store that
+/// has tables in level 0 (nearly every store grown by single writes), it first looks for a
+/// merge and then sleeps 1 ms, per keyspace, and closing the store waits for it: a command
+/// that reads a thousand entries in 2 ms spent another 1 to 2 ms waiting to close. A store
+/// opened to be read runs no worker; the session reopens it as a [`Access::Writer`] before its
+/// first write (a catch-up), which then costs one more open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    Reader,
+    Writer,
 }
 
 /// What a version record stores; the rest of [`Version`] comes from its key and the fold.
@@ -696,7 +713,7 @@ impl Store {
     /// # Errors
     /// [`Error::Store`] when fjall cannot open it.
     pub fn open(path: &Path) -> Result<(Self, bool)> {
-        match Self::open_checked(path)? {
+        match Self::open_checked(path, Access::Writer)? {
             Opened::Current(store, fresh) => Ok((store, fresh)),
             Opened::OtherFormat(_) => {
                 fs_err::remove_dir_all(path)?;
@@ -710,12 +727,11 @@ impl Store {
     ///
     /// # Errors
     /// [`Error::Store`] when fjall cannot open it.
-    pub fn open_checked(path: &Path) -> Result<Opened> {
-        let mut store = Self::open_raw(path)?;
+    pub fn open_checked(path: &Path, access: Access) -> Result<Opened> {
         if journal_bytes(path) > CHECKPOINT_JOURNAL_BYTES {
-            store.checkpoint()?;
-            store = Self::open_raw(path)?;
+            Self::open_raw(path)?.checkpoint()?;
         }
+        let store = Self::open_with(path, access)?;
         let format = store.ks[K_PROJ]
             .get(meta_key("format"))
             .map_err(|e| Error::store(path, e))?;
@@ -765,12 +781,18 @@ impl Store {
     }
 
     fn open_raw(path: &Path) -> Result<Self> {
+        Self::open_with(path, Access::Writer)
+    }
+
+    fn open_with(path: &Path, access: Access) -> Result<Self> {
         fs_err::create_dir_all(path)?;
-        let db = Database::builder(path)
-            .cache_size(8 * 1024 * 1024)
-            .worker_threads(1)
-            .open()
-            .map_err(|e| Error::store(path, e))?;
+        let builder = Database::builder(path).cache_size(8 * 1024 * 1024);
+        let builder = match access {
+            Access::Writer => builder.worker_threads(1),
+            // No worker at all: what it would do (flush, merge) only follows writes.
+            Access::Reader => builder.worker_threads_unchecked(0),
+        };
+        let db = builder.open().map_err(|e| Error::store(path, e))?;
         let mut handles = Vec::with_capacity(KEYSPACES.len());
         for name in KEYSPACES {
             handles.push(
@@ -786,11 +808,42 @@ impl Store {
             db,
             ks,
             hot_count: std::sync::atomic::AtomicU64::new(0),
+            access,
         })
     }
 
     fn err(&self, e: impl std::fmt::Display) -> Error {
         Error::store(&self.path, e)
+    }
+
+    /// How the store was opened.
+    pub fn access(&self) -> Access {
+        self.access
+    }
+
+    /// The same store, opened as a [`Access::Writer`] (closed and opened again when it was
+    /// opened to be read).
+    ///
+    /// # Errors
+    /// [`Error::Store`] when fjall cannot open it.
+    pub fn into_writer(self) -> Result<Self> {
+        if self.access == Access::Writer {
+            return Ok(self);
+        }
+        let path = self.path.clone();
+        drop(self);
+        Self::open_raw(&path)
+    }
+
+    /// Refuses to write a store opened to be read: without the engine's worker, its memtables
+    /// would never reach a table and a flush would wait forever.
+    fn check_writer(&self) -> Result<()> {
+        match self.access {
+            Access::Writer => Ok(()),
+            Access::Reader => Err(self.err(
+                "it was opened to be read and cannot be written (a defect: please report it)",
+            )),
+        }
     }
 
     fn get_json<T: for<'de> Deserialize<'de>>(&self, key: &[u8]) -> Result<Option<T>> {
@@ -977,6 +1030,7 @@ impl Store {
         // catch-up applies the same lines again, and the chunks already written are skipped as
         // applied events (their entries were refolded from all their events then).
         // The missing parents are recorded with the fingerprint, as of all the events.
+        self.check_writer()?;
         let dangling = self.dangling_after(&events)?;
         let mut events = events;
         let mut applied = 0;
@@ -1944,6 +1998,7 @@ impl Store {
     /// # Errors
     /// When fjall fails.
     pub fn flush(&self) -> Result<()> {
+        self.check_writer()?;
         for ks in &self.ks {
             self.rotate_and_wait(ks)?;
         }

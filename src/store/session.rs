@@ -20,7 +20,7 @@ use crate::log::lock::FileLock;
 use crate::log::read as event_log;
 use crate::log::stamp::{BlockHashes, FileStamp};
 use crate::project::Project;
-use crate::store::{Fingerprint, Opened, Store};
+use crate::store::{Access, Fingerprint, Opened, Store};
 use projections::Event;
 use serde::Serialize;
 use std::collections::HashSet;
@@ -448,13 +448,26 @@ impl Session {
     /// # Errors
     /// [`Error::LockTimeout`], [`Error::CorruptLog`] for a bad line, I/O errors.
     pub fn open(project: &Project, timeout: Duration) -> Result<Self> {
+        Self::open_as(project, timeout, Access::Writer)
+    }
+
+    /// [`Session::open`] for a command that only reads: the store is opened without the store
+    /// engine's worker (see [`Access`]) and reopened with it only if the catch-up writes.
+    ///
+    /// # Errors
+    /// As [`Session::open`].
+    pub fn open_reading(project: &Project, timeout: Duration) -> Result<Self> {
+        Self::open_as(project, timeout, Access::Reader)
+    }
+
+    fn open_as(project: &Project, timeout: Duration, access: Access) -> Result<Self> {
         // The local state can be deleted under a running process (it is derived data, and
         // people do `rm -rf .memlog`): then building the store fails half-way. Start over a few
         // times before giving up; each attempt takes the (re-created) lock anew.
         let mut attempt = 0;
         loop {
             attempt += 1;
-            match Self::open_once(project, timeout) {
+            match Self::open_once(project, timeout, access) {
                 Err(Error::Store { .. } | Error::Io(_)) if attempt < 8 => {
                     std::thread::sleep(Duration::from_millis(5 * attempt));
                 }
@@ -463,7 +476,7 @@ impl Session {
         }
     }
 
-    fn open_once(project: &Project, timeout: Duration) -> Result<Self> {
+    fn open_once(project: &Project, timeout: Duration, access: Access) -> Result<Self> {
         project.ensure_state_dir()?;
         let lock = FileLock::acquire(&project.store_lock_path(), "store", timeout)?;
         remove_leftovers(project);
@@ -476,7 +489,8 @@ impl Session {
         // Opening it first would create an empty database only to replace it.
         let absent = !project.store_dir().exists();
         let odd = (!absent).then(|| odd_entry(&project.store_dir())).flatten();
-        let opened = (!absent && odd.is_none()).then(|| Store::open_checked(&project.store_dir()));
+        let opened =
+            (!absent && odd.is_none()).then(|| Store::open_checked(&project.store_dir(), access));
         // Events that only a store of another format still holds (see below).
         let mut witnessed = Vec::new();
         let (store, broken) = match opened {
@@ -919,7 +933,7 @@ impl Session {
         let purges = events
             .iter()
             .any(|(e, _)| matches!(e.data, projections::EventData::Purge { .. }));
-        let n = self.store().apply(events, next)?;
+        let n = self.writer()?.apply(events, next)?;
         if purges {
             forget_kept_as_of(&self.project);
         }
@@ -941,6 +955,14 @@ impl Session {
     pub fn report_all_missing_parents(&mut self) -> Result<()> {
         self.report.missing_parents = self.store().dangling()?;
         Ok(())
+    }
+
+    /// The store, opened as a writer if it was opened to be read.
+    fn writer(&mut self) -> Result<&Store> {
+        if let Some(store) = self.store.take() {
+            self.store = Some(store.into_writer()?);
+        }
+        Ok(self.store())
     }
 
     /// The caught-up store.
@@ -1539,6 +1561,41 @@ mod tests {
             .unwrap_or_else(|e| panic!("{e}"));
         let err = session.rebuild_verifying(trusted.as_ref());
         assert!(matches!(err, Err(Error::CorruptLog { .. })), "{err:?}");
+    }
+
+    /// A session opened to read leaves a caught-up store as it found it, without the store
+    /// engine's worker (and refusing to be written), and catches up a log that grew by
+    /// reopening the store as a writer: the new event is applied, and the next reader finds
+    /// the store caught up.
+    #[test]
+    fn a_reading_session_writes_only_to_catch_up() {
+        let (_dir, project, _) = project_of_three();
+        drop(Session::open(&project, Duration::ZERO).unwrap_or_else(|e| panic!("{e}")));
+        let read = |project: &Project| {
+            Session::open_reading(project, Duration::ZERO).unwrap_or_else(|e| panic!("{e}"))
+        };
+        let session = read(&project);
+        assert_eq!(session.store().access(), Access::Reader);
+        assert_eq!(session.store().event_count().ok(), Some(3));
+        assert!(session.store().flush().is_err());
+        drop(session);
+
+        let mut log = fs_err::OpenOptions::new()
+            .append(true)
+            .open(project.log_path())
+            .unwrap_or_else(|e| panic!("{e}"));
+        std::io::Write::write_all(&mut log, format!("{}\n", create(3)).as_bytes())
+            .unwrap_or_else(|e| panic!("{e}"));
+        let session = read(&project);
+        assert_eq!(session.report.mode, "append");
+        assert_eq!(session.store().access(), Access::Writer);
+        assert_eq!(session.store().event_count().ok(), Some(4));
+        drop(session);
+
+        let session = read(&project);
+        assert_eq!(session.report.mode, "none");
+        assert_eq!(session.store().access(), Access::Reader);
+        assert_eq!(session.store().event_count().ok(), Some(4));
     }
 
     /// The events of `project`'s log with their lines, as `--as-of` selects them.
