@@ -75,9 +75,42 @@ fn errors_of(e: &Error) -> Vec<ErrorItem> {
     }
 }
 
+/// A new project named as the one checked, in a workspace of its own in the temp directory,
+/// removed when dropped.
+struct ScratchProject {
+    root: std::path::PathBuf,
+    project: Project,
+}
+
+impl ScratchProject {
+    fn create(name: &ProjectName, now: &str) -> Result<Self> {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let root =
+            std::env::temp_dir().join(format!("memlog-validate-{}-{nanos}", std::process::id()));
+        fs_err::create_dir(&root)?;
+        // Removed by `drop` from here on, whatever fails below.
+        let mut scratch = Self {
+            project: Project::new(&Workspace::at(&root)?, name.clone()),
+            root,
+        };
+        crate::project::init(&scratch.project.workspace, name, now)?;
+        scratch.project = Project::open(&scratch.project.workspace, name.clone())?;
+        Ok(scratch)
+    }
+}
+
+impl Drop for ScratchProject {
+    fn drop(&mut self) {
+        // Best effort: a leftover in the temp directory is harmless.
+        let _ = fs_err::remove_dir_all(&self.root);
+    }
+}
+
 /// The project to check against, resolved as `apply` resolves it (several projects and none
-/// named is the same usage error); one that does not exist (yet) still gets the checks that
-/// need no store, and nothing is created.
+/// named is the same usage error); one that does not exist (yet) is checked on a
+/// [`ScratchProject`], and nothing is created in the workspace.
 fn project_to_check(ctx: &Ctx, name: Option<&str>) -> Result<Project> {
     match ctx.project(name) {
         Ok(p) => Ok(p),
@@ -113,12 +146,21 @@ pub fn validate(ctx: &Ctx, args: ValidateArgs, out: &mut Out) -> Result<ExitCode
             let project = project_to_check(ctx, project_name)?;
             let mut wctx = ctx.write_context()?;
             wctx.dry_run = true;
-            // Against an existing project, the updates are checked as one batch, exactly as
-            // `apply` would stage them (duplicates within the input included).
-            let mut batch = if project.config_path().is_file() {
-                Some(Batch::open(&project, &wctx)?)
-            } else {
+            // The updates are checked as one batch, exactly as `apply` would stage them
+            // (duplicates within the input, and changes of entries it creates, included).
+            // Against a project that does not exist yet, the batch is opened on an empty one
+            // with the default policies, as `apply` would create it, in a scratch directory
+            // removed afterwards; where none can be made, each update gets the checks that
+            // need no store.
+            let scratch = if project.config_path().is_file() {
                 None
+            } else {
+                ScratchProject::create(&project.name, &ctx.now()).ok()
+            };
+            let mut batch = match &scratch {
+                _ if project.config_path().is_file() => Some(Batch::open(&project, &wctx)?),
+                Some(s) => Some(Batch::open(&s.project, &wctx)?),
+                None => None,
             };
             let mut verdicts = Vec::new();
             // Updates are numbered from 1, as people count them.
@@ -160,6 +202,8 @@ pub fn validate(ctx: &Ctx, args: ValidateArgs, out: &mut Out) -> Result<ExitCode
                 });
                 index += 1;
             }
+            drop(batch);
+            drop(scratch);
             (updates.single_object && verdicts.len() == 1, verdicts)
         }
     };

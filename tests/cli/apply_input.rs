@@ -308,6 +308,62 @@ fn validate_checks_changes_of_entries_the_input_creates_as_apply_does() {
     );
 }
 
+/// Against a project that does not exist yet, `validate` judges the input as `apply` would
+/// (which creates the project): a change of an entry the input creates is valid, a second
+/// deprecate of it is not. Nothing is created, in the workspace or in the temp directory.
+#[test]
+fn validate_of_a_project_not_yet_created_sees_what_the_input_creates() {
+    let create = create_line("a.one");
+    let id = id_of(&create);
+    let input = format!(
+        "{create}\n{}\n{}\n",
+        serde_json::json!({"operation": "deprecate", "target_id": id, "reason": "replaced"}),
+        serde_json::json!({"operation": "deprecate", "target_id": id, "reason": "again"}),
+    );
+    let env = Env::new();
+    env.run(&["init", "other"]).ok();
+    let listing = |dir: &std::path::Path| -> Vec<String> {
+        std::fs::read_dir(dir)
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let memory = env.root().join("ai-memory");
+    let before = listing(&memory);
+    let file = env.root().join("updates.jsonl");
+    let tmp = env.root().join("tmp");
+    std::fs::write(&file, &input).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::create_dir(&tmp).unwrap_or_else(|e| panic!("{e}"));
+    let checked = crate::common::output(
+        env.command(&["validate", "demo", &file.to_string_lossy(), "--json"])
+            .env("TMPDIR", &tmp)
+            .output(),
+    );
+    let valid: Vec<bool> = checked
+        .json()
+        .as_array()
+        .map(|a| a.iter().map(|v| v["valid"] == true).collect())
+        .unwrap_or_default();
+    assert_eq!(valid, [true, true, false], "{}", checked.stdout);
+    assert!(
+        checked.stdout.contains("already deprecated"),
+        "{}",
+        checked.stdout
+    );
+    assert_eq!(listing(&memory), before);
+    assert_eq!(
+        listing(&tmp),
+        Vec::<String>::new(),
+        "a scratch project was left"
+    );
+    let applied = stdin_run(&env, &["apply", "demo", "-", "--json"], input.as_bytes());
+    assert_eq!(applied.code, 1, "{}", applied.stdout);
+    assert_eq!(applied.json()["applied"].as_array().map(Vec::len), Some(2));
+}
+
 /// JSON Lines whose first line is damaged (cut short) is still JSON Lines: that line is refused
 /// alone and the others applied. A document printed over several lines is still one document,
 /// even when one of its lines is a whole object.

@@ -513,7 +513,7 @@ const TEXT_RULES: &[(&str, &str, &str, Check)] = &[
     (
         "password-assignment",
         "password assigned in text or configuration",
-        r#"(?i)(?:password|passwd|passwort|pwd)["']?\s*(?:[:=]|=>|\s+is\s+)\s*["']?([^\s"',;`)]+)|--password[= ]["']?([^\s"']+)"#,
+        r#"(?i)(?:password|passwd|passwort|pwd)["']?\s*(?:[:=]|=>|\s+(?:(?:(?:is|was|has\s+been|got)\s+)?(?:set|changed|reset|updated)\s+to|is\s+now|is|was)\s+)\s*["']?([^\s"',;`)]+)|--password[= ]["']?([^\s"']+)"#,
         Check::Password,
     ),
     (
@@ -1161,11 +1161,15 @@ fn is_password(value: &str, text: &str, match_start: usize) -> bool {
         return false;
     }
     // `password is rotated`, `password: see the vault`: prose, not a value. A password in prose
-    // form ("the password is X") must at least not be a plain lowercase word. Only the words
+    // form ("the password is X", "was X", "was changed to X") must at least not be a plain
+    // lowercase word. Only the words
     // between the name and the value tell (not a sentence on a later line).
     let head = &text[match_start..];
     let before_value = head.find(value).map_or(head, |i| &head[..i]);
-    let prose = before_value.to_ascii_lowercase().contains(" is ");
+    let before_value = before_value.to_ascii_lowercase();
+    let prose = [" is ", " was ", " to "]
+        .iter()
+        .any(|w| before_value.contains(w));
     let plain_word = v.bytes().all(|b| b.is_ascii_lowercase());
     if plain_word && (prose || v.len() < 6 || COMMON_WORDS.contains(&v)) {
         return false;

@@ -547,7 +547,8 @@ fn the_broken_up_tokens_of_the_report_are_found() {
 }
 
 /// Secrets written without the names the assignment rules look for: an AWS key pair side by
-/// side, a password of letters alone, credentials in a URL after an escaped space. Each is
+/// side, a password of letters alone or told in a sentence ("was", "changed to"), credentials
+/// in a URL after an escaped space. Each is
 /// found by its rule, and the type names and prose these rules must leave alone are not.
 #[test]
 fn unnamed_key_pairs_letter_passwords_and_escaped_urls() {
@@ -559,6 +560,26 @@ fn unnamed_key_pairs_letter_passwords_and_escaped_urls() {
         ),
         ("password-assignment", "the password is BiJmpflvJfup", false),
         ("password-assignment", "password: BiJmpflvJfup", false),
+        (
+            "password-assignment",
+            "the staging password was Fak3-Pw-9x!",
+            false,
+        ),
+        (
+            "password-assignment",
+            "db password was changed to Tr0ub4dor&3x",
+            false,
+        ),
+        (
+            "password-assignment",
+            "the admin password is now Fake!Pass42",
+            false,
+        ),
+        (
+            "password-assignment",
+            "root password set to hunter2fake",
+            false,
+        ),
         (
             "credentials-in-url",
             "postgres://app:BiJmpflvJfup@db.internal/orders",
@@ -585,6 +606,11 @@ fn unnamed_key_pairs_letter_passwords_and_escaped_urls() {
         "the password is rotated every 90 days",
         "the password is Expired, reset it in the console",
         "password: Required",
+        "the password was rotated last week",
+        "the password was changed to comply with the policy",
+        "password reset to default flow for new users",
+        "the password was BCrypt hashed before the migration",
+        "the password is now stored hashed",
         "AKIAFAKE91DHODZDOC9I is the id; the secret lives in the vault",
         "AKIAFAKE91DHODZDOC9I was rotated in commit 3f2a9c1d5e7b8a0f4c6d2e1b9a8c7d6e5f4a3b2c",
         "AKIAFAKE91DHODZDOC9I checksum sha1 DA39A3EE5E6B4B0D3255BFEF95601890AFD80709",
