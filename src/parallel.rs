@@ -35,7 +35,9 @@ where
     })
 }
 
-/// Worker threads to use: the available parallelism, at most 8.
+/// Worker threads to use: the available parallelism, at most 8. Asked once per process: the
+/// answer reads the cgroup's quota files each time (a query asked five times, 25 system calls).
 pub fn threads() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get().min(8))
+    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get().min(8)))
 }
