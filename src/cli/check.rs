@@ -82,13 +82,37 @@ struct ScratchProject {
     project: Project,
 }
 
+/// Names of scratch projects' directories: the prefix, then the process id and a number.
+const SCRATCH_PREFIX: &str = "memlog-validate-";
+
 impl ScratchProject {
+    /// Made in the first of the temp directory (`TMPDIR`), `/tmp` and `/var/tmp` that takes it,
+    /// after removing there the scratch projects of processes that ended without removing
+    /// theirs (interrupted).
     fn create(name: &ProjectName, now: &str) -> Result<Self> {
+        let mut parents = vec![std::env::temp_dir()];
+        for fallback in ["/tmp", "/var/tmp"] {
+            let fallback = PathBuf::from(fallback);
+            if !parents.contains(&fallback) {
+                parents.push(fallback);
+            }
+        }
+        let mut failed = Vec::new();
+        for parent in parents {
+            remove_stale_scratch(&parent);
+            match Self::create_in(&parent, name, now) {
+                Ok(scratch) => return Ok(scratch),
+                Err(e) => failed.push(format!("{}: {e}", parent.display())),
+            }
+        }
+        Err(Error::Usage(failed.join("; ")))
+    }
+
+    fn create_in(parent: &std::path::Path, name: &ProjectName, now: &str) -> Result<Self> {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos());
-        let root =
-            std::env::temp_dir().join(format!("memlog-validate-{}-{nanos}", std::process::id()));
+        let root = parent.join(format!("{SCRATCH_PREFIX}{}-{nanos}", std::process::id()));
         fs_err::create_dir(&root)?;
         // Removed by `drop` from here on, whatever fails below.
         let mut scratch = Self {
@@ -98,6 +122,38 @@ impl ScratchProject {
         crate::project::init(&scratch.project.workspace, name, now)?;
         scratch.project = Project::open(&scratch.project.workspace, name.clone())?;
         Ok(scratch)
+    }
+}
+
+/// Removes the scratch projects in `parent` whose process is gone (where `/proc` tells) or that
+/// are older than a day. Best effort.
+fn remove_stale_scratch(parent: &std::path::Path) {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    let procfs = std::path::Path::new("/proc/self").exists();
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name
+            .strip_prefix(SCRATCH_PREFIX)
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == std::process::id() {
+            continue;
+        }
+        let gone = procfs && !std::path::Path::new(&format!("/proc/{pid}")).exists();
+        let old = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > std::time::Duration::from_secs(86_400));
+        if gone || old {
+            let _ = fs_err::remove_dir_all(entry.path());
+        }
     }
 }
 
@@ -155,8 +211,24 @@ pub fn validate(ctx: &Ctx, args: ValidateArgs, out: &mut Out) -> Result<ExitCode
             let scratch = if project.config_path().is_file() {
                 None
             } else {
-                ScratchProject::create(&project.name, &ctx.now()).ok()
+                Some(ScratchProject::create(&project.name, &ctx.now()))
             };
+            // Where no scratch project can be made, the verdicts that may differ from
+            // `apply`'s say so (and standard error once).
+            let degraded = match &scratch {
+                Some(Err(e)) => {
+                    let message = format!(
+                        "no scratch project could be made in the temp directory ({e}): each \
+                         update was checked alone, so a change of an entry that an earlier \
+                         update of this input creates is reported NOT_FOUND although `apply` \
+                         would accept it; set TMPDIR to a writable directory"
+                    );
+                    super::output::warn(&message);
+                    Some(message)
+                }
+                _ => None,
+            };
+            let scratch = scratch.and_then(Result::ok);
             let mut batch = match &scratch {
                 _ if project.config_path().is_file() => Some(Batch::open(&project, &wctx)?),
                 Some(s) => Some(Batch::open(&s.project, &wctx)?),
@@ -179,6 +251,7 @@ pub fn validate(ctx: &Ctx, args: ValidateArgs, out: &mut Out) -> Result<ExitCode
                     };
                     apply_one(&mut sink, &update)
                 });
+                let not_found = matches!(result, Err(Error::NotFound { .. }));
                 verdicts.push(match result {
                     Ok(w) => Verdict {
                         index,
@@ -197,7 +270,15 @@ pub fn validate(ctx: &Ctx, args: ValidateArgs, out: &mut Out) -> Result<ExitCode
                         operation,
                         valid: false,
                         errors: errors_of(&e),
-                        warnings: Vec::new(),
+                        warnings: degraded
+                            .iter()
+                            .filter(|_| not_found)
+                            .map(|message| crate::policy::Warning {
+                                field: "target_id".into(),
+                                rule: "scratch_project",
+                                message: message.clone(),
+                            })
+                            .collect(),
                     },
                 });
                 index += 1;

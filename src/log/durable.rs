@@ -335,7 +335,8 @@ pub fn repair_tail(
         }
         Err(crate::Error::Rejected {
             message: format!(
-                "{} ends in an incomplete line that is growing: another program is writing it;                  wait until it has finished (a copy, a checkout), then run the command again",
+                "{} ends in an incomplete line that is growing: another program is writing it; \
+                 wait until it has finished (a copy, a checkout), then run the command again",
                 log.display()
             ),
         })
@@ -411,7 +412,8 @@ mod tests {
         std::thread::sleep(std::time::Duration::from_millis(20));
         let repaired = repair_tail(&log, &quarantine, |_| false, |b| b);
         assert!(
-            matches!(&repaired, Err(crate::Error::Rejected { message }) if message.contains("growing")),
+            matches!(&repaired, Err(crate::Error::Rejected { message })
+                if message.contains("growing: another program is writing it; wait until")),
             "{repaired:?}"
         );
         if let Err(panic) = writer.join() {

@@ -336,29 +336,36 @@ fn validate_of_a_project_not_yet_created_sees_what_the_input_creates() {
     let file = env.root().join("updates.jsonl");
     let tmp = env.root().join("tmp");
     std::fs::write(&file, &input).unwrap_or_else(|e| panic!("{e}"));
-    std::fs::create_dir(&tmp).unwrap_or_else(|e| panic!("{e}"));
-    let checked = crate::common::output(
-        env.command(&["validate", "demo", &file.to_string_lossy(), "--json"])
-            .env("TMPDIR", &tmp)
-            .output(),
-    );
-    let valid: Vec<bool> = checked
-        .json()
-        .as_array()
-        .map(|a| a.iter().map(|v| v["valid"] == true).collect())
-        .unwrap_or_default();
-    assert_eq!(valid, [true, true, false], "{}", checked.stdout);
-    assert!(
-        checked.stdout.contains("already deprecated"),
-        "{}",
-        checked.stdout
-    );
+    // The scratch project of an interrupted run (its process is gone) is removed; that of a
+    // running one is not.
+    let alive = format!("memlog-validate-{}-1", std::process::id());
+    for leftover in ["memlog-validate-4000000000-1", alive.as_str()] {
+        std::fs::create_dir_all(tmp.join(leftover)).unwrap_or_else(|e| panic!("{e}"));
+    }
+    let check = |tmp: &std::path::Path| {
+        let checked = crate::common::output(
+            env.command(&["validate", "demo", &file.to_string_lossy(), "--json"])
+                .env("TMPDIR", tmp)
+                .output(),
+        );
+        let valid: Vec<bool> = checked
+            .json()
+            .as_array()
+            .map(|a| a.iter().map(|v| v["valid"] == true).collect())
+            .unwrap_or_default();
+        assert_eq!(valid, [true, true, false], "{}", checked.stdout);
+        assert!(
+            checked.stdout.contains("already deprecated"),
+            "{}",
+            checked.stdout
+        );
+    };
+    check(&tmp);
     assert_eq!(listing(&memory), before);
-    assert_eq!(
-        listing(&tmp),
-        Vec::<String>::new(),
-        "a scratch project was left"
-    );
+    assert_eq!(listing(&tmp), [alive], "a scratch project was left");
+    // A temp directory that cannot be used: the next one that can (`/tmp`).
+    check(&env.root().join("no-such-dir"));
+    assert_eq!(listing(&memory), before);
     let applied = stdin_run(&env, &["apply", "demo", "-", "--json"], input.as_bytes());
     assert_eq!(applied.code, 1, "{}", applied.stdout);
     assert_eq!(applied.json()["applied"].as_array().map(Vec::len), Some(2));

@@ -248,7 +248,7 @@ fn keywords(id: &str) -> Option<&'static [&'static str]> {
         "authorization-header" => &["authorization"],
         "bearer-token" => &["bearer"],
         "oauth-client-secret" => &["client"],
-        "password-assignment" => &["passw", "pwd"],
+        "password-assignment" => &["passw", "pwd", "passphrase"],
         "secret-assignment" => &["secret", "token", "key", "credential", "auth", "passphrase"],
         "secret-in-prose" => &[
             "secret",
@@ -513,7 +513,7 @@ const TEXT_RULES: &[(&str, &str, &str, Check)] = &[
     (
         "password-assignment",
         "password assigned in text or configuration",
-        r#"(?i)(?:password|passwd|passwort|pwd)["']?\s*(?:[:=]|=>|\s+(?:(?:(?:is|was|has\s+been|got)\s+)?(?:set|changed|reset|updated)\s+to|is\s+now|is|was)\s+)\s*["']?([^\s"',;`)]+)|--password[= ]["']?([^\s"']+)"#,
+        r#"(?i)(?:password|passwd|passwort|pwd|passphrase)s?["']?\s*(?:[:=]|=>|\s+(?:(?:(?:is|was|were|are|has\s+been|have\s+been|got)\s+)?(?:set|changed|reset|updated)\s+to|(?:is|are)\s+now|is|was|were|are)\s+)\s*["'`]?([^\s"',;`)]+)|--password[= ]["']?([^\s"']+)"#,
         Check::Password,
     ),
     (
@@ -1167,9 +1167,12 @@ fn is_password(value: &str, text: &str, match_start: usize) -> bool {
     let head = &text[match_start..];
     let before_value = head.find(value).map_or(head, |i| &head[..i]);
     let before_value = before_value.to_ascii_lowercase();
-    let prose = [" is ", " was ", " to "]
+    let prose = [" is ", " was ", " were ", " are ", " to "]
         .iter()
         .any(|w| before_value.contains(w));
+    if prose && says_how_passwords_are_kept(v) {
+        return false;
+    }
     let plain_word = v.bytes().all(|b| b.is_ascii_lowercase());
     if plain_word && (prose || v.len() < 6 || COMMON_WORDS.contains(&v)) {
         return false;
@@ -1180,8 +1183,12 @@ fn is_password(value: &str, text: &str, match_start: usize) -> bool {
     if !plain_word && v.bytes().all(|b| b.is_ascii_alphabetic()) && !has_consonant_run(v, 5) {
         return false;
     }
-    // Function calls and references, e.g. `password=get_password()` or `password: config.db`.
-    if v.contains('(') || (v.contains('.') && plain_word_parts(v)) {
+    // Function calls and references, e.g. `password=get_password()`, `password: config.db` or
+    // a type's path (`PASSPHRASE: crate::ObjectIdentifier`).
+    let path = v.contains("::")
+        && v.split("::")
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'));
+    if v.contains('(') || (v.contains('.') && plain_word_parts(v)) || path {
         return false;
     }
     // Generic type annotations (`password: Optional[str]`, `password: Box<str>`) and file
@@ -1194,6 +1201,99 @@ fn is_password(value: &str, text: &str, match_start: usize) -> bool {
         return false;
     }
     true
+}
+
+/// Whether the word after "the password was changed to" (or "is", "is now", ...) says how
+/// passwords are kept rather than what one is: a hashing scheme, an encoding, a protocol or a
+/// product, named by its letters with any digits (`PBKDF2`, `argon2id`, `SHA-256`, `UTF-8`,
+/// `TLS1.3`, `OAuth2`); a descriptor (`MD5-free`, `2FA-protected`: two parts, the second a
+/// number or a lowercase word); a date; or where the secret lives (a variable's name such as
+/// `DB_PASSWORD`, a path such as `ssm:/prod/db/password`).
+fn says_how_passwords_are_kept(v: &str) -> bool {
+    const SCHEMES: &[&str] = &[
+        "pbkdf",
+        "argon",
+        "argonid",
+        "argoni",
+        "argond",
+        "bcrypt",
+        "scrypt",
+        "yescrypt",
+        "crypt",
+        "sha",
+        "md",
+        "hs",
+        "rs",
+        "es",
+        "ps",
+        "hmac",
+        "blake",
+        "base",
+        "hex",
+        "utf",
+        "ascii",
+        "latin",
+        "tls",
+        "ssl",
+        "oauth",
+        "oidc",
+        "saml",
+        "sso",
+        "fa",
+        "mfa",
+        "totp",
+        "hotp",
+        "aes",
+        "aesgcm",
+        "rsa",
+        "ecdsa",
+        "ed",
+        "jwt",
+        "ldap",
+        "kerberos",
+        "ntlm",
+        "webauthn",
+        "fido",
+        "passkey",
+        "passkeys",
+        "keychain",
+        "vault",
+        "lastpass",
+        "bitwarden",
+        "keepass",
+        "onepassword",
+    ];
+    let letters: String = v
+        .chars()
+        .filter(|c| !c.is_ascii_digit() && !matches!(c, '-' | '.' | '_'))
+        .collect::<String>()
+        .to_ascii_lowercase();
+    let date = v.len() == 10
+        && v.bytes().enumerate().all(|(i, b)| {
+            if i == 4 || i == 7 {
+                b == b'-'
+            } else {
+                b.is_ascii_digit()
+            }
+        });
+    let variable = v.contains('_')
+        && v.bytes().any(|b| b.is_ascii_uppercase())
+        && v.bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
+    let descriptor = match v.split('-').collect::<Vec<_>>().as_slice() {
+        [first, second] => {
+            !first.is_empty()
+                && (second.bytes().all(|b| b.is_ascii_digit())
+                    || (second.len() >= 4 && second.bytes().all(|b| b.is_ascii_lowercase())))
+        }
+        _ => false,
+    };
+    (!letters.is_empty() && SCHEMES.contains(&letters.as_str()))
+        || v.eq_ignore_ascii_case("1password")
+        || date
+        || variable
+        || descriptor
+        || v.contains('/')
 }
 
 /// Whether a CamelCase `name` (ASCII letters) holds `n` consonants in a row within one of its
