@@ -154,7 +154,8 @@ fn for_each_read<'a>(bytes: &'a [u8], now: &str, mut visit: impl FnMut(std::borr
 /// # Errors
 /// When a file exists but cannot be read.
 pub fn counts(state_dir: &Path, now: &str) -> Result<BTreeMap<String, u64>> {
-    let mut out: BTreeMap<String, u64> = Summary::read(state_dir, false)?
+    // With its times: the whole summary is read, and damaged lines are put in order.
+    let mut out: BTreeMap<String, u64> = Summary::read(state_dir, true)?
         .entries()
         .map(|(id, stats)| (id.to_owned(), stats.count))
         .collect();
