@@ -513,7 +513,7 @@ const TEXT_RULES: &[(&str, &str, &str, Check)] = &[
     (
         "password-assignment",
         "password assigned in text or configuration",
-        r#"(?i)(?:password|passwd|passwort|pwd|passphrase)s?["']?\s*(?:[:=]|=>|\s+(?:(?:(?:is|was|were|are|has\s+been|have\s+been|got)\s+)?(?:set|changed|reset|updated)\s+to|(?:is|are)\s+now|is|was|were|are)\s+)\s*["'`]?([^\s"',;`)]+)|--password[= ]["']?([^\s"']+)"#,
+        r#"(?i)(?:password|passwd|passwort|pwd|passphrase)s?["']?\s*(?:[:=]|=>|\s+(?:(?:(?:is|was|were|are|has\s+been|have\s+been|got)\s+)?(?:set|changed|reset|updated|rotated)\s+to|(?:is|are)\s+now|is|was|were|are)\s+)\s*["'`]?([^\s"',;`)]+)|--password[= ]["']?([^\s"']+)"#,
         Check::Password,
     ),
     (
@@ -1185,9 +1185,7 @@ fn is_password(value: &str, text: &str, match_start: usize) -> bool {
     }
     // Function calls and references, e.g. `password=get_password()`, `password: config.db` or
     // a type's path (`PASSPHRASE: crate::ObjectIdentifier`).
-    let path = v.contains("::")
-        && v.split("::")
-            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'));
+    let path = v.contains("::") && is_reference(v, "::");
     if v.contains('(') || (v.contains('.') && plain_word_parts(v)) || path {
         return false;
     }
@@ -1204,96 +1202,148 @@ fn is_password(value: &str, text: &str, match_start: usize) -> bool {
 }
 
 /// Whether the word after "the password was changed to" (or "is", "is now", ...) says how
-/// passwords are kept rather than what one is: a hashing scheme, an encoding, a protocol or a
-/// product, named by its letters with any digits (`PBKDF2`, `argon2id`, `SHA-256`, `UTF-8`,
-/// `TLS1.3`, `OAuth2`); a descriptor (`MD5-free`, `2FA-protected`: two parts, the second a
-/// number or a lowercase word); a date; or where the secret lives (a variable's name such as
-/// `DB_PASSWORD`, a path such as `ssm:/prod/db/password`).
+/// passwords are kept rather than what one is. Each form is narrow, since what it lets pass is
+/// not looked at again:
+/// - a hashing scheme, encoding, protocol or product: its letters one of [`SCHEMES`], with at
+///   most three digits (`PBKDF2`, `argon2id`, `SHA256`, `UTF8`, `TLS1.3`, `HS256`; not
+///   `Vault2024`);
+/// - such a name with descriptors joined by hyphens, each a number or a lowercase word of four
+///   letters or more (`SHA-256`, `UTF-8-encoded`, `MD5-free`, `2FA-protected`; not
+///   `Summer-2024`);
+/// - a date (`2024-03-01`, a real month and day);
+/// - where the secret lives: a variable's name of capitals and underscores naming a secret
+///   (`DB_PASSWORD`), an attribute of an object (`settings.DB_PASSWORD`, `cfg.Password`), a
+///   path of plain words (`ssm:/prod/db/password`), a snake_case name (`password_hash`), a
+///   type's path (`crate::Secret`).
 fn says_how_passwords_are_kept(v: &str) -> bool {
-    const SCHEMES: &[&str] = &[
-        "pbkdf",
-        "argon",
-        "argonid",
-        "argoni",
-        "argond",
-        "bcrypt",
-        "scrypt",
-        "yescrypt",
-        "crypt",
-        "sha",
-        "md",
-        "hs",
-        "rs",
-        "es",
-        "ps",
-        "hmac",
-        "blake",
-        "base",
-        "hex",
-        "utf",
-        "ascii",
-        "latin",
-        "tls",
-        "ssl",
-        "oauth",
-        "oidc",
-        "saml",
-        "sso",
-        "fa",
-        "mfa",
-        "totp",
-        "hotp",
-        "aes",
-        "aesgcm",
-        "rsa",
-        "ecdsa",
-        "ed",
-        "jwt",
-        "ldap",
-        "kerberos",
-        "ntlm",
-        "webauthn",
-        "fido",
-        "passkey",
-        "passkeys",
-        "keychain",
-        "vault",
-        "lastpass",
-        "bitwarden",
-        "keepass",
-        "onepassword",
-    ];
-    let letters: String = v
-        .chars()
-        .filter(|c| !c.is_ascii_digit() && !matches!(c, '-' | '.' | '_'))
-        .collect::<String>()
-        .to_ascii_lowercase();
-    let date = v.len() == 10
-        && v.bytes().enumerate().all(|(i, b)| {
-            if i == 4 || i == 7 {
-                b == b'-'
-            } else {
-                b.is_ascii_digit()
-            }
-        });
-    let variable = v.contains('_')
-        && v.bytes().any(|b| b.is_ascii_uppercase())
-        && v.bytes()
-            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
-    let descriptor = match v.split('-').collect::<Vec<_>>().as_slice() {
-        [first, second] => {
-            !first.is_empty()
-                && (second.bytes().all(|b| b.is_ascii_digit())
-                    || (second.len() >= 4 && second.bytes().all(|b| b.is_ascii_lowercase())))
-        }
-        _ => false,
+    let parts: Vec<&str> = v.split('-').collect();
+    let descriptor = |p: &&str| {
+        p.bytes().all(|b| b.is_ascii_digit())
+            || (p.len() >= 4 && p.bytes().all(|b| b.is_ascii_lowercase()))
     };
-    (!letters.is_empty() && SCHEMES.contains(&letters.as_str()))
+    let scheme = match parts.as_slice() {
+        [first, rest @ ..] => {
+            is_scheme(first) && rest.iter().all(|p| !p.is_empty() && descriptor(p))
+        }
+        [] => false,
+    };
+    let date = {
+        let b = v.as_bytes();
+        let num = |r: std::ops::Range<usize>| {
+            v.get(r)
+                .filter(|d| d.bytes().all(|c| c.is_ascii_digit()))
+                .and_then(|d| d.parse::<u32>().ok())
+        };
+        b.len() == 10
+            && b[4] == b'-'
+            && b[7] == b'-'
+            && num(0..4).is_some()
+            && num(5..7).is_some_and(|m| (1..=12).contains(&m))
+            && num(8..10).is_some_and(|d| (1..=31).contains(&d))
+    };
+    let upper = v.to_ascii_uppercase();
+    let variable = v.contains('_')
+        && v.split('_')
+            .all(|p| p.len() >= 2 && p.bytes().all(|b| b.is_ascii_uppercase()))
+        && ["PASS", "PWD", "SECRET", "KEY", "TOKEN", "CRED"]
+            .iter()
+            .any(|w| upper.contains(w));
+    let attribute = v.contains('.') && is_reference(v, ".");
+    let type_path = v.contains("::") && is_reference(v, "::");
+    let snake = v.contains('_')
+        && v.split('_')
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_lowercase()));
+    scheme
         || v.eq_ignore_ascii_case("1password")
         || date
         || variable
-        || descriptor
-        || v.contains('/')
+        || attribute
+        || type_path
+        || snake
+        || (v.contains('/') && looks_like_path(v))
+}
+
+/// Whether `v` is a reference such as `settings.DB_PASSWORD` or `crate::Secret`: identifiers
+/// joined by `sep`, the first a lowercase name (a module, an object).
+fn is_reference(v: &str, sep: &str) -> bool {
+    let identifier = |p: &str| {
+        p.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+            && p.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+    };
+    v.split(sep)
+        .next()
+        .is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'))
+        && v.split(sep).all(identifier)
+}
+
+/// Hashing schemes, encodings, protocols and products, by their letters (lowercase, digits and
+/// dots left out).
+const SCHEMES: &[&str] = &[
+    "pbkdf",
+    "argon",
+    "argonid",
+    "argoni",
+    "argond",
+    "bcrypt",
+    "scrypt",
+    "yescrypt",
+    "crypt",
+    "sha",
+    "md",
+    "hs",
+    "rs",
+    "es",
+    "ps",
+    "hmac",
+    "blake",
+    "base",
+    "hex",
+    "utf",
+    "ascii",
+    "latin",
+    "tls",
+    "ssl",
+    "oauth",
+    "oidc",
+    "saml",
+    "sso",
+    "fa",
+    "mfa",
+    "totp",
+    "hotp",
+    "aes",
+    "aesgcm",
+    "rsa",
+    "ecdsa",
+    "ed",
+    "jwt",
+    "ldap",
+    "kerberos",
+    "ntlm",
+    "webauthn",
+    "fido",
+    "passkey",
+    "passkeys",
+    "keychain",
+    "vault",
+    "lastpass",
+    "bitwarden",
+    "keepass",
+    "onepassword",
+];
+
+/// Whether `word` names one of [`SCHEMES`] with at most three digits (a version, a size).
+fn is_scheme(word: &str) -> bool {
+    let digits = word.bytes().filter(u8::is_ascii_digit).count();
+    let letters: String = word
+        .chars()
+        .filter(|c| !c.is_ascii_digit() && *c != '.')
+        .collect::<String>()
+        .to_ascii_lowercase();
+    digits <= 3
+        && word.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'.')
+        && !letters.is_empty()
+        && SCHEMES.contains(&letters.as_str())
 }
 
 /// Whether a CamelCase `name` (ASCII letters) holds `n` consonants in a row within one of its
