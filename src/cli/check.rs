@@ -208,11 +208,8 @@ pub fn validate(ctx: &Ctx, args: ValidateArgs, out: &mut Out) -> Result<ExitCode
             // with the default policies, as `apply` would create it, in a scratch directory
             // removed afterwards; where none can be made, each update gets the checks that
             // need no store.
-            let scratch = if project.config_path().is_file() {
-                None
-            } else {
-                Some(ScratchProject::create(&project.name, &ctx.now()))
-            };
+            let exists = project.config_path().is_file();
+            let scratch = (!exists).then(|| ScratchProject::create(&project.name, &ctx.now()));
             // Where no scratch project can be made, the verdicts that may differ from
             // `apply`'s say so (and standard error once).
             let degraded = match &scratch {
@@ -229,11 +226,12 @@ pub fn validate(ctx: &Ctx, args: ValidateArgs, out: &mut Out) -> Result<ExitCode
                 _ => None,
             };
             let scratch = scratch.and_then(Result::ok);
-            let mut batch = match &scratch {
-                _ if project.config_path().is_file() => Some(Batch::open(&project, &wctx)?),
-                Some(s) => Some(Batch::open(&s.project, &wctx)?),
-                None => None,
+            let target = if exists {
+                Some(&project)
+            } else {
+                scratch.as_ref().map(|s| &s.project)
             };
+            let mut batch = target.map(|p| Batch::open(p, &wctx)).transpose()?;
             let mut verdicts = Vec::new();
             // Updates are numbered from 1, as people count them.
             let mut index = 1;
