@@ -348,12 +348,12 @@ fn validate_of_a_project_not_yet_created_sees_what_the_input_creates() {
                 .env("TMPDIR", tmp)
                 .output(),
         );
-        let valid: Vec<bool> = checked
-            .json()
-            .as_array()
-            .map(|a| a.iter().map(|v| v["valid"] == true).collect())
-            .unwrap_or_default();
-        assert_eq!(valid, [true, true, false], "{}", checked.stdout);
+        assert_eq!(
+            verdicts(&checked),
+            [true, true, false],
+            "{}",
+            checked.stdout
+        );
         assert!(
             checked.stdout.contains("already deprecated"),
             "{}",
@@ -460,10 +460,15 @@ fn id_of(line: &str) -> String {
 /// `validate --json` of `input` in `env`, and whether each update is valid.
 fn validity(env: &Env, input: &str) -> (crate::common::Run, Vec<bool>) {
     let checked = stdin_run(env, &["validate", "demo", "-", "--json"], input.as_bytes());
-    let valid = checked
+    let valid = verdicts(&checked);
+    (checked, valid)
+}
+
+/// Whether each update `validate --json` judged is valid.
+fn verdicts(checked: &crate::common::Run) -> Vec<bool> {
+    checked
         .json()
         .as_array()
         .map(|a| a.iter().map(|v| v["valid"] == true).collect())
-        .unwrap_or_default();
-    (checked, valid)
+        .unwrap_or_default()
 }
