@@ -185,6 +185,14 @@ fn write_number(out: &mut String, n: &Number) -> Result<(), CanonicalError> {
     write_f64(out, f)
 }
 
+/// Writes `f` as [`to_canonical_string`] writes the same number in a [`Value`].
+///
+/// # Errors
+/// As [`to_canonical_string`].
+pub fn write_f64_number(out: &mut String, f: f64) -> Result<(), CanonicalError> {
+    write_number(out, &Number::from_f64(f).ok_or(CanonicalError::NonFinite)?)
+}
+
 /// The first integer token (a number without fraction or exponent) in the JSON text `json` that
 /// lies outside ±(2^53 − 1), as written. Used to name the problem when a line is refused: a
 /// parser reads such a token as a rounded double, so the value alone no longer shows it.

@@ -58,10 +58,18 @@ fn fields() -> impl Strategy<Value = EntryFields> {
             ],
             prop::collection::vec((0usize..7, text(), text()), 0..2),
             prop::option::of(text()),
+            (
+                prop::collection::vec(text(), 0..2),
+                prop::option::of(text()),
+                prop::option::of(text()),
+            ),
         ),
     )
         .prop_map(
-            |((section, kind, subject, scope, summary, content), (tags, confidence, ev, valid))| {
+            |(
+                (section, kind, subject, scope, summary, content),
+                (tags, confidence, ev, valid, (related_entries, review_interval, valid_to)),
+            )| {
                 EntryFields {
                     section: Section::ALL[section],
                     kind: Kind::ALL[kind],
@@ -79,10 +87,10 @@ fn fields() -> impl Strategy<Value = EntryFields> {
                             note,
                         })
                         .collect(),
-                    related_entries: vec![],
-                    valid_from: valid.clone(),
-                    valid_to: valid,
-                    review_interval: None,
+                    related_entries,
+                    valid_from: valid,
+                    valid_to,
+                    review_interval,
                 }
             },
         )
