@@ -649,8 +649,8 @@ fn bom_error(number: Option<usize>, path: Option<&str>) -> Error {
 
 /// Whether an input that is not one JSON document is JSON Lines with a damaged first line: the
 /// first line starts an object, is not one, and does not open a container for the lines after
-/// it (`{"memory_updates": [`), and the next two lines that are not blank are each a whole
-/// Memory_Update (an object with an `operation`). Then the first line's error. A document
+/// it (`{"memory_updates": [`), and the next lines that are not blank (two, or the one there
+/// is) are each a whole Memory_Update (an object with an `operation`). Then the first line's error. A document
 /// printed over several lines, even cut short, has neither: its elements end in commas, or its
 /// first line is `{` or `[` alone or opens a list; it is refused whole, and nothing is written.
 fn damaged_first_line(first: &[u8], rest: &[u8]) -> Option<serde_json::Error> {
@@ -658,16 +658,16 @@ fn damaged_first_line(first: &[u8], rest: &[u8]) -> Option<serde_json::Error> {
     if !trimmed.starts_with(b"{") || trimmed.ends_with(b"{") || trimmed.ends_with(b"[") {
         return None;
     }
-    let updates = rest
+    let next: Vec<&[u8]> = rest
         .split(|b| *b == b'\n')
         .filter(|l| !l.trim_ascii().is_empty())
         .take(2)
-        .filter(|l| {
-            super::strict_json::from_slice(l)
-                .is_ok_and(|v| v.get("operation").is_some_and(Value::is_string))
-        })
-        .count();
-    if updates < 2 {
+        .collect();
+    let is_update = |l: &&[u8]| {
+        super::strict_json::from_slice(l)
+            .is_ok_and(|v| v.get("operation").is_some_and(Value::is_string))
+    };
+    if next.is_empty() || !next.iter().all(is_update) {
         return None;
     }
     super::strict_json::from_slice(first).err()
@@ -1135,8 +1135,9 @@ fn finish_run(
         // One update, refused: its error is the command's error.
         return Err(e);
     }
-    if index == 1 && !out.json {
-        // An empty input is no error, but silence would leave the user wondering.
+    if index == 1 {
+        // An empty input is no error, but silence would leave the user wondering (on standard
+        // error, so `--json` output stays one document).
         super::output::note("no updates in the input; nothing was written");
     }
     print_report(ctx, &report, out, single);

@@ -301,6 +301,44 @@ pub fn is_valid_scope(scope: &str) -> bool {
     }
 }
 
+/// Why `scope` is not valid (see [`is_valid_scope`]): the constraint broken and a message that
+/// names it and the fix; `None` for a valid scope.
+fn scope_problem(scope: &str) -> Option<(&'static str, String)> {
+    if is_valid_scope(scope) {
+        return None;
+    }
+    if let Some(("service", name)) = scope.split_once(':')
+        && !name.is_empty()
+    {
+        let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
+        if let Some(c) = name.chars().find(|c| !allowed(*c)) {
+            return Some((
+                "pattern",
+                format!(
+                    "`scope` names a service with `{}` in it; a service name holds only \
+                     letters, digits, `-`, `_` and `.`",
+                    c.escape_debug()
+                ),
+            ));
+        }
+        return Some((
+            "max_length",
+            format!(
+                "`scope` names a service of {} characters; a service name has at most \
+                 {MAX_SERVICE_NAME_CHARS}",
+                name.chars().count()
+            ),
+        ));
+    }
+    Some((
+        "pattern",
+        format!(
+            "`scope` is `{}`; use repo, org, customer, service:<name> or environment:<prod|staging>",
+            scope.escape_debug()
+        ),
+    ))
+}
+
 /// True for an ISO 8601 duration such as `P30D`, `P2W`, `PT12H`, `P1M`, or the short forms
 /// `30d`, `2w`, `12h`.
 pub fn is_valid_interval(s: &str) -> bool {
@@ -637,12 +675,9 @@ fn check_common(c: &mut Checker, input: &EntryInput) {
         c.no_hidden("content", s, false);
     }
     if let Some(s) = &input.scope
-        && !is_valid_scope(s)
+        && let Some((constraint, message)) = scope_problem(s)
     {
-        c.push("scope", "pattern", format!(
-            "`scope` is `{}`; use repo, org, customer, service:<name> or environment:<prod|staging>",
-            s.escape_debug()
-        ));
+        c.push("scope", constraint, message);
     }
     if let Some(tags) = &input.tags {
         if tags.len() > MAX_TAGS {
@@ -1209,7 +1244,20 @@ mod tests {
             "Repo",
         ] {
             assert!(!is_valid_scope(bad), "{bad}");
+            assert!(scope_problem(bad).is_some(), "{bad}");
         }
+        // The message names what is wrong: the length, a character, or the pattern.
+        let long = format!("service:{}", "s".repeat(MAX_SERVICE_NAME_CHARS + 1));
+        let at_most = format!("at most {MAX_SERVICE_NAME_CHARS}");
+        assert!(is_valid_scope(&long[..long.len() - 1]));
+        assert!(matches!(scope_problem(&long), Some(("max_length", m)) if m.contains(&at_most)));
+        assert!(
+            matches!(scope_problem("service:a b"), Some(("pattern", m)) if m.contains("` ` in it"))
+        );
+        assert!(
+            matches!(scope_problem("team:x"), Some(("pattern", m)) if m.contains("service:<name>"))
+        );
+        assert_eq!(scope_problem("service:auth"), None);
     }
 
     #[test]

@@ -392,10 +392,19 @@ fn a_damaged_first_line_of_json_lines_is_refused_alone() {
             .contains("line 1 is not valid JSON: EOF while parsing a value at the end of the line"),
         "{v}"
     );
+    // With a single whole line after it, too.
+    let input = format!(
+        "{{\"operation\":\"create\",\"entry\":{{\"section\":\"lea\n{}\n",
+        create_line("a.four")
+    );
+    let r = stdin_run(&env, &["apply", "demo", "-", "--json"], input.as_bytes());
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    assert_eq!(r.json()["applied"].as_array().map(Vec::len), Some(1));
+    assert_eq!(env.listed(), Some(3));
     let document = format!("[\n{}\n]\n", create_line("a.three"));
     let r = stdin_run(&env, &["apply", "demo", "-", "--json"], document.as_bytes());
     assert_eq!(r.code, 0, "{}", r.stdout);
-    assert_eq!(env.listed(), Some(3));
+    assert_eq!(env.listed(), Some(4));
     // A document cut short is refused whole, even with updates on lines of their own.
     let log = std::fs::read_to_string(env.log()).unwrap_or_default();
     for broken in [

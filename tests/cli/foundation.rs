@@ -953,8 +953,12 @@ fn apply_of_an_empty_input_says_there_was_nothing_to_apply() {
             r.stderr, "note: no updates in the input; nothing was written\n",
             "{input:?}"
         );
+        // `--json` keeps standard error's notes (docs/JSON.md).
         let r = stdin_run(&env, &["apply", "demo", "-", "--json"], input).ok();
-        assert_eq!(r.stderr, "");
+        assert_eq!(
+            r.stderr,
+            "note: no updates in the input; nothing was written\n"
+        );
         assert_eq!(r.json()["applied"], serde_json::json!([]), "{}", r.stdout);
     }
     assert!(std::fs::read(env.log()).unwrap_or_default().is_empty());

@@ -72,6 +72,12 @@ enum Check {
     LongValue,
     /// A value of at least 8 characters that is not a placeholder.
     Token,
+    /// An Anthropic key of a kind other than those the provider rules know exactly
+    /// (`sk-ant-api03-` and `sk-ant-admin01-`, 93 characters and `AA`): look-alikes of those
+    /// two with another length are published as false positives, and left to those rules.
+    OtherAnthropicKind,
+    /// As `Random`, for an OpenAI key: not an Anthropic key (`sk-ant-`), which its rule judges.
+    NotAnthropic,
 }
 
 struct Rule {
@@ -290,6 +296,19 @@ fn keywords(id: &str) -> Option<&'static [&'static str]> {
 /// Rules for keys written over several lines. Group 1 is the header, which is checked like any
 /// other value, but the key is what follows it: the finding spans the whole match, so that
 /// redacting it (`policy::validate::redact_secrets`) replaces the body and the END line too.
+/// Rules that know a secret by the name it is given (`token = …`, `client_secret: …`), not by a
+/// token format of its own: for them a value typed as a sequence is an example (see
+/// [`is_example_value`]), as in a configuration file's sample. Not for passwords (people choose
+/// `abc123456`, and it is one), nor for what stands where only a credential goes: a URL's
+/// `access_token=` or user part, an `Authorization` header, a bearer token.
+const CONTEXT_RULES: &[&str] = &[
+    "aws-secret-access-key",
+    "azure-storage-key",
+    "oauth-client-secret",
+    "secret-assignment",
+    "secret-in-prose",
+];
+
 const BLOCK_RULES: [&str; 2] = ["private-key", "ssh-private-key-file"];
 
 /// Rule table: (id, description, pattern, check). Order matters: when two findings overlap, the
@@ -435,13 +454,13 @@ const TEXT_RULES: &[(&str, &str, &str, Check)] = &[
         "anthropic-api-key",
         "Anthropic API key",
         r"\bsk-ant-[A-Za-z0-9_-]{32,}",
-        Check::None,
+        Check::OtherAnthropicKind,
     ),
     (
         "openai-api-key",
         "OpenAI API key",
         r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{32,}",
-        Check::Random,
+        Check::NotAnthropic,
     ),
     (
         "huggingface-token",
@@ -762,9 +781,10 @@ fn scan_with(rules: &'static [Rule], text: &str) -> Vec<Raw> {
                 .rev()
                 .find_map(|i| caps.get(i))
                 .unwrap_or(whole);
+            let format = !CONTEXT_RULES.contains(&rule.id);
             let example = !matches!(rule.check, Check::Card | Check::Ssn)
                 && rule.id != "private-key"
-                && is_example_value(value.as_str());
+                && is_example_value(value.as_str(), format);
             // `xoxp-123…-####`, `sk-abc…`, `<…>`: the value is cut short by a placeholder. Not
             // for a key block, whose value is its header: what follows it (`<br>`, `*`) is no
             // placeholder of the header.
@@ -772,9 +792,9 @@ fn scan_with(rules: &'static [Rule], text: &str) -> Vec<Raw> {
             let cut_short = !BLOCK_RULES.contains(&rule.id)
                 && (rest.starts_with(['#', '*', '<', '\u{2026}']) || rest.starts_with(".."));
             let allowlisted = if rule.provider_allowlists {
-                provider::is_allowlisted(value.as_str())
+                provider::is_allowlisted(value.as_str(), format)
             } else {
-                provider::is_known_value(value.as_str())
+                provider::is_known_value(value.as_str(), format)
             };
             if !example
                 && !cut_short
@@ -828,6 +848,12 @@ fn position(text: &str, offset: usize) -> (usize, usize) {
 fn confirm(check: Check, value: &str, text: &str, match_start: usize) -> bool {
     match check {
         Check::None => true,
+        Check::OtherAnthropicKind => !["sk-ant-api03-", "sk-ant-admin01-"]
+            .iter()
+            .any(|kind| value.starts_with(kind)),
+        Check::NotAnthropic => {
+            !value.starts_with("sk-ant-") && !is_placeholder(value) && looks_random(value)
+        }
         Check::NotPlaceholder => !is_placeholder(value),
         Check::Random => !is_placeholder(value) && looks_random(value),
         Check::MixedCase => {
@@ -1019,11 +1045,17 @@ pub fn is_placeholder(value: &str) -> bool {
         || lower.contains("redacted")
 }
 
-/// Documentation and test values in a token's shape: `xoxb-xxxxxxxxxxxx`, `hf_xxxxxxxx`,
-/// `AKIAXXXXXXXXXXXXXXXX`, `sk-...`, `AKIAIOSFODNN7EXAMPLE`, `ghp_0123456789abcdef…`,
-/// `sk_live_your_key_here`. A generated token practically never holds a run of six equal
-/// characters, six consecutive letters or digits of the alphabet, or a word like `example`.
-pub(crate) fn is_example_value(value: &str) -> bool {
+/// Documentation values in a token's shape: `xoxb-xxxxxxxxxxxx`, `hf_xxxxxxxx`,
+/// `AKIAXXXXXXXXXXXXXXXX`, `sk-...`, `AKIAIOSFODNN7EXAMPLE`, `sk_live_your_key_here`, and, for a
+/// value that no token format names (`token = "0123456789abcdef"`), one typed as a sequence. A
+/// generated token practically never holds a run of six equal characters, six consecutive
+/// letters or digits of the alphabet, or a word like `example`.
+///
+/// `format`: the rule knows the value by a token format of its own (a provider's prefix, as
+/// `ghp_`, `AKIA`, `sk-ant-`). Such a value typed as a sequence (`ghp_1234567890abcdef…`,
+/// `AKIA1234567890ABCDEF`) is still in the token's shape, which is what a test of the scanner
+/// writes and what a careless note may hold: it is refused as a token would be.
+pub(crate) fn is_example_value(value: &str, format: bool) -> bool {
     // Twitter's bearer tokens start with 22 `A`s (base64 of zero bytes): not a placeholder run.
     let bytes = value.trim_start_matches('A').as_bytes();
     let mut same = 1;
@@ -1035,7 +1067,7 @@ pub(crate) fn is_example_value(value: &str) -> bool {
         } else {
             1
         };
-        if same >= 6 || ascending >= 6 {
+        if same >= 6 || (ascending >= 6 && !format) {
             return true;
         }
     }

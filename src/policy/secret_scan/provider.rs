@@ -165,7 +165,14 @@ pub(super) fn scan(text: &str) -> Vec<Hit> {
             if rule.entropy > 0.0 && super::entropy(value) < rule.entropy {
                 continue;
             }
-            if super::is_placeholder(value) || super::is_example_value(value) {
+            // A rule whose keyword starts the value knows it by its format (`glpat-`,
+            // `sk-ant-api03`); the others by the name it is given (see `is_example_value`).
+            let lower = value.to_ascii_lowercase();
+            let format = rule
+                .keywords
+                .iter()
+                .any(|k| lower.starts_with(&k.to_ascii_lowercase()));
+            if super::is_placeholder(value) || super::is_example_value(value, format) {
                 continue;
             }
             // gitleaks' match begins with the name the value is assigned to (the pattern's
@@ -189,7 +196,7 @@ pub(super) fn scan(text: &str) -> Vec<Hit> {
                 };
                 allowed(a, res, value, target)
             });
-            if rule_allows || allowed(&GLOBAL_ALLOW, &GLOBAL, value, value) {
+            if rule_allows || global_allows(value, format) {
                 continue;
             }
             out.push((i, rule.id, named(rule.description), start, end));
@@ -256,8 +263,8 @@ fn named(description: &'static str) -> &'static str {
 /// Whether `value` is one the global allowlist passes or a known public value (a vendor's
 /// sample key): what [`is_allowlisted`] passes before the providers' own allowlists, which
 /// pass shapes (letters alone, say) that are no token of theirs but can be a password.
-pub(super) fn is_known_value(value: &str) -> bool {
-    if allowed(&GLOBAL_ALLOW, &GLOBAL, value, value) {
+pub(super) fn is_known_value(value: &str, format: bool) -> bool {
+    if global_allows(value, format) {
         return true;
     }
     // Long stopwords are known public values (a sample key in a vendor's docs), not words.
@@ -271,8 +278,8 @@ pub(super) fn is_known_value(value: &str) -> bool {
 
 /// Whether a value found by another rule is one that gitleaks lists as a known non-secret:
 /// its global allowlist, and the rules' allowlists of exact values (public sample keys).
-pub(super) fn is_allowlisted(value: &str) -> bool {
-    if is_known_value(value) {
+pub(super) fn is_allowlisted(value: &str, format: bool) -> bool {
+    if is_known_value(value, format) {
         return true;
     }
     RULES.iter().enumerate().any(|(i, rule)| {
@@ -285,6 +292,22 @@ pub(super) fn is_allowlisted(value: &str) -> bool {
                     .is_some_and(|res| allowed(a, res, value, value))
         })
     })
+}
+
+/// gitleaks' global allowlist: its patterns of templates and variables, and its stopwords (a
+/// value holding the alphabet, `abcdefghijklmnopqrstuvwxyz`) except for a value in a token
+/// format of its own (`format`, see [`super::is_example_value`]), which is a token however it
+/// was typed.
+fn global_allows(value: &str, format: bool) -> bool {
+    if format {
+        let no_stopwords = Allow {
+            stopwords: &[],
+            ..GLOBAL_ALLOW
+        };
+        allowed(&no_stopwords, &GLOBAL, value, value)
+    } else {
+        allowed(&GLOBAL_ALLOW, &GLOBAL, value, value)
+    }
 }
 
 /// Widens a byte span to character boundaries.
