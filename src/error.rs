@@ -15,7 +15,10 @@ pub enum Error {
     NoWorkspace { start: PathBuf },
 
     #[error("invalid project name `{name}`: {why}")]
-    BadProjectName { name: String, why: &'static str },
+    BadProjectName {
+        name: String,
+        why: std::borrow::Cow<'static, str>,
+    },
 
     #[error("project `{project}` is not initialized in {root}: run `memlog init {project}`")]
     NoProject { project: String, root: PathBuf },

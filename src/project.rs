@@ -42,7 +42,8 @@ pub struct Policies {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 #[schemars(deny_unknown_fields)]
 pub struct WritePolicy {
-    /// Active entries need at least one evidence object; drafts do not.
+    /// Active entries need at least one evidence object; drafts do not. Always true: the
+    /// requirement cannot be turned off (`config validate` refuses `false`).
     pub require_evidence_for_active: bool,
     /// Kinds that need code, artifact, ticket or doc evidence.
     pub strong_evidence_kinds: Vec<String>,
@@ -451,14 +452,15 @@ pub fn init(workspace: &Workspace, project: &ProjectName, now: &str) -> Result<I
 /// anything is written.
 ///
 /// # Errors
-/// [`Error::BadProjectName`] or [`Error::Rejected`], with the fix.
+/// [`Error::BadProjectName`], with the fix.
 fn refuse_unportable(workspace: &Workspace, project: &ProjectName) -> Result<()> {
     if project.is_windows_device() {
         return Err(Error::BadProjectName {
             name: project.to_string(),
             why: "it is a device name on Windows (`con`, `prn`, `aux`, `nul`, `com0`-`com9`, \
                   `lpt0`-`lpt9`, with or without an extension), which no Windows checkout can \
-                  hold: choose another name",
+                  hold: choose another name"
+                .into(),
         });
     }
     let mut names = vec![GLOBAL_PROJECT.to_owned()];
@@ -474,12 +476,13 @@ fn refuse_unportable(workspace: &Workspace, project: &ProjectName) -> Result<()>
         .iter()
         .find(|n| n.as_str() != name && n.eq_ignore_ascii_case(name))
     {
-        Some(twin) => Err(Error::Rejected {
-            message: format!(
-                "project `{name}` differs from the project `{twin}` only by case, and macOS and \
-                 Windows take both for one directory: use `{twin}`, or a name that differs by \
-                 more than case"
-            ),
+        Some(twin) => Err(Error::BadProjectName {
+            name: name.to_owned(),
+            why: format!(
+                "it differs from the project `{twin}` only by case, and macOS and Windows take \
+                 both for one directory: use `{twin}`, or a name that differs by more than case"
+            )
+            .into(),
         }),
         None => Ok(()),
     }

@@ -116,7 +116,7 @@ impl ProjectName {
         let bad = |why| {
             Err(Error::BadProjectName {
                 name: name.escape_debug().to_string(),
-                why,
+                why: std::borrow::Cow::Borrowed(why),
             })
         };
         if name.is_empty() {
@@ -192,7 +192,7 @@ mod tests {
     fn a_letter_outside_ascii_is_refused_as_such() {
         let err = ProjectName::new("café");
         assert!(
-            matches!(err, Err(Error::BadProjectName { why, .. }) if why.contains("ASCII letters")),
+            matches!(&err, Err(Error::BadProjectName { why, .. }) if why.contains("ASCII letters")),
             "{err:?}"
         );
     }
@@ -236,7 +236,7 @@ mod tests {
     fn a_credential_is_no_project_name() {
         let err = ProjectName::new("ghp_R8x2Lk9Qm4Tz7Vb1Nc6Yh3Jd5Fs0Wp2Ae8Gu");
         assert!(
-            matches!(err, Err(Error::BadProjectName { why, .. }) if why.contains("credential")),
+            matches!(&err, Err(Error::BadProjectName { why, .. }) if why.contains("credential")),
             "{err:?}"
         );
         for name in [

@@ -27,7 +27,7 @@ struct Verdict {
     /// Its line, when the input is JSON Lines.
     #[serde(skip_serializing_if = "Option::is_none")]
     line: Option<usize>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// `null` when the update names none (or is not JSON), as in `apply`'s skipped updates.
     operation: Option<String>,
     valid: bool,
     errors: Vec<ErrorItem>,

@@ -237,6 +237,14 @@ fn beyond_schema(value: &Value, name: &str) -> Vec<Problem> {
     {
         problem("created_at", format!("not a time: {e}"));
     }
+    if value.pointer("/policies/write/require_evidence_for_active") == Some(&Value::Bool(false)) {
+        problem(
+            "policies.write.require_evidence_for_active",
+            "is false, but an active entry always needs at least one evidence object (a draft \
+             needs none: write entries without evidence as drafts): set it to true"
+                .to_owned(),
+        );
+    }
     if let Some(kinds) = value
         .pointer("/policies/write/strong_evidence_kinds")
         .and_then(Value::as_array)
@@ -450,6 +458,18 @@ mod tests {
             assert!(keys.contains(&key), "{key}: {found:?}");
         }
         assert_eq!(found.len(), 5, "{found:?}");
+    }
+
+    /// Active entries need evidence whatever the configuration says: `false` is refused, not
+    /// silently ignored.
+    #[test]
+    fn evidence_for_active_entries_cannot_be_turned_off() {
+        let mut c = default_config();
+        c["policies"]["write"]["require_evidence_for_active"] = json!(false);
+        let found = problems(&c.to_string(), "demo");
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].key, "policies.write.require_evidence_for_active");
+        assert!(found[0].message.contains("set it to true"), "{found:?}");
     }
 
     #[test]

@@ -106,6 +106,7 @@ fn definitions() -> Value {
         ]),
         "Verdict": with_optional(object(&[
             ("index", json!({"type": "integer", "minimum": 1})),
+            ("operation", nullable_string()),
             ("valid", boolean()),
             ("errors", array(object(&[
                 ("code", json!({"enum": ERROR_CODES})),
@@ -221,6 +222,7 @@ fn results() -> Vec<(&'static str, &'static str, Value)> {
                     array(with_optional(
                         object(&[
                             ("index", json!({"type": "integer", "minimum": 1})),
+                            ("operation", nullable_string()),
                             ("code", json!({"enum": ERROR_CODES})),
                         ]),
                         &[("line", input_line())],

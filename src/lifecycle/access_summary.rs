@@ -45,6 +45,9 @@ struct Header {
     histogram: Histogram,
     /// Bytes of the count lines.
     counts_len: usize,
+    /// Bytes of the time lines: with the header's and the counts', the file's size. A file of
+    /// another size was edited (lines added, removed, a byte-order mark) and is read whole.
+    times_len: usize,
 }
 
 /// A summary read from disk, kept as bytes and parsed on demand.
@@ -71,7 +74,8 @@ impl Summary {
                 let mut header = String::new();
                 // A header is a few hundred bytes; one edited by hand may be anything.
                 (&mut file).take(HEADER_MAX).read_line(&mut header)?;
-                let Some(stated) = parse_header(without_bom(&header)) else {
+                let Some(stated) = parse_header(&header).filter(|h| h.states_size(&header, size))
+                else {
                     // Not a header this version writes (cut short, edited by hand): the file is
                     // read as a whole and counted again from its lines.
                     let mut rest = Vec::new();
@@ -90,7 +94,7 @@ impl Summary {
                 // Lines edited by hand (sorted otherwise, repeated, cut, with carriage returns):
                 // the header's split no longer holds, and the lines are counted again. (One
                 // pass comparing ids: about 2 ms for 100,000 entries read.)
-                if !in_order(&counts) || (with_times && !in_order(&times)) {
+                if !in_order(&counts, 1) || (with_times && !in_order(&times, 2)) {
                     if !with_times {
                         file.read_to_end(&mut times)?;
                     }
@@ -129,11 +133,14 @@ impl Summary {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(e.into()),
         };
+        let size = file.metadata()?.len();
         let mut header = String::new();
         std::io::BufReader::new(file)
             .take(HEADER_MAX)
             .read_line(&mut header)?;
-        Ok(parse_header(&header).map(|h| h.histogram))
+        Ok(parse_header(&header)
+            .filter(|h| h.states_size(&header, size))
+            .map(|h| h.histogram))
     }
 
     /// A summary of the bytes of a whole file of the current form.
@@ -141,10 +148,11 @@ impl Summary {
         let end = memchr::memchr(b'\n', bytes).map_or(bytes.len(), |i| i + 1);
         let (header, rest) = bytes.split_at(end);
         let header_text = std::str::from_utf8(header).unwrap_or_default();
-        match parse_header(without_bom(header_text)) {
+        match parse_header(header_text) {
             Some(stated)
-                if in_order(&rest[..stated.counts_len.min(rest.len())])
-                    && in_order(&rest[stated.counts_len.min(rest.len())..]) =>
+                if stated.states_size(header_text, bytes.len() as u64)
+                    && in_order(&rest[..stated.counts_len.min(rest.len())], 1)
+                    && in_order(&rest[stated.counts_len.min(rest.len())..], 2) =>
             {
                 let split = stated.counts_len.min(rest.len());
                 Self {
@@ -308,7 +316,13 @@ pub fn render(all: &BTreeMap<String, AccessStats>) -> Vec<u8> {
         times.extend_from_slice(format!("{id}\t{}\t{}\n", s.first, s.last).as_bytes());
     }
     let parts: Vec<String> = histogram.iter().map(|(c, n)| format!("{c}:{n}")).collect();
-    let mut out = format!("{HEADER}\t{}\t{}\n", parts.join(","), counts.len()).into_bytes();
+    let mut out = format!(
+        "{HEADER}\t{}\t{}\t{}\n",
+        parts.join(","),
+        counts.len(),
+        times.len()
+    )
+    .into_bytes();
     out.extend_from_slice(&counts);
     out.extend_from_slice(&times);
     out
@@ -317,18 +331,18 @@ pub fn render(all: &BTreeMap<String, AccessStats>) -> Vec<u8> {
 /// The byte-order mark an editor may put before the header.
 const BOM: &str = "\u{feff}";
 
-fn without_bom(header: &str) -> &str {
-    header.strip_prefix(BOM).unwrap_or(header)
-}
-
 /// Whether lines (the count lines, or the time lines) are as memlog writes them: whole lines
-/// without carriage returns, the ids strictly ascending (so that one walk finds an entry).
-fn in_order(lines: &[u8]) -> bool {
+/// without carriage returns, each with `tabs` tabs (one in a count line, two in a time line),
+/// the ids strictly ascending (so that one walk finds an entry).
+fn in_order(lines: &[u8], tabs: usize) -> bool {
     if lines.last().is_some_and(|b| *b != b'\n') || memchr::memchr(b'\r', lines).is_some() {
         return false;
     }
     let mut previous: Option<&[u8]> = None;
     for line in lines.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+        if memchr::memchr_iter(b'\t', line).count() != tabs {
+            return false;
+        }
         let id = &line[..memchr::memchr(b'\t', line).unwrap_or(line.len())];
         if previous.is_some_and(|p| p >= id) {
             return false;
@@ -336,6 +350,18 @@ fn in_order(lines: &[u8]) -> bool {
         previous = Some(id);
     }
     true
+}
+
+impl Header {
+    /// Whether the file, `header` (its first line, as read) and `size` bytes in all, is as long
+    /// as this header says: lines added or removed by hand, or a byte-order mark, change it.
+    fn states_size(&self, header: &str, size: u64) -> bool {
+        let stated = header
+            .len()
+            .checked_add(self.counts_len)
+            .and_then(|n| n.checked_add(self.times_len));
+        stated.is_some_and(|n| n as u64 == size)
+    }
 }
 
 fn parse_header(line: &str) -> Option<Header> {
@@ -346,6 +372,7 @@ fn parse_header(line: &str) -> Option<Header> {
         .split('\t');
     let histogram_text = fields.next()?;
     let counts_len = fields.next()?.parse().ok()?;
+    let times_len = fields.next()?.parse().ok()?;
     if fields.next().is_some() {
         return None;
     }
@@ -367,6 +394,7 @@ fn parse_header(line: &str) -> Option<Header> {
     Some(Header {
         histogram,
         counts_len,
+        times_len,
     })
 }
 

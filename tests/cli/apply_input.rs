@@ -481,3 +481,38 @@ fn verdicts(checked: &crate::common::Run) -> Vec<bool> {
         .map(|a| a.iter().map(|v| v["valid"] == true).collect())
         .unwrap_or_default()
 }
+
+/// Every verdict of `validate` names its operation, `null` for a line that is not JSON or an
+/// update that names none, as `apply`'s skipped updates do.
+#[test]
+fn every_verdict_names_its_operation() {
+    let env = Env::with_project();
+    let input = b"{\"operation\":\"deprecate\"}\nnope\n{\"target_id\":\"m-zz\"}\n";
+    let checked = stdin_run(&env, &["--json", "validate", "demo", "-"], input);
+    let v = checked.json();
+    // Present, not merely `null` when indexed.
+    let operations: Vec<Option<&serde_json::Value>> = v
+        .as_array()
+        .map(|a| a.iter().map(|verdict| verdict.get("operation")).collect())
+        .unwrap_or_default();
+    let null = serde_json::Value::Null;
+    let deprecate = serde_json::Value::from("deprecate");
+    assert_eq!(
+        operations,
+        [Some(&deprecate), Some(&null), Some(&null)],
+        "{v}"
+    );
+    let applied = stdin_run(&env, &["--json", "apply", "demo", "-"], input);
+    let skipped = &applied.json()["skipped"];
+    assert_eq!(
+        skipped[1]["operation"],
+        serde_json::Value::Null,
+        "{skipped}"
+    );
+    assert!(
+        skipped
+            .as_array()
+            .is_some_and(|s| s.iter().all(|u| u.get("operation").is_some())),
+        "{skipped}"
+    );
+}

@@ -113,6 +113,12 @@ fn names_other_systems_cannot_check_out_are_refused() {
         }
     }
     assert_eq!(projects(), before);
+    // Under `--json`, the details name the field and the rule, as for any bad name.
+    let r = env.run(&["--json", "init", "GLOBAL"]);
+    let details = &r.json()["error"]["details"];
+    assert_eq!(details["field"], "project", "{details}");
+    assert_eq!(details["constraint"], "project_name", "{details}");
+    assert_eq!(details["value"], "GLOBAL", "{details}");
     env.run(&["init", "console"]).ok();
 }
 
