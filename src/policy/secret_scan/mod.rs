@@ -255,6 +255,8 @@ fn keywords(id: &str) -> Option<&'static [&'static str]> {
         "bearer-token" => &["bearer"],
         "oauth-client-secret" => &["client"],
         "password-assignment" => &["passw", "pwd", "passphrase"],
+        "mysql-password-option" => &["mysql", "mariadb"],
+        "django-secret-key" => &["django-insecure-"],
         "secret-assignment" => &["secret", "token", "key", "credential", "auth", "passphrase"],
         "secret-in-prose" => &[
             "secret",
@@ -296,18 +298,13 @@ fn keywords(id: &str) -> Option<&'static [&'static str]> {
 /// Rules for keys written over several lines. Group 1 is the header, which is checked like any
 /// other value, but the key is what follows it: the finding spans the whole match, so that
 /// redacting it (`policy::validate::redact_secrets`) replaces the body and the END line too.
-/// Rules that know a secret by the name it is given (`token = …`, `client_secret: …`), not by a
-/// token format of its own: for them a value typed as a sequence is an example (see
+/// Rules that know a secret by a generic name it is given (`token = …`, `the key is …`), not by
+/// a token format of its own: for them a value typed as a sequence is an example (see
 /// [`is_example_value`]), as in a configuration file's sample. Not for passwords (people choose
 /// `abc123456`, and it is one), nor for what stands where only a credential goes: a URL's
-/// `access_token=` or user part, an `Authorization` header, a bearer token.
-const CONTEXT_RULES: &[&str] = &[
-    "aws-secret-access-key",
-    "azure-storage-key",
-    "oauth-client-secret",
-    "secret-assignment",
-    "secret-in-prose",
-];
+/// `access_token=` or user part, an `Authorization` header, a bearer token, a name only a
+/// credential has (`aws_secret_access_key`, `client_secret`, `AccountKey`).
+const CONTEXT_RULES: &[&str] = &["secret-assignment", "secret-in-prose"];
 
 const BLOCK_RULES: [&str; 2] = ["private-key", "ssh-private-key-file"];
 
@@ -534,6 +531,20 @@ const TEXT_RULES: &[(&str, &str, &str, Check)] = &[
         "password assigned in text or configuration",
         r#"(?i)(?:password|passwd|passwort|pwd|passphrase)s?["']?\s*(?:[:=]|=>|\s+(?:(?:(?:is|was|were|are|has\s+been|have\s+been|got)\s+)?(?:set|changed|reset|updated|rotated)\s+to|(?:is|are)\s+now|is|was|were|are)\s+)\s*["'`]?([^\s"',;`)]+)|--password[= ]["']?([^\s"']+)"#,
         Check::Password,
+    ),
+    (
+        "mysql-password-option",
+        "password on a MySQL command line",
+        // `mysql -u root -pSecret123`: the password glued to `-p` (a space after `-p` makes the
+        // next word the database, and the password is asked for).
+        r"\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n]*?\s-p([^\s\x22'`-][^\s\x22'`]{3,})",
+        Check::Password,
+    ),
+    (
+        "django-secret-key",
+        "Django secret key",
+        r#"\bdjango-insecure-[^\s\x22'`]{20,}"#,
+        Check::None,
     ),
     (
         "secret-assignment",

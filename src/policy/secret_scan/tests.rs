@@ -737,6 +737,9 @@ fn tokens_typed_as_sequences_are_found_in_a_token_format() {
         "password=abc123456",
         "postgres://admin:123456@db.internal:5432/app",
         "Authorization: Bearer abcdefghijklmnop1234567890",
+        // A name that only a credential has.
+        "aws_secret_access_key=abcdefghijklmnopqrstuvwxyz0123456789ABCD",
+        "client_secret=abcdefghijklmnop1234",
     ] {
         let text = format!("the CI uses {line} to publish");
         assert!(!scan_text(&text).is_empty(), "not found: {line}");
