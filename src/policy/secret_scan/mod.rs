@@ -254,7 +254,8 @@ fn keywords(id: &str) -> Option<&'static [&'static str]> {
         "authorization-header" => &["authorization"],
         "bearer-token" => &["bearer"],
         "oauth-client-secret" => &["client"],
-        "password-assignment" => &["passw", "pwd", "passphrase"],
+        "password-assignment" => &["passw", "pwd", "passphrase", "pw", "pass"],
+        "password-in-prose" => &["passw", "pwd", "passphrase", "pw"],
         "mysql-password-option" => &["mysql", "mariadb"],
         "django-secret-key" => &["django-insecure-"],
         "secret-assignment" => &["secret", "token", "key", "credential", "auth", "passphrase"],
@@ -529,7 +530,15 @@ const TEXT_RULES: &[(&str, &str, &str, Check)] = &[
     (
         "password-assignment",
         "password assigned in text or configuration",
-        r#"(?i)(?:password|passwd|passwort|pwd|passphrase)s?["']?\s*(?:[:=]|=>|\s+(?:(?:(?:is|was|were|are|has\s+been|have\s+been|got)\s+)?(?:set|changed|reset|updated|rotated)\s+to|(?:is|are)\s+now|is|was|were|are)\s+)\s*["'`]?([^\s"',;`)]+)|--password[= ]["']?([^\s"']+)"#,
+        r#"(?i)(?:password|passwd|passwort|pwd|passphrase)s?["']?\s*(?:[:=]|=>|\s+(?:(?:(?:is|was|were|are|has\s+been|have\s+been|got)\s+)?(?:set|changed|reset|updated|rotated)\s+(?:from\s+[^\s]+\s+)?to|(?:is|are)\s+now|will\s+be|is|was|were|are)\s+)\s*["'`]?([^\s"',;`)]+)|--password[= ]["']?([^\s"']+)|\bpass\s*=\s*["']?([^\s"',;`)]+)|\bpw(?:\s+(?:is|was)\s+|:\s+)["'`]?([^\s"',;`)]+)"#,
+        Check::Password,
+    ),
+    (
+        "password-in-prose",
+        "password given in a sentence",
+        // "The password for the staging DB is X", "Password for staging: X": what the password
+        // is for, then the value.
+        r#"(?i)\b(?:password|passwd|passphrase|pwd|pw)s?\s+(?:for|of|on)\s+[^\n:=]{1,40}?[ \t]*(?:\bis(?:[ \t]+now)?[ \t]|\bwas[ \t]|\bwill[ \t]+be[ \t]|:|=)[ \t]*["'`]?([^\s"',;`)]+)"#,
         Check::Password,
     ),
     (
@@ -1210,9 +1219,11 @@ fn is_password(value: &str, text: &str, match_start: usize) -> bool {
     let head = &text[match_start..];
     let before_value = head.find(value).map_or(head, |i| &head[..i]);
     let before_value = before_value.to_ascii_lowercase();
-    let prose = [" is ", " was ", " were ", " are ", " to "]
-        .iter()
-        .any(|w| before_value.contains(w));
+    let prose = [
+        " is ", " was ", " were ", " are ", " to ", " be ", " for ", " of ", " on ",
+    ]
+    .iter()
+    .any(|w| before_value.contains(w));
     if prose && says_how_passwords_are_kept(v) {
         return false;
     }
