@@ -14,6 +14,9 @@ use std::path::{Path, PathBuf};
 /// Bytes read at a time by [`LogFile::for_each_chunk`]: a multiple of the hashing subtree.
 pub const CHUNK: usize = 8 << 20;
 
+/// The longest tail [`LogFile::tail`] reads: more than any event line.
+pub const TAIL_MAX: u64 = 64 << 20;
+
 /// An open log and the length of its complete lines.
 #[derive(Debug)]
 pub struct LogFile {
@@ -74,6 +77,32 @@ impl LogFile {
 
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    /// Whether there was no file to open.
+    pub fn is_missing(&self) -> bool {
+        self.file.is_none()
+    }
+
+    /// The bytes after the last complete line (a write in progress, a torn tail, a last line
+    /// without its newline), at most [`TAIL_MAX`] and one more: a longer tail is no line.
+    ///
+    /// # Errors
+    /// When the file cannot be read.
+    pub fn tail(&self) -> Result<Vec<u8>> {
+        use std::io::Read;
+        let Some(file) = &self.file else {
+            return Ok(Vec::new());
+        };
+        let mut tail = Vec::new();
+        let mut reader = file;
+        std::io::Seek::seek(&mut reader, std::io::SeekFrom::Start(self.len))
+            .map_err(|e| io(&self.path, e))?;
+        reader
+            .take(TAIL_MAX + 1)
+            .read_to_end(&mut tail)
+            .map_err(|e| io(&self.path, e))?;
+        Ok(tail)
     }
 
     /// Visits the complete lines' bytes in order, in chunks of about [`CHUNK`], each ending at

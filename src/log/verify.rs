@@ -1,6 +1,7 @@
 //! `verify`: checks every line of a log on its own and the log as a whole, without the store.
 
 use crate::error::Result;
+use crate::log::by_offset::LogFile;
 use crate::log::read as event_log;
 use projections::{Event, fold_entry_refs};
 use serde::Serialize;
@@ -40,222 +41,288 @@ fn whole_event(tail: &[u8]) -> bool {
     std::str::from_utf8(line).is_ok_and(|l| projections::decode_line(l).is_ok())
 }
 
-/// Verifies the log at `path`.
+/// What verification keeps of each event once its line is checked: where it is, what it links
+/// to, and what the checks of the log as a whole need. The event itself is read again by its
+/// offset when its entry is folded, so that verifying holds this much per event rather than
+/// the log and every decoded event (339 MiB at 100,000 entries).
+struct Seen {
+    number: usize,
+    offset: u64,
+    len: usize,
+    id: String,
+    entry: String,
+    /// The entry a supersede creates in the same line.
+    by: Option<String>,
+    parents: Vec<String>,
+    /// A purge: the events it covers, with their digests.
+    redacted: Option<BTreeMap<String, String>>,
+    /// The entries whose content the event carries (what a purge of them must cover).
+    carries: Vec<String>,
+    secrets: Vec<crate::policy::stored::StoredSecret>,
+}
+
+impl Seen {
+    fn of(line: &event_log::Line<'_>, event: &Event) -> Self {
+        let by = match &event.data {
+            projections::EventData::Supersede {
+                by,
+                replacement: Some(_),
+                ..
+            } => Some(by.clone()),
+            _ => None,
+        };
+        let redacted = match &event.data {
+            projections::EventData::Purge { redacted, .. } => Some(redacted.clone()),
+            _ => None,
+        };
+        Self {
+            number: line.number,
+            offset: line.offset,
+            len: line.bytes.len(),
+            id: event.id.clone(),
+            entry: event.entry.clone(),
+            carries: event
+                .entries()
+                .filter(|entry| projections::tombstone::redact(event, entry).is_some())
+                .map(str::to_owned)
+                .collect(),
+            by,
+            parents: event.parents.clone(),
+            redacted,
+            secrets: secrets_in(event),
+        }
+    }
+
+    /// The entries the event projects onto (see [`Event::entries`]).
+    fn entries(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.entry.as_str()).chain(self.by.as_deref())
+    }
+
+    fn event(&self, log: &LogFile) -> Result<Event> {
+        let line = log.line_at(self.offset, self.len, &self.id, self.number)?;
+        projections::event::decode_verified_line(&line).map_err(|e| {
+            crate::error::Error::CorruptLog {
+                path: log.path().to_path_buf(),
+                line: self.number,
+                offset: self.offset,
+                problem: e.to_string(),
+            }
+        })
+    }
+}
+
+/// Verifies the log at `path`, reading it in chunks: every line is decoded and checked (its
+/// hashes, its form) and kept as a [`Seen`]; the checks across events run on those; each
+/// entry's events are read again to fold them.
 ///
 /// # Errors
 /// Only when the file cannot be read; everything wrong inside it is in the report.
 pub fn verify_log(path: &Path) -> Result<Report> {
-    let mut missing = false;
-    let bytes = match fs_err::read(path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            missing = true;
-            Vec::new()
-        }
-        Err(e) => return Err(e.into()),
-    };
+    let log = LogFile::open(path)?;
+    let missing = log.is_missing();
     let mut problems = Vec::new();
     let mut warnings = Vec::new();
-    let mut complete = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
-    // A whole event that lacks only its final newline is no torn write: the next command adds
-    // the newline and keeps it (see `repair_tail_locked`), so it is verified as a line.
-    let mut bytes = bytes;
-    let unterminated = (complete < bytes.len() && whole_event(&bytes[complete..])).then(|| {
-        let offset = complete as u64;
-        bytes.push(b'\n');
-        complete = bytes.len();
-        offset
-    });
-    let all: Vec<event_log::Line<'_>> = event_log::lines(&bytes[..complete], 1, 0).collect();
-    let lines = all.len();
-    // Decoding (parse, canonical check, hashes) is the expensive part: spread it over the cores,
-    // then look at the results in line order.
-    let decoded = crate::parallel::map_chunks(&all, |chunk| {
-        chunk
-            .iter()
-            .map(|l| (!event_log::is_blank(l)).then(|| event_log::decode(path, l)))
-            .collect::<Vec<_>>()
-    });
-    let mut events: Vec<(usize, u64, Event)> = Vec::new();
+    let mut seen: Vec<Seen> = Vec::new();
     // The first line of each event id, and a hash of that line to tell duplicates from clashes.
     let mut by_id: HashMap<String, (usize, blake3::Hash)> = HashMap::new();
     let mut duplicate_lines = 0;
-    // Tombstones: line, offset, event id, the line.
-    let mut tombstones: Vec<(usize, u64, String, &str)> = Vec::new();
+    // Tombstones: their place in `seen`.
+    let mut tombstones: Vec<usize> = Vec::new();
     let mut original_of_tombstone: std::collections::HashSet<String> =
         std::collections::HashSet::new();
-    for (line, result) in all.iter().zip(decoded.into_iter().flatten()) {
-        let Some(result) = result else {
-            warnings.push(Finding {
-                line: line.number,
-                offset: line.offset,
-                problem: "blank line".into(),
-            });
-            continue;
-        };
-        match result {
-            Ok(event) => {
-                let hash = blake3::hash(line.bytes);
-                let tomb = std::str::from_utf8(line.bytes)
-                    .ok()
-                    .filter(|l| projections::tombstone::split(l).is_some());
-                let is_tomb = tomb.is_some();
-                if let Some(text) = tomb {
-                    tombstones.push((line.number, line.offset, event.id.clone(), text));
-                }
-                if is_tomb || original_of_tombstone.contains(&event.id) {
-                    // Both an event and its tombstone: a merge brought back a copy from
-                    // before `gc`. Each verifies on its own; `gc` removes the copy.
-                    if by_id.contains_key(&event.id) {
-                        warnings.push(Finding {
-                            line: line.number,
-                            offset: line.offset,
-                            problem: format!(
-                                "event {} appears both whole and as a tombstone: purged content came back with a merge; run `memlog gc`",
-                                event.id
-                            ),
-                        });
-                        continue;
-                    }
-                    original_of_tombstone.insert(event.id.clone());
-                }
-                if let Some((first, seen)) = by_id.get(&event.id) {
-                    if *seen == hash {
-                        duplicate_lines += 1;
-                    } else {
-                        problems.push(Finding {
-                            line: line.number,
-                            offset: line.offset,
-                            problem: format!(
-                                "event {} also appears on line {first} with different content",
-                                event.id
-                            ),
-                        });
-                    }
-                    continue;
-                }
-                by_id.insert(event.id.clone(), (line.number, hash));
-                events.push((line.number, line.offset, event));
-            }
-            Err(crate::error::Error::CorruptLog { problem, .. }) => {
-                problems.push(Finding {
+    let mut number = 1;
+    let mut check = |chunk: &[u8], offset: u64, number: &mut usize| -> Result<()> {
+        let all: Vec<event_log::Line<'_>> = event_log::lines(chunk, *number, offset).collect();
+        *number += all.len();
+        // Decoding (parse, canonical check, hashes) and the secret scan are the expensive
+        // part: spread over the cores, then looked at in line order.
+        let decoded = crate::parallel::map_chunks(&all, |part| {
+            part.iter()
+                .map(|l| {
+                    (!event_log::is_blank(l)).then(|| {
+                        event_log::decode(path, l).map(|event| {
+                            let tomb = std::str::from_utf8(l.bytes)
+                                .ok()
+                                .is_some_and(|t| projections::tombstone::split(t).is_some());
+                            (Seen::of(l, &event), blake3::hash(l.bytes), tomb)
+                        })
+                    })
+                })
+                .collect::<Vec<_>>()
+        });
+        for (line, result) in all.iter().zip(decoded.into_iter().flatten()) {
+            let Some(result) = result else {
+                warnings.push(Finding {
                     line: line.number,
                     offset: line.offset,
-                    problem,
+                    problem: "blank line".into(),
                 });
+                continue;
+            };
+            match result {
+                Ok((s, hash, is_tomb)) => {
+                    if is_tomb || original_of_tombstone.contains(&s.id) {
+                        // Both an event and its tombstone: a merge brought back a copy from
+                        // before `gc`. Each verifies on its own; `gc` removes the copy.
+                        if by_id.contains_key(&s.id) {
+                            warnings.push(Finding {
+                                line: line.number,
+                                offset: line.offset,
+                                problem: format!(
+                                    "event {} appears both whole and as a tombstone: purged content came back with a merge; run `memlog gc`",
+                                    s.id
+                                ),
+                            });
+                            continue;
+                        }
+                        original_of_tombstone.insert(s.id.clone());
+                    }
+                    if let Some((first, known)) = by_id.get(&s.id) {
+                        if *known == hash {
+                            duplicate_lines += 1;
+                        } else {
+                            problems.push(Finding {
+                                line: line.number,
+                                offset: line.offset,
+                                problem: format!(
+                                    "event {} also appears on line {first} with different content",
+                                    s.id
+                                ),
+                            });
+                        }
+                        continue;
+                    }
+                    by_id.insert(s.id.clone(), (line.number, hash));
+                    if is_tomb {
+                        tombstones.push(seen.len());
+                    }
+                    seen.push(s);
+                }
+                Err(crate::error::Error::CorruptLog { problem, .. }) => {
+                    problems.push(Finding {
+                        line: line.number,
+                        offset: line.offset,
+                        problem,
+                    });
+                }
+                Err(e) => return Err(e),
             }
-            Err(e) => return Err(e),
+        }
+        Ok(())
+    };
+    log.for_each_chunk(|_| {}, |offset, chunk| check(chunk, offset, &mut number))?;
+    // After the last newline: a whole event that lacks only its final newline is no torn
+    // write (the next command adds the newline and keeps it, see `repair_tail_locked`), so it
+    // is verified as a line; anything else is a torn write.
+    let tail = log.tail()?;
+    if !tail.is_empty() {
+        if whole_event(&tail) {
+            let mut line = tail.clone();
+            line.push(b'\n');
+            check(&line, log.len(), &mut number)?;
+            warnings.push(Finding {
+                line: number - 1,
+                offset: log.len(),
+                problem: "the last line is a complete event without its final newline (an \
+                          editor or a tool dropped it): nothing is lost, the next memlog \
+                          command adds the newline"
+                    .into(),
+            });
+        } else {
+            problems.push(Finding {
+                line: number,
+                offset: log.len(),
+                problem: format!(
+                    "torn last line ({} bytes without a newline): a write was cut off; any memlog command moves it to .memlog/quarantine.jsonl",
+                    tail.len()
+                ),
+            });
         }
     }
-    if let Some(offset) = unterminated {
-        warnings.push(Finding {
-            line: lines,
-            offset,
-            problem: "the last line is a complete event without its final newline (an editor or \
-                      a tool dropped it): nothing is lost, the next memlog command adds the \
-                      newline"
-                .into(),
-        });
-    }
-    if complete < bytes.len() {
-        problems.push(Finding {
-            line: lines + 1,
-            offset: complete as u64,
-            problem: format!(
-                "torn last line ({} bytes without a newline): a write was cut off; any memlog command moves it to .memlog/quarantine.jsonl",
-                bytes.len() - complete
-            ),
-        });
-    }
+    let lines = number - 1;
     drop(by_id);
+    drop(original_of_tombstone);
     // Content of a purged entry that no purge covers: written beside the purge on another
     // branch and brought in by a merge. `gc` cannot remove it until a purge names it.
     let mut covered: std::collections::HashSet<&str> = std::collections::HashSet::new();
     let mut purged: std::collections::HashSet<&str> = std::collections::HashSet::new();
-    for (_, _, e) in &events {
-        if let projections::EventData::Purge { redacted, .. } = &e.data {
-            purged.insert(&e.entry);
+    for s in &seen {
+        if let Some(redacted) = &s.redacted {
+            purged.insert(&s.entry);
             covered.extend(redacted.keys().map(String::as_str));
         }
     }
-    for (line, offset, e) in &events {
-        for entry in e.entries() {
-            if purged.contains(entry)
-                && !covered.contains(e.id.as_str())
-                && projections::tombstone::redact(e, entry).is_some()
-            {
+    for s in &seen {
+        for entry in &s.carries {
+            if purged.contains(entry.as_str()) && !covered.contains(s.id.as_str()) {
                 warnings.push(Finding {
-                    line: *line,
-                    offset: *offset,
+                    line: s.number,
+                    offset: s.offset,
                     problem: format!(
                         "event {} carries content of purged entry {entry} that no purge covers \
                          (it was written beside the purge and a merge brought it in); run \
                          `memlog purge {entry} --reason ...` again to cover it, then `memlog gc`",
-                        e.id
+                        s.id
                     ),
                 });
             }
         }
     }
-    // Where each event is, and the event itself: a parent must project onto the entry of the
-    // event naming it (a supersede that creates its replacement belongs to both entries).
-    let where_is: HashMap<&str, (usize, u64, &Event)> = events
-        .iter()
-        .map(|(n, o, e)| (e.id.as_str(), (*n, *o, e)))
-        .collect();
+    // Where each event is: a parent must project onto the entry of the event naming it (a
+    // supersede that creates its replacement belongs to both entries).
+    let where_is: HashMap<&str, &Seen> = seen.iter().map(|s| (s.id.as_str(), s)).collect();
     // A replacement made beside a purge of the entry it replaces (a supersede on another
     // branch that the purge never saw): it was made from the content the purge removed, and no
     // purge of the old entry covers it.
     let mut before_purge: std::collections::HashSet<&str> = std::collections::HashSet::new();
-    let mut todo: Vec<&str> = events
+    let mut todo: Vec<&str> = seen
         .iter()
-        .filter(|(_, _, e)| matches!(e.data, projections::EventData::Purge { .. }))
-        .flat_map(|(_, _, e)| e.parents.iter().map(String::as_str))
+        .filter(|s| s.redacted.is_some())
+        .flat_map(|s| s.parents.iter().map(String::as_str))
         .collect();
     while let Some(id) = todo.pop() {
         if before_purge.insert(id)
-            && let Some((_, _, e)) = where_is.get(id)
+            && let Some(s) = where_is.get(id)
         {
-            todo.extend(e.parents.iter().map(String::as_str));
+            todo.extend(s.parents.iter().map(String::as_str));
         }
     }
-    for (n, o, e) in &events {
-        if let projections::EventData::Supersede {
-            by,
-            replacement: Some(_),
-            ..
-        } = &e.data
-            && purged.contains(e.entry.as_str())
+    for s in &seen {
+        if let Some(by) = &s.by
+            && purged.contains(s.entry.as_str())
             && !purged.contains(by.as_str())
-            && !before_purge.contains(e.id.as_str())
+            && !before_purge.contains(s.id.as_str())
         {
             warnings.push(Finding {
-                line: *n,
-                offset: *o,
+                line: s.number,
+                offset: s.offset,
                 problem: format!(
                     "event {} made {by} to replace purged entry {} beside the purge (a merge \
                      brought it in): {by} may carry the purged content; check with `memlog \
                      show {by}`, and if it does, `memlog purge {by} --reason ...` then \
                      `memlog gc`",
-                    e.id, e.entry
+                    s.id, s.entry
                 ),
             });
         }
     }
-    for (n, o, e) in &events {
-        for p in &e.parents {
+    for s in &seen {
+        for p in &s.parents {
             match where_is.get(p.as_str()) {
                 None => problems.push(Finding {
-                    line: *n,
-                    offset: *o,
+                    line: s.number,
+                    offset: s.offset,
                     problem: format!("parent {p} is not in the log: an event was removed or the log is incomplete"),
                 }),
-                Some((_, _, parent)) => {
-                    if let Some(problem) = parent_problem(e, parent) {
+                Some(parent) => {
+                    if !parent.entries().any(|e| e == s.entry) {
                         problems.push(Finding {
-                            line: *n,
-                            offset: *o,
-                            problem,
+                            line: s.number,
+                            offset: s.offset,
+                            problem: format!(
+                                "parent {} belongs to entry {}, not {}",
+                                parent.id, parent.entry, s.entry
+                            ),
                         });
                     }
                 }
@@ -264,72 +331,89 @@ pub fn verify_log(path: &Path) -> Result<Report> {
     }
     // A tombstone stands for an event whose content `gc` removed: the purge it names must be
     // in the log and list the tombstone's digest for that event id.
-    for (n, o, id, line) in &tombstones {
-        let purge_of = |p: &str| Ok(where_is.get(p).map(|(_, _, e)| (*e).clone()));
-        if let Some(problem) = super::tombstones::problem(id, line, purge_of)? {
+    for t in &tombstones {
+        let s = &seen[*t];
+        let line = log.line_at(s.offset, s.len, &s.id, s.number)?;
+        let purge_of = |p: &str| where_is.get(p).map(|purge| purge.event(&log)).transpose();
+        if let Some(problem) = super::tombstones::problem(&s.id, &line, purge_of)? {
             problems.push(Finding {
-                line: *n,
-                offset: *o,
+                line: s.number,
+                offset: s.offset,
                 problem,
             });
         }
     }
     // A credential that reached the log without memlog's checks (another clone without the
     // hooks, `--no-verify`): the reads redact it, but the log in git still holds it.
-    let found = crate::parallel::map_chunks(&events, |chunk| {
-        chunk
-            .iter()
-            .map(|(n, o, e)| (*n, *o, e.id.clone(), e.entry.clone(), secrets_in(e)))
-            .collect::<Vec<_>>()
-    });
-    for (n, o, id, entry, secrets) in found.into_iter().flatten() {
-        for s in secrets {
-            let fix = if purged.contains(entry.as_str()) {
+    for s in &seen {
+        for secret in &s.secrets {
+            let fix = if purged.contains(s.entry.as_str()) {
                 "rotate the credential; the entry is purged: run `memlog gc` to remove it from \
                  the log"
                     .to_owned()
             } else {
-                crate::policy::stored::fix(&entry)
+                crate::policy::stored::fix(&s.entry)
             };
             problems.push(Finding {
-                line: n,
-                offset: o,
+                line: s.number,
+                offset: s.offset,
                 problem: format!(
                     "event {} of entry {} holds a secret in `{}` (rule {}), redacted in every \
                      output: {fix}",
-                    id, entry, s.field, s.rule
+                    s.id, s.entry, secret.field, secret.rule
                 ),
             });
         }
     }
     drop(where_is);
-    let event_count = events.len();
-    // Each entry's events by their place in `events`, in log order: the events themselves are
-    // not copied (a copy per entry doubled the memory of verifying a large log).
+    let event_count = seen.len();
+    // Each entry's events by their place in `seen`, in log order; read again to be folded, an
+    // entry's at a time on the cores.
     let mut per_entry: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
-    for (i, (_, _, e)) in events.iter().enumerate() {
-        for entry in e.entries() {
+    for (i, s) in seen.iter().enumerate() {
+        for entry in s.entries() {
             per_entry.entry(entry).or_default().push(i);
         }
     }
-    let place: HashMap<&str, (usize, u64)> = events
+    let groups: Vec<(&str, Vec<usize>)> = per_entry.into_iter().collect();
+    let folded = crate::parallel::map_chunks(&groups, |part| {
+        part.iter()
+            .map(|(entry, at)| {
+                let events = at
+                    .iter()
+                    .map(|i| seen[*i].event(&log))
+                    .collect::<Result<Vec<Event>>>()?;
+                let refs: Vec<&Event> = events.iter().collect();
+                let cycle = has_cycle(&refs);
+                let folded = fold_entry_refs(entry, &refs);
+                let conflict = folded
+                    .state
+                    .as_ref()
+                    .is_some_and(projections::EntryState::in_conflict);
+                Ok((cycle, folded.anomalies, conflict))
+            })
+            .collect::<Result<Vec<_>>>()
+    });
+    let place: HashMap<&str, (usize, u64)> = seen
         .iter()
-        .map(|(n, o, e)| (e.id.as_str(), (*n, *o)))
+        .map(|s| (s.id.as_str(), (s.number, s.offset)))
         .collect();
     let place = |id: &str| place.get(id).copied().unwrap_or((0, 0));
     let mut conflicts = Vec::new();
-    for (entry, at) in &per_entry {
-        let evs: Vec<&Event> = at.iter().map(|i| &events[*i].2).collect();
-        if has_cycle(&evs) {
-            let (n, o) = place(evs[0].id.as_str());
+    let mut outcomes = Vec::with_capacity(groups.len());
+    for part in folded {
+        outcomes.extend(part?);
+    }
+    for ((entry, at), (cycle, anomalies, conflict)) in groups.iter().zip(outcomes) {
+        if cycle {
+            let first = &seen[at[0]];
             problems.push(Finding {
-                line: n,
-                offset: o,
+                line: first.number,
+                offset: first.offset,
                 problem: format!("the events of entry {entry} form a cycle"),
             });
         }
-        let folded = fold_entry_refs(entry, &evs);
-        for (id, why) in folded.anomalies {
+        for (id, why) in anomalies {
             let (n, o) = place(id.as_str());
             problems.push(Finding {
                 line: n,
@@ -337,15 +421,11 @@ pub fn verify_log(path: &Path) -> Result<Report> {
                 problem: format!("event {id} of entry {entry}: {why}"),
             });
         }
-        if folded
-            .state
-            .as_ref()
-            .is_some_and(projections::EntryState::in_conflict)
-        {
+        if conflict {
             conflicts.push((*entry).to_owned());
         }
     }
-    let entries = per_entry.len();
+    let entries = groups.len();
     problems.sort_by_key(|f| (f.line, f.offset));
     Ok(Report {
         file: path.display().to_string(),

@@ -596,6 +596,11 @@ fn purge_then_gc_removes_the_content_and_the_log_still_verifies() {
         history,
     );
 
+    let original = log
+        .lines()
+        .find(|l| l.contains("should never have been written"))
+        .unwrap_or_default()
+        .to_owned();
     let dry = env.run(&["gc", "--dry-run", "--json"]).ok().json();
     assert_eq!(dry["tombstoned"], 2);
     assert_eq!(std::fs::read_to_string(env.log()).unwrap_or_default(), log);
@@ -646,6 +651,16 @@ fn purge_then_gc_removes_the_content_and_the_log_still_verifies() {
         assert_eq!(r.code, 3, "{args:?}: {}", r.stderr);
         assert!(r.stderr.contains("was purged"), "{args:?}: {}", r.stderr);
     }
+    // A merge that brings back a line gc removed: verify says so, and gc removes it again.
+    std::fs::write(env.log(), format!("{log}{original}\n")).unwrap_or_else(|e| panic!("{e}"));
+    let verify = env.run(&["verify", "--json"]).ok().json();
+    assert_eq!(verify["ok"], true, "{verify}");
+    assert!(
+        verify["warnings"]
+            .to_string()
+            .contains("appears both whole and as a tombstone"),
+        "{verify}"
+    );
 }
 
 #[test]
