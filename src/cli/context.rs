@@ -145,6 +145,7 @@ pub fn run(ctx: &Ctx, args: ContextArgs, out: &mut Out) -> Result<ExitCode> {
     let (hits, project_name) = match Sources::open(ctx, project.as_deref(), args.no_global)? {
         None => (Vec::new(), project.unwrap_or_default()),
         Some(sources) => {
+            let started = sources.query_started(started);
             let (hits, slow_ms) = choose(ctx, &sources, &q)?;
             super::query::warn_disputed(&hits);
             let (project, read) = sources.close();

@@ -337,6 +337,17 @@ impl Sources {
         Ok(Some(Self { project, sessions }))
     }
 
+    /// When the query began, for its execution time and the slow-query warning: `started`,
+    /// unless opening a store had to catch up with the log first (after a pull, a first use,
+    /// a rebuild), which is no part of the query and can take seconds: then now.
+    pub fn query_started(&self, started: Instant) -> Instant {
+        let caught_up = self
+            .sessions
+            .iter()
+            .any(|(s, _)| s.report.applied > 0 || s.report.mode == "rebuild");
+        if caught_up { Instant::now() } else { started }
+    }
+
     /// Ends the sessions, releasing the store locks (what follows a search, printing and the
     /// local logs, needs none: writers waiting for the store go on meanwhile), and returns the
     /// project asked for and the projects read.
@@ -697,6 +708,7 @@ pub fn run(ctx: &Ctx, args: QueryArgs, out: &mut Out) -> Result<ExitCode> {
         print_hits(out, &[], args.summary_only, args.explain);
         return Ok(ExitCode::Ok);
     };
+    let started = sources.query_started(started);
     let (policy, params) = rank_params(ctx, &sources.project)?;
     let req = Request {
         text: args.text.clone(),

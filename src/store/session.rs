@@ -616,6 +616,15 @@ impl Session {
             Some(Some(known)) if Some(&known) == stamp.as_ref() => return Ok(()),
             Some(_) => {}
         }
+        // A catch-up made slow on purpose, for tests of what is timed around it; in debug
+        // builds only.
+        if cfg!(debug_assertions)
+            && let Some(ms) = std::env::var("MEMLOG_TEST_CATCH_UP_PAUSE_MS")
+                .ok()
+                .and_then(|ms| ms.parse().ok())
+        {
+            std::thread::sleep(Duration::from_millis(ms));
+        }
         let Some(fp) = self.store().fingerprint()? else {
             return self.rebuild().map(|_| ());
         };

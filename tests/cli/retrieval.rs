@@ -1019,3 +1019,41 @@ fn words_no_entry_holds_are_named() {
     let held = env.run(&["query", "deploys", "demo"]).ok();
     assert!(!held.stderr.contains("no entry holds"), "{}", held.stderr);
 }
+
+/// A query that first catches up with lines a pull brought (here made slow on purpose) times
+/// the query alone: neither its execution time in the query log nor the slow-query warning
+/// counts the catch-up.
+#[test]
+fn a_catch_up_before_a_query_is_not_counted_as_the_query() {
+    let env = Env::with_project();
+    env.add("kept.subject", "kept decision");
+    let config = env.root().join("ai-memory/demo/memlog.json");
+    let mut c: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&config).unwrap_or_default())
+            .unwrap_or_default();
+    c["policies"]["retrieval"]["slow_query_ms"] = serde_json::json!(1000);
+    std::fs::write(&config, c.to_string()).unwrap_or_else(|e| panic!("{e}"));
+    // Another clone's line, as a pull brings it.
+    let other = Env::with_project();
+    other.add("pulled.subject", "pulled decision");
+    let line = std::fs::read_to_string(other.log()).unwrap_or_default();
+    env.append_log(line.as_bytes());
+    let r = crate::common::output(
+        env.command(&["query", "pulled decision", "--json"])
+            .env("MEMLOG_TEST_CATCH_UP_PAUSE_MS", "1500")
+            .output(),
+    )
+    .ok();
+    assert!(r.stdout.contains("pulled decision"), "{}", r.stdout);
+    assert!(!r.stderr.contains("slow query"), "{}", r.stderr);
+    let log = std::fs::read_to_string(env.root().join("ai-memory/demo/.memlog/queries.jsonl"))
+        .unwrap_or_default();
+    let last: serde_json::Value =
+        serde_json::from_str(log.lines().last().unwrap_or_default()).unwrap_or_default();
+    assert!(
+        last["execution_time_ms"]
+            .as_f64()
+            .is_some_and(|ms| ms < 1000.0),
+        "{last}"
+    );
+}
