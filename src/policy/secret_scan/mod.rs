@@ -64,6 +64,9 @@ enum Check {
     Prose,
     /// Capture group 1 is a password: not a placeholder and not an ordinary word.
     Password,
+    /// As `Password`, for a value named in a sentence without a verb before it ("with
+    /// password X"): a plain word there is prose ("with password authentication").
+    PasswordInSentence,
     /// The digits pass the Luhn check and start like a card number.
     Card,
     /// A valid US social security number (area, group and serial ranges).
@@ -257,6 +260,30 @@ fn keywords(id: &str) -> Option<&'static [&'static str]> {
         "password-assignment" => &["passw", "pwd", "passphrase", "pw", "pass"],
         "password-in-prose" => &["passw", "pwd", "passphrase", "pw"],
         "mysql-password-option" => &["mysql", "mariadb"],
+        "password-in-sentence" => &["password"],
+        "password-option" => &[
+            "sshpass",
+            "redis-cli",
+            "storepass",
+            "keypass",
+            "pass:",
+            "ldap",
+            "sqlcmd",
+            "az login",
+            "htpasswd",
+            "change_password",
+            "curl",
+            "nmcli",
+            "mysqladmin",
+            "chpasswd",
+            "net user",
+        ],
+        "token-option" => &["--"],
+        "kubernetes-env-secret" => &["value:"],
+        "sql-password" => &["password", "identified"],
+        "tailscale-key" => &["tskey-"],
+        "mapbox-secret-token" => &["sk.eyj"],
+        "contentful-token" => &["cfpat-"],
         "django-secret-key" => &["django-insecure-"],
         "secret-assignment" => &["secret", "token", "key", "credential", "auth", "passphrase"],
         "secret-in-prose" => &[
@@ -427,7 +454,8 @@ const TEXT_RULES: &[(&str, &str, &str, Check)] = &[
     (
         "telegram-bot-token",
         "Telegram bot token",
-        r"\b\d{8,10}:AA[A-Za-z0-9_-]{33}\b",
+        // Also inside the API's URLs (`api.telegram.org/bot<token>/sendMessage`).
+        r"(?:\b|/bot)(\d{8,10}:AA[A-Za-z0-9_-]{33})\b",
         Check::None,
     ),
     (
@@ -512,7 +540,7 @@ const TEXT_RULES: &[(&str, &str, &str, Check)] = &[
     (
         "authorization-header",
         "credentials in an Authorization header",
-        r"(?i)\bauthorization\s*[:=]\s*[\x22']?(?:bearer|basic|token|digest)\s+([A-Za-z0-9._~+/=-]{8,})",
+        r"(?i)\bauthorization[\x22']?\s*[:=]\s*[\x22']?(?:bearer|basic|token|digest)\s+([A-Za-z0-9._~+/=-]{8,})",
         Check::NotPlaceholder,
     ),
     (
@@ -530,7 +558,7 @@ const TEXT_RULES: &[(&str, &str, &str, Check)] = &[
     (
         "password-assignment",
         "password assigned in text or configuration",
-        r#"(?i)(?:password|passwd|passwort|pwd|passphrase)s?["']?\s*(?:[:=]|=>|\s+(?:(?:(?:is|was|were|are|has\s+been|have\s+been|got)\s+)?(?:set|changed|reset|updated|rotated)\s+(?:from\s+[^\s]+\s+)?to|(?:is|are)\s+now|will\s+be|is|was|were|are)\s+)\s*["'`]?([^\s"',;`)]+)|--password[= ]["']?([^\s"']+)|\bpass\s*=\s*["']?([^\s"',;`)]+)|\bpw(?:\s+(?:is|was)\s+|:\s+)["'`]?([^\s"',;`)]+)"#,
+        r#"(?i)(?:password|passwd|passwort|pwd|passphrase|[a-z0-9]_pass\b)s?["']?\s*(?:[:=]|=>|\s+(?:(?:(?:is|was|were|are|has\s+been|have\s+been|got)\s+)?(?:set|changed|reset|updated|rotated)\s+(?:from\s+[^\s]+\s+)?to|(?:is|are)\s+now|will\s+be|is|was|were|are)\s+)\s*["'`]?([^\s"',;`)]+)|--password[= ]["']?([^\s"']+)|\bpass\s*=\s*["']?([^\s"',;`)]+)|\bpw(?:\s+(?:is|was)\s+|:\s+)["'`]?([^\s"',;`)]+)"#,
         Check::Password,
     ),
     (
@@ -540,6 +568,60 @@ const TEXT_RULES: &[(&str, &str, &str, Check)] = &[
         // is for, then the value.
         r#"(?i)\b(?:password|passwd|passphrase|pwd|pw)s?\s+(?:for|of|on)\s+[^\n:=]{1,40}?[ \t]*(?:\bis(?:[ \t]+now)?[ \t]|\bwas[ \t]|\bwill[ \t]+be[ \t]|:|=)[ \t]*["'`]?([^\s"',;`)]+)"#,
         Check::Password,
+    ),
+    (
+        "password-in-sentence",
+        "password given in a sentence",
+        // "We reset the redis password to X", "changed the admin password from A to X", "user
+        // app_rw has password X", "log in as admin with password `X`", "user deploy, password
+        // 'X'": the value must look like a password, as in any sentence.
+        r#"(?i)\b(?:(?:changed|reset|set|updated|rotated)\b[^\n.]{0,40}?\bpassword\s+(?:from\s+[^\s]+\s+)?to|(?:with|has|and)\s+(?:the\s+)?password|,\s*password)[ \t]+["'`]?([^\s"',;`)]+)"#,
+        Check::PasswordInSentence,
+    ),
+    (
+        "password-option",
+        "password on a command line",
+        // Tools that take a password as an option or argument: sshpass, redis-cli, keytool,
+        // openssl, ldap tools, sqlcmd, az login, htpasswd, rabbitmqctl, curl's user.
+        r#"\bsshpass\s+-p\s*["']?([^\s"']+)|\bredis-cli\b[^\n]*?\s-a\s+["']?([^\s"']+)|\s-(?:src|dest)?(?:store|key)pass\s+["']?([^\s"']+)|\s-pass(?:in|out)\s+pass:([^\s"']+)|\bldap\w+\b[^\n]*?\s-w\s+["']?([^\s"']+)|\bsqlcmd\b[^\n]*?\s-P\s+["']?([^\s"']+)|\baz\s+login\b[^\n]*?\s(?:-p|--password)\s+["']?([^\s"']+)|\bhtpasswd\s+(?:-\w+\s+)*-\w*b\w*\s+(?:-\w+\s+)*[^\s-][^\s]*\s+[^\s]+\s+["']?([^\s"']+)|\bnmcli\b[^\n]*?\spassword\s+["']?([^\s"']+)|\bmysqladmin\b[^\n]*?\spassword\s+["']?([^\s"']+)|\becho\s+["']?[^\s:"']+:([^\s"']+?)["']?\s*\|\s*(?:sudo\s+)?chpasswd|\bnet\s+user\s+[^\s/]+\s+["']?([^\s"'/*][^\s"']*)|\bchange_password\s+[^\s]+\s+["']?([^\s"']+)|\bcurl\b[^\n]*?\s(?:-u|--user)\s+["']?[^\s:"']+:([^\s"']+)"#,
+        Check::Password,
+    ),
+    (
+        "token-option",
+        "token on a command line",
+        r#"(?i)(?:^|\s)--(?:with-token|token|api-key|apikey|auth-token|access-token|account-key|client-secret)(?:\s+|=)["']?([^\s"']{16,})"#,
+        Check::Random,
+    ),
+    (
+        "kubernetes-env-secret",
+        "secret in a container's environment",
+        // `- name: DB_PASSWORD` then `value: "…"` on the next line.
+        r#"(?i)\bname:\s*["']?[A-Za-z0-9_.-]*(?:password|passwd|secret|token|api_?key|apikey|credential)[A-Za-z0-9_.-]*["']?[ \t]*\r?\n[ \t]*value:[ \t]*["']?([^\s"']+)"#,
+        Check::Password,
+    ),
+    (
+        "sql-password",
+        "password in an SQL statement",
+        r#"(?i)\b(?:with\s+(?:encrypted\s+)?password|identified\s+by)\s+['"]([^'"\s]+)['"]"#,
+        Check::Password,
+    ),
+    (
+        "tailscale-key",
+        "Tailscale key",
+        r"\btskey-(?:auth|api|client|webhook|scim)-[A-Za-z0-9]{6,}-[A-Za-z0-9]{16,}",
+        Check::None,
+    ),
+    (
+        "mapbox-secret-token",
+        "Mapbox secret token",
+        r"\bsk\.eyJ[A-Za-z0-9_-]{20,}\.[A-Za-z0-9_-]{20,}",
+        Check::None,
+    ),
+    (
+        "contentful-token",
+        "Contentful personal access token",
+        r"\bCFPAT-[A-Za-z0-9_-]{40,}",
+        Check::None,
     ),
     (
         "mysql-password-option",
@@ -558,13 +640,15 @@ const TEXT_RULES: &[(&str, &str, &str, Check)] = &[
     (
         "secret-assignment",
         "secret value assigned to a secret-like name",
-        r#"(?i)\b[A-Za-z0-9_.-]*(?:secret|token|api_?key|apikey|access_?key|private_?key|credential|auth_?key|signing_?key|passphrase)[A-Za-z0-9_.-]*["']?\s*(?:[:=]|=>)\s*["']?([A-Za-z0-9+/=_.~-]{16,})"#,
+        // Also a subscript (`app.config['SECRET_KEY'] = …`, `os.environ["OPENAI_KEY"] = …`)
+        // and a setter (`setApiKey("…")`).
+        r#"(?i)\b[A-Za-z0-9_.-]*(?:secret|token|api_?key|apikey|access_?key|private_?key|credential|auth_?key|signing_?key|passphrase)[A-Za-z0-9_.-]*["']?\]?\s*(?:[:=]|=>)\s*["']?([A-Za-z0-9+/=_.~-]{16,})|\bset_?(?:api_?key|token|secret|access_?token|auth_?token|credentials?)\s*\(\s*["']([A-Za-z0-9+/=_.~-]{16,})"#,
         Check::Assigned,
     ),
     (
         "secret-in-prose",
         "credential written in a sentence",
-        r#"(?i)\b(?:tokens?|secrets?|api[ _-]?keys?|keys?|passwords?|passphrase|credentials?|pat)\b[^\n]{0,30}?(?:\bis\b|\bwas\b|:|=)\s*[\x22'\x60(]?([A-Za-z0-9+/=_.~:%-]{16,})"#,
+        r#"(?i)\b(?:tokens?|secrets?|api[ _-]?keys?|keys?|passwords?|passphrase|credentials?|pat)\b[^\n]{0,30}?(?:\bis\b|\bwas\b|:|=)\s*[\x22'\x60(]?([A-Za-z0-9+/=_.~:%-]{16,})|\b(?:keys?|secrets?|tokens?|passphrase)\s+(?:is|was)\s+[\x22'\x60]?([A-Za-z0-9+/=_.~%!#$*^-]{15,}[A-Za-z0-9])"#,
         Check::Prose,
     ),
     (
@@ -654,7 +738,7 @@ fn compile(table: &'static [(&str, &str, &str, Check)]) -> Vec<Rule> {
                 } else {
                     index
                 },
-                provider_allowlists: !matches!(check, Check::Password)
+                provider_allowlists: !matches!(check, Check::Password | Check::PasswordInSentence)
                     && *id != "credentials-in-url",
             }
         })
@@ -926,6 +1010,7 @@ fn confirm(check: Check, value: &str, text: &str, match_start: usize) -> bool {
                 "length",
                 "name",
                 "id",
+                "fingerprint",
             ];
             let before = text[..match_start]
                 .rsplit(['.', '\n', ';'])
@@ -936,9 +1021,24 @@ fn confirm(check: Check, value: &str, text: &str, match_start: usize) -> bool {
             let qualified = phrase
                 .split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
                 .any(|w| NOT_SECRET.contains(&w));
-            !qualified && !looks_like_path(value) && !is_placeholder(value) && looks_random(value)
+            // A digest's fingerprint (`SHA256:qqlAJ…`), and a namespaced key (`session:3f2a…`,
+            // a word and a colon with no space before the value, the word no credential's).
+            let fingerprint = ["sha256:", "sha1:", "sha512:", "md5:"].iter().any(|p| {
+                value
+                    .get(..p.len())
+                    .is_some_and(|h| h.eq_ignore_ascii_case(p))
+            });
+            let value_start = match_start + text[match_start..].find(value).unwrap_or(0);
+            let namespaced = is_namespaced_key(&text[..value_start]);
+            !qualified
+                && !fingerprint
+                && !namespaced
+                && !looks_like_path(value)
+                && !is_placeholder(value)
+                && looks_random(value)
         }
-        Check::Password => is_password(value, text, match_start),
+        Check::Password => is_password(value, text, match_start, false),
+        Check::PasswordInSentence => is_password(value, text, match_start, true),
         Check::Card => {
             is_card_number(value) && !in_decimal(text, match_start, match_start + value.len())
         }
@@ -956,6 +1056,7 @@ pub(crate) fn names_no_secret(name: &str) -> bool {
         .trim_end_matches(|c: char| !c.is_ascii_alphanumeric())
         .to_ascii_lowercase();
     name.ends_with("id")
+        || name.split_whitespace().any(|w| w == "id" || w == "ids")
         || [
             "page",
             "cursor",
@@ -976,6 +1077,30 @@ pub(crate) fn names_no_secret(name: &str) -> bool {
         ]
         .iter()
         .any(|w| name.contains(w))
+}
+
+/// Whether the value after `before` is the id part of a namespaced key (`session:3f2a…`,
+/// `user:42`): a lowercase word and a colon right before it, with no space, the word no
+/// credential's name (`token:…` is one).
+pub(crate) fn is_namespaced_key(before: &str) -> bool {
+    let Some(head) = before.strip_suffix(':') else {
+        return false;
+    };
+    // Counted in bytes: the word is ASCII, so where it starts is a character boundary.
+    let start = head.len()
+        - head
+            .bytes()
+            .rev()
+            .take_while(u8::is_ascii_alphanumeric)
+            .count();
+    let word = &head[start..];
+    // A plain lowercase word (`session`, `user`); not a token's first part (`AAAAkFukoZ9:…`).
+    !word.is_empty()
+        && word.bytes().all(|b| b.is_ascii_lowercase())
+        && ![
+            "key", "keys", "token", "secret", "password", "pat", "apikey",
+        ]
+        .contains(&word)
 }
 
 /// Template and redaction forms that stand for a secret without being one.
@@ -1207,7 +1332,7 @@ fn looks_random(value: &str) -> bool {
     classes(v) >= 2 && entropy(v) >= 3.3
 }
 
-fn is_password(value: &str, text: &str, match_start: usize) -> bool {
+fn is_password(value: &str, text: &str, match_start: usize, sentence: bool) -> bool {
     let v = value.trim_matches(|c| matches!(c, '"' | '\'' | '`' | '.' | ',' | ';' | ':'));
     if v.chars().count() < 4 || is_placeholder(v) {
         return false;
@@ -1219,11 +1344,12 @@ fn is_password(value: &str, text: &str, match_start: usize) -> bool {
     let head = &text[match_start..];
     let before_value = head.find(value).map_or(head, |i| &head[..i]);
     let before_value = before_value.to_ascii_lowercase();
-    let prose = [
-        " is ", " was ", " were ", " are ", " to ", " be ", " for ", " of ", " on ",
-    ]
-    .iter()
-    .any(|w| before_value.contains(w));
+    let prose = sentence
+        || [
+            " is ", " was ", " were ", " are ", " to ", " be ", " for ", " of ", " on ",
+        ]
+        .iter()
+        .any(|w| before_value.contains(w));
     if prose && says_how_passwords_are_kept(v) {
         return false;
     }
@@ -1234,7 +1360,24 @@ fn is_password(value: &str, text: &str, match_start: usize) -> bool {
     // Letters with capitals are words or the name of a type (`Kubernetes`, `SecretString`,
     // "the password is BCrypt hashed") unless they cannot be said: five consonants in a row
     // within a word are letters typed at random (`BiJmpflvJfup`).
-    if !plain_word && v.bytes().all(|b| b.is_ascii_alphabetic()) && !has_consonant_run(v, 5) {
+    if !plain_word
+        && v.bytes().all(|b| b.is_ascii_alphabetic())
+        && !has_consonant_run(v, 5)
+        && !has_random_case(v)
+    {
+        return false;
+    }
+    // Code, not a value: a subscript (`request.form['password']`), a YAML tag (`!vault |`), a
+    // variable in snake_case (`password = new_password`, psql's `:'new_password'`), a number
+    // in hexadecimal (`MATCH_PASS = 0x04`).
+    let snake_case = v.contains('_')
+        && v.split('_')
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_lowercase()));
+    let tag = v.len() > 1 && v.starts_with('!') && v[1..].bytes().all(|b| b.is_ascii_alphabetic());
+    let hex_literal = v.len() > 2
+        && (v.starts_with("0x") || v.starts_with("0X"))
+        && v[2..].bytes().all(|b| b.is_ascii_hexdigit());
+    if v.contains('[') || tag || snake_case || hex_literal {
         return false;
     }
     // Function calls and references, e.g. `password=get_password()`, `password: config.db` or
@@ -1403,6 +1546,20 @@ fn is_scheme(word: &str) -> bool {
 /// Whether a CamelCase `name` (ASCII letters) holds `n` consonants in a row within one of its
 /// words, a capital starting a word (`y` counts as a vowel; `HttpBasic` holds none: `Http`,
 /// `Basic`).
+/// Letters whose case changes as no word's or name's does: from small to capital three times
+/// or more, with fewer than three letters a capital on average (`hSwHadMUwolt`,
+/// `yXfQftlGPeKT`), where a name's capitals start its words (`SecretString`,
+/// `getElementById`, `XMLHttpRequest`).
+fn has_random_case(v: &str) -> bool {
+    let bytes = v.as_bytes();
+    let rises = bytes
+        .windows(2)
+        .filter(|w| w[0].is_ascii_lowercase() && w[1].is_ascii_uppercase())
+        .count();
+    let capitals = bytes.iter().filter(|b| b.is_ascii_uppercase()).count();
+    rises >= 3 && bytes.len() < 3 * (capitals + 1)
+}
+
 fn has_consonant_run(name: &str, n: usize) -> bool {
     let mut run = 0;
     for b in name.bytes() {

@@ -184,7 +184,10 @@ pub(super) fn scan(text: &str) -> Vec<Hit> {
                 .take_while(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
                 .count();
             let (ws, we) = char_span(text, whole.start() - name_start, whole.end());
-            if rule.id == "generic-api-key" && super::names_no_secret(&text[ws..start]) {
+            if rule.id == "generic-api-key"
+                && (super::names_no_secret(&text[ws..start])
+                    || super::is_namespaced_key(&text[..start]))
+            {
                 continue;
             }
             let line = line_of(text, ws, we);

@@ -62,8 +62,11 @@ fn corpus_covers_every_kind() {
     let corpus = secrets();
     for (id, _, _, _) in TEXT_RULES.iter().chain(URI_RULES) {
         let n = corpus.iter().filter(|(r, _, _)| r == id).count();
-        if matches!(*id, "ssh-private-key-file" | "url-userinfo-token") {
-            continue; // narrow rules, covered by unit tests below
+        if matches!(
+            *id,
+            "ssh-private-key-file" | "url-userinfo-token" | "kubernetes-env-secret"
+        ) {
+            continue; // narrow rules (or over several lines), covered by unit tests below
         }
         assert!(n >= 3, "rule {id} has only {n} corpus lines");
     }
@@ -315,7 +318,10 @@ fn every_own_rule_is_exercised() {
     let corpus = secrets();
     for (id, _, _, _) in TEXT_RULES.iter().chain(URI_RULES) {
         let covered = corpus.iter().any(|(r, _, _)| r == id)
-            || matches!(*id, "ssh-private-key-file" | "url-userinfo-token");
+            || matches!(
+                *id,
+                "ssh-private-key-file" | "url-userinfo-token" | "kubernetes-env-secret"
+            );
         assert!(covered, "rule {id} is not exercised");
     }
 }
@@ -790,5 +796,94 @@ fn passwords_in_sentences() {
         "Enter passphrase for key '/Users/<user>/.ssh/id_rsa':\ndist@direct.example.org's password:",
     ] {
         assert!(scan_text(line).is_empty(), "found: {line}");
+    }
+}
+
+/// A secret in a container's environment: the variable's name on one line, its value on the
+/// next; a reference to a secret there (`valueFrom`) is none.
+#[test]
+fn secrets_in_a_container_environment() {
+    for text in [
+        "env:\n  - name: PARTNER_API_KEY\n    value: \"FAKERDa9sqTLU3qa9LheC0DzHFC99kOvX\"",
+        "env:\n  - name: DB_PASSWORD\n    value: \"Xk9mFAKEqZw!\"",
+    ] {
+        let found = scan_text(text);
+        assert_eq!(
+            found.first().map(|f| f.rule),
+            Some("kubernetes-env-secret"),
+            "{text}"
+        );
+    }
+    for text in [
+        "env:\n  - name: DB_PASSWORD\n    valueFrom:\n      secretKeyRef:\n        name: db",
+        "env:\n  - name: DB_PASSWORD_FILE\n    value: /run/secrets/db_password",
+        "env:\n  - name: API_TOKEN_URL\n    value: https://auth.example.com/token",
+    ] {
+        assert!(scan_text(text).is_empty(), "{text}: {:?}", scan_text(text));
+    }
+}
+
+/// A namespaced key (`session:3f2a…`) is no credential, and what comes before it may be any
+/// text: a character of several bytes right before the word is no place to cut.
+#[test]
+fn namespaced_keys_after_any_text() {
+    assert!(scan_text("Redis key session:3f2a9c71e8b04d6a holds the session JSON").is_empty());
+    for text in [
+        "key \u{e9}session:3f2a9c71e8b04d6a7b8c",
+        "key \u{1f511}:3f2a9c71e8b04d6a7b8c9d0e",
+        "token \u{e9}\u{e9}x:Zq8vR2mx9FAKE7kLp2Qw",
+    ] {
+        // Found or not, never a panic; and a finding is a valid span.
+        for f in scan_text(text) {
+            assert!(text.is_char_boundary(f.start) && text.is_char_boundary(f.end));
+        }
+    }
+}
+
+/// Forms an outside corpus of agent notes found missing or wrongly flagged: passwords in
+/// active sentences and on command lines, tokens in flags and URLs, secrets in subscripts and
+/// SQL; and what is no secret there (fingerprints, namespaced keys, references in code).
+#[test]
+fn forms_of_notes_from_an_outside_corpus() {
+    for text in [
+        "Changed the Jenkins admin password from admin to J3nk1ns!FAKE.",
+        "Log in to the Grafana UI as admin with password `s3cr3t-FAKE5`.",
+        "SFTP user deploy, password 'Xk9#mL2qFAKE', host sftp.example.com.",
+        "DB_PASSWORD=yXfQftlGPeKT",
+        "the password is hSwHadMUwolt",
+        "SMTP_PASS=mailPassFAKE2024",
+        "ansible_become_pass: S3cret!becomeFAKE",
+        "curl -u deployer:Dpl0y!FAKE https://nexus.example.com/repository/releases/",
+        "curl https://api.telegram.org/bot2646051325:AAGkbHDHfyImj7qZmLDU7CHdWgpJSL6st-y/sendMessage",
+        "app.config['SECRET_KEY'] = '43c3c1f477851edc7f78b0892e6655ea5c5147966927ad89abf2f478bdb28a0a'",
+        "sgMail.setApiKey(\"5eheiuFq5J9nnqG0H8G0kDXIxkPHWmQcJDXSjAYP\");",
+        "headers = {'Authorization': 'Token f832beef6467090dd44d12e13e8f7ea63319f59c'}",
+        "ALTER USER app WITH PASSWORD 'Pg!Alter2024';",
+        "sshpass -p 'Rack42#pwd' ssh ops@10.1.2.3",
+        "echo 'deploy:Dpl0y!2024' | chpasswd",
+        "net user svc_backup Bkp!2024x /add",
+        "--auth-token 2dpwsnbb5pip0c5zm8zq9zb44vgx4p26w0uj9dul",
+        "The VPN pre-shared key is 9hT$eW2q!xZ4mNp8.",
+    ] {
+        assert!(!scan_text(text).is_empty(), "not found: {text}");
+    }
+    for text in [
+        "SSH host key fingerprint: SHA256:qqlAJmTxpB9A67xSyZk+tmrrNmYClY/fqig7ceZNsSM",
+        "Redis key session:3f2a9c71e8b04d6a holds the session JSON, TTL 1800.",
+        "credential id in Jenkins: ae2b7668-e0ef-4e2d-9606-71cfefb2ef13",
+        "password = request.form['password']",
+        "password: !vault |",
+        "ALTER USER app WITH PASSWORD :'new_password';",
+        "https://acme.example/reset-password?email=ops%40acme.example&locale=en",
+        "DEVSTAT_MATCH_PASS = 0x04,",
+        "tokens.extend(quote!(::core::fmt::#ident));",
+        "class _Ed25519PrivateKey(Ed25519PrivateKey):",
+        "use password authentication for the bastion, not keys",
+    ] {
+        assert!(
+            scan_text(text).is_empty(),
+            "found: {text}: {:?}",
+            scan_text(text)
+        );
     }
 }
