@@ -258,9 +258,18 @@ fn keywords(id: &str) -> Option<&'static [&'static str]> {
         "bearer-token" => &["bearer"],
         "oauth-client-secret" => &["client"],
         "password-assignment" => &["passw", "pwd", "passphrase", "pw", "pass"],
-        "password-in-prose" => &["passw", "pwd", "passphrase", "pw"],
+        "password-in-prose" => &[
+            "passw",
+            "pwd",
+            "passphrase",
+            "pw",
+            "kennwort",
+            "mot de passe",
+            "contrase",
+            "senha",
+        ],
         "mysql-password-option" => &["mysql", "mariadb"],
-        "password-in-sentence" => &["password"],
+        "password-in-sentence" => &["password", "pass:"],
         "password-option" => &[
             "sshpass",
             "redis-cli",
@@ -277,6 +286,7 @@ fn keywords(id: &str) -> Option<&'static [&'static str]> {
             "mysqladmin",
             "chpasswd",
             "net user",
+            "docker",
         ],
         "token-option" => &["--"],
         "kubernetes-env-secret" => &["value:"],
@@ -356,7 +366,8 @@ const TEXT_RULES: &[(&str, &str, &str, Check)] = &[
     (
         "aws-secret-access-key",
         "AWS secret access key",
-        r#"(?i)aws_?secret_?(?:access_?)?key["']?\s*(?:[:=]|=>)\s*["']?([A-Za-z0-9/+=]{40})\b"#,
+        // Also as `aws configure set aws_secret_access_key …` writes it.
+        r#"(?i)aws_?secret_?(?:access_?)?key["']?(?:\s*(?:[:=]|=>)|[ \t]+)\s*["']?([A-Za-z0-9/+=]{40})\b"#,
         Check::NotPlaceholder,
     ),
     (
@@ -540,7 +551,7 @@ const TEXT_RULES: &[(&str, &str, &str, Check)] = &[
     (
         "authorization-header",
         "credentials in an Authorization header",
-        r"(?i)\bauthorization[\x22']?\s*[:=]\s*[\x22']?(?:bearer|basic|token|digest)\s+([A-Za-z0-9._~+/=-]{8,})",
+        r"(?i)\bauthorization[\x22']?\s*[:=]\s*[\x22']?(?:bearer|basic|token|digest|ssws|apikey|api-key|key)\s+([A-Za-z0-9._~+/=-]{8,})",
         Check::NotPlaceholder,
     ),
     (
@@ -558,7 +569,9 @@ const TEXT_RULES: &[(&str, &str, &str, Check)] = &[
     (
         "password-assignment",
         "password assigned in text or configuration",
-        r#"(?i)(?:password|passwd|passwort|pwd|passphrase|[a-z0-9]_pass\b)s?["']?\s*(?:[:=]|=>|\s+(?:(?:(?:is|was|were|are|has\s+been|have\s+been|got)\s+)?(?:set|changed|reset|updated|rotated)\s+(?:from\s+[^\s]+\s+)?to|(?:is|are)\s+now|will\s+be|is|was|were|are)\s+)\s*["'`]?([^\s"',;`)]+)|--password[= ]["']?([^\s"']+)|\bpass\s*=\s*["']?([^\s"',;`)]+)|\bpw(?:\s+(?:is|was)\s+|:\s+)["'`]?([^\s"',;`)]+)"#,
+        // The value is on the line of its name: `DB_PASSWORD=` with nothing after it is an
+        // empty value, not the next line's.
+        r#"(?i)(?:password|passwd|passwort|pwd|passphrase|[a-z0-9]_pass\b)s?["']?[ \t]*(?:[:=]|=>|[ \t]+(?:(?:(?:is|was|were|are|has[ \t]+been|have[ \t]+been|got)[ \t]+)?(?:set|changed|reset|updated|rotated)[ \t]+(?:from[ \t]+[^\s]+[ \t]+)?to|(?:is|are)[ \t]+now|will[ \t]+be|is|was|were|are)[ \t]+)[ \t]*["'`]?([^\s"',;`)]+)|--password[= ]["']?([^\s"']+)|\bpass[ \t]*=[ \t]*["']?([^\s"',;`)]+)|\bpw(?:[ \t]+(?:is|was)[ \t]+|:[ \t]+)["'`]?([^\s"',;`)]+)"#,
         Check::Password,
     ),
     (
@@ -566,7 +579,9 @@ const TEXT_RULES: &[(&str, &str, &str, Check)] = &[
         "password given in a sentence",
         // "The password for the staging DB is X", "Password for staging: X": what the password
         // is for, then the value.
-        r#"(?i)\b(?:password|passwd|passphrase|pwd|pw)s?\s+(?:for|of|on)\s+[^\n:=]{1,40}?[ \t]*(?:\bis(?:[ \t]+now)?[ \t]|\bwas[ \t]|\bwill[ \t]+be[ \t]|:|=)[ \t]*["'`]?([^\s"',;`)]+)"#,
+        // Also in German, French, Spanish, Portuguese and Italian ("das Passwort ist X", "le mot
+        // de passe est X", "la contraseña es X", "a senha é X", "la password di staging è X").
+        r#"(?i)\b(?:(?:password|passwd|passphrase|pwd|pw)s?[ \t]+(?:for|of|on|in|at|di|de|del|für|do|da)[ \t]+[^\n:=]{1,40}?|(?:passwort|kennwort|mot[ \t]+de[ \t]+passe|contraseña|contrasena|senha)(?:[ \t]+[^\n:=]{1,40}?)?)[ \t]*(?:\bis(?:[ \t]+now)?[ \t]|\bwas[ \t]|\bwill[ \t]+be[ \t]|\bist[ \t]|\blautet[ \t]|\best[ \t]|\bes[ \t]|[ \t]é[ \t]|[ \t]è[ \t]|:|=)[ \t]*["'`]?([^\s"',;`)]+)"#,
         Check::Password,
     ),
     (
@@ -575,7 +590,7 @@ const TEXT_RULES: &[(&str, &str, &str, Check)] = &[
         // "We reset the redis password to X", "changed the admin password from A to X", "user
         // app_rw has password X", "log in as admin with password `X`", "user deploy, password
         // 'X'": the value must look like a password, as in any sentence.
-        r#"(?i)\b(?:(?:changed|reset|set|updated|rotated)\b[^\n.]{0,40}?\bpassword\s+(?:from\s+[^\s]+\s+)?to|(?:with|has|and)\s+(?:the\s+)?password|,\s*password)[ \t]+["'`]?([^\s"',;`)]+)"#,
+        r#"(?i)\b(?:(?:changed|reset|set|updated|rotated)\b[^\n.]{0,40}?\bpassword\s+(?:from\s+[^\s]+\s+)?to|(?:with|has|and)\s+(?:the\s+)?password|,\s*password)[ \t]+["'`]?([^\s"',;`)]+)|\bpass:[ \t]*["'`]?([^\s"',;`)]+)"#,
         Check::PasswordInSentence,
     ),
     (
@@ -583,7 +598,7 @@ const TEXT_RULES: &[(&str, &str, &str, Check)] = &[
         "password on a command line",
         // Tools that take a password as an option or argument: sshpass, redis-cli, keytool,
         // openssl, ldap tools, sqlcmd, az login, htpasswd, rabbitmqctl, curl's user.
-        r#"\bsshpass\s+-p\s*["']?([^\s"']+)|\bredis-cli\b[^\n]*?\s-a\s+["']?([^\s"']+)|\s-(?:src|dest)?(?:store|key)pass\s+["']?([^\s"']+)|\s-pass(?:in|out)\s+pass:([^\s"']+)|\bldap\w+\b[^\n]*?\s-w\s+["']?([^\s"']+)|\bsqlcmd\b[^\n]*?\s-P\s+["']?([^\s"']+)|\baz\s+login\b[^\n]*?\s(?:-p|--password)\s+["']?([^\s"']+)|\bhtpasswd\s+(?:-\w+\s+)*-\w*b\w*\s+(?:-\w+\s+)*[^\s-][^\s]*\s+[^\s]+\s+["']?([^\s"']+)|\bnmcli\b[^\n]*?\spassword\s+["']?([^\s"']+)|\bmysqladmin\b[^\n]*?\spassword\s+["']?([^\s"']+)|\becho\s+["']?[^\s:"']+:([^\s"']+?)["']?\s*\|\s*(?:sudo\s+)?chpasswd|\bnet\s+user\s+[^\s/]+\s+["']?([^\s"'/*][^\s"']*)|\bchange_password\s+[^\s]+\s+["']?([^\s"']+)|\bcurl\b[^\n]*?\s(?:-u|--user)\s+["']?[^\s:"']+:([^\s"']+)"#,
+        r#"\bsshpass\s+-p\s*["']?([^\s"']+)|\bredis-cli\b[^\n]*?\s-a\s+["']?([^\s"']+)|\s-(?:src|dest)?(?:store|key)pass\s+["']?([^\s"']+)|\s-pass(?:in|out)\s+pass:([^\s"']+)|\bldap\w+\b[^\n]*?\s-w\s+["']?([^\s"']+)|\bsqlcmd\b[^\n]*?\s-P\s+["']?([^\s"']+)|\baz\s+login\b[^\n]*?\s(?:-p|--password)\s+["']?([^\s"']+)|\bhtpasswd\s+(?:-\w+\s+)*-\w*b\w*\s+(?:-\w+\s+)*[^\s-][^\s]*\s+[^\s]+\s+["']?([^\s"']+)|\bnmcli\b[^\n]*?\spassword\s+["']?([^\s"']+)|\bmysqladmin\b[^\n]*?\spassword\s+["']?([^\s"']+)|\becho\s+["']?[^\s:"']+:([^\s"']+?)["']?\s*\|\s*(?:sudo\s+)?chpasswd|\bnet\s+user\s+[^\s/]+\s+["']?([^\s"'/*][^\s"']*)|\bchange_password\s+[^\s]+\s+["']?([^\s"']+)|\bcurl\b[^\n]*?\s(?:-u|--user)\s+["']?[^\s:"']+:([^\s"']+)|\bdocker\s+login\b[^\n]*?\s(?:-p|--password)\s+["']?([^\s"']+)"#,
         Check::Password,
     ),
     (
@@ -1055,13 +1070,21 @@ pub(crate) fn names_no_secret(name: &str) -> bool {
     let name = name
         .trim_end_matches(|c: char| !c.is_ascii_alphanumeric())
         .to_ascii_lowercase();
-    name.ends_with("id")
+    // A name ending in a secret's word names a secret, whatever it starts with
+    // (`NEXTAUTH_SECRET`, `CURSOR_SECRET`, `PAGE_TOKEN_SECRET`).
+    let secret_word = ["secret", "password", "passwd", "passphrase"]
+        .iter()
+        .any(|w| name.ends_with(w));
+    let cursor = !secret_word
+        && ["page", "cursor", "next", "continuation"]
+            .iter()
+            .any(|w| name.contains(w));
+    cursor
+        || name.ends_with("id")
         || name.split_whitespace().any(|w| w == "id" || w == "ids")
+        || name.ends_with("path")
+        || name.ends_with("file")
         || [
-            "page",
-            "cursor",
-            "next",
-            "continuation",
             "idempotency",
             "dedup",
             "request",

@@ -109,6 +109,9 @@ struct Run {
     len: usize,
     /// A digit or an underscore is among them.
     marked: bool,
+    /// The last of them is `=`: a name given an empty value (`DB_PASSWORD=`), or a token's
+    /// padding, which ends it.
+    ends_with_equals: bool,
 }
 
 impl Run {
@@ -116,6 +119,7 @@ impl Run {
         if is_token_char(c) {
             self.len += 1;
             self.marked |= c.is_ascii_digit() || c == '_';
+            self.ends_with_equals = c == '=';
         } else {
             *self = Self::default();
         }
@@ -128,10 +132,19 @@ impl Run {
     ///
     /// The run after the break is read up to its end, which is at the latest the next line
     /// break: every byte is read twice at most, however many lines the text has.
+    ///
+    /// A line that ends in `=` or whose next line is an assignment (`DB_USER=app`) is a line of
+    /// a configuration file, not half a token.
     fn joins(&self, after: &str) -> bool {
-        let mut next = after.chars().take_while(|&c| is_token_char(c)).peekable();
+        let next: Vec<char> = after.chars().take_while(|&c| is_token_char(c)).collect();
+        let assignment = next
+            .iter()
+            .position(|c| *c == '=')
+            .is_some_and(|i| next[i..].iter().any(|c| *c != '='));
         self.len >= 8
-            && next.peek().is_some()
-            && (self.marked || next.any(|c| c.is_ascii_digit() || c == '_'))
+            && !self.ends_with_equals
+            && !assignment
+            && !next.is_empty()
+            && (self.marked || next.iter().any(|c| c.is_ascii_digit() || *c == '_'))
     }
 }

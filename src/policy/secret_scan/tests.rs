@@ -887,3 +887,40 @@ fn forms_of_notes_from_an_outside_corpus() {
         );
     }
 }
+
+/// Forms a second, independent corpus of notes found missing (other languages, a secret's name
+/// that starts like a cursor's, other header schemes and command lines) or wrongly flagged
+/// (an empty value in a configuration file, which is no password of the next line).
+#[test]
+fn forms_of_notes_from_a_second_outside_corpus() {
+    for text in [
+        "Das Passwort für die Staging-Datenbank ist k+M!MIYgoT4u.",
+        "Das neue Kennwort lautet Herbst2024!",
+        "Le mot de passe de l'admin est Q2F1D7P7qPs9",
+        "La contraseña del servidor es T#tiXAMWa5jL",
+        "A senha do banco de produção é ZMaTu46E7GPw",
+        "La password di staging è Yd7ZgTnjlHFZH",
+        "NEXTAUTH_SECRET=d3pLYMXJbijNYh6lxtUjqYbNHJeFDD4o11uvGOg2J5E",
+        "aws configure set aws_secret_access_key OgXyg678oI6unoxmam3WyoHrQl5GG4D2XjVvegj1",
+        "curl -H \"Authorization: SSWS 00dkD1OdQm-uk4zrxZgUBa5dG8OET2Jyp0uJ2d5rFu\" https://example.okta.com/api/v1/users",
+        "pass: Summer2024!",
+        "FYI the wifi password in the office is now Kaffeebohne77",
+        "docker login registry.example.com -u ci -p OC5op2NEESpWD97L",
+    ] {
+        assert!(!scan_text(text).is_empty(), "not found: {text}");
+    }
+    for text in [
+        "DB_PASSWORD=\nDB_USER=app",
+        "services:\n  db:\n    environment:\n      POSTGRES_PASSWORD:\n      POSTGRES_USER: app",
+        "# .env template\nSMTP_PASSWORD=\nSMTP_HOST=smtp.example.com\nSMTP_PORT=587",
+        "database:\n  password:\nusername: app",
+        "private_key_path = \"~/.ssh/id_ed25519\"",
+        "tests pass: all 412 green",
+    ] {
+        assert!(
+            scan_text(text).is_empty(),
+            "found: {text}: {:?}",
+            scan_text(text)
+        );
+    }
+}
