@@ -63,14 +63,6 @@ struct Seen {
 
 impl Seen {
     fn of(line: &event_log::Line<'_>, event: &Event) -> Self {
-        let by = match &event.data {
-            projections::EventData::Supersede {
-                by,
-                replacement: Some(_),
-                ..
-            } => Some(by.clone()),
-            _ => None,
-        };
         let redacted = match &event.data {
             projections::EventData::Purge { redacted, .. } => Some(redacted.clone()),
             _ => None,
@@ -86,7 +78,8 @@ impl Seen {
                 .filter(|entry| projections::tombstone::redact(event, entry).is_some())
                 .map(str::to_owned)
                 .collect(),
-            by,
+            // The replacement a supersede creates in the same line (see `Event::entries`).
+            by: event.entries().nth(1).map(str::to_owned),
             parents: event.parents.clone(),
             redacted,
             secrets: secrets_in(event),

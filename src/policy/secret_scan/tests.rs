@@ -716,6 +716,24 @@ fn unnamed_key_pairs_letter_passwords_and_escaped_urls() {
     }
 }
 
+/// Asserts that each of `texts` holds a finding.
+fn assert_all_found(texts: &[&str]) {
+    for text in texts {
+        assert!(!scan_text(text).is_empty(), "not found: {text}");
+    }
+}
+
+/// Asserts that none of `texts` holds a finding.
+fn assert_none_found(texts: &[&str]) {
+    for text in texts {
+        assert!(
+            scan_text(text).is_empty(),
+            "found: {text}: {:?}",
+            scan_text(text)
+        );
+    }
+}
+
 /// A value in a provider's token format is a token even when it was typed as a sequence, as a
 /// test of the scanner (or a careless note) writes one; a sequence assigned to a name alone
 /// (`token = "1234567890abcdef"`) is still taken for an example.
@@ -753,14 +771,12 @@ fn tokens_typed_as_sequences_are_found_in_a_token_format() {
     // In an evidence URI, where only a credential goes.
     let uri = "https://example.com/x?access_token=abcDEF123456ghiJKL789";
     assert!(!scan_uri(uri).is_empty(), "not found: {uri}");
-    for line in [
+    assert_none_found(&[
         "token = \"1234567890abcdef\"",
         "api_token = \"0123456789abcdef0123456789abcdef\"",
         "GITHUB_TOKEN=ghp_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
         "aws_access_key_id = AKIAIOSFODNN7EXAMPLE",
-    ] {
-        assert!(scan_text(line).is_empty(), "found: {line}");
-    }
+    ]);
 }
 
 /// Passwords in the sentences a note holds: what the password is for, then the value; a new
@@ -768,17 +784,15 @@ fn tokens_typed_as_sequences_are_found_in_a_token_format() {
 /// passwords are kept name no password.
 #[test]
 fn passwords_in_sentences() {
-    for line in [
+    assert_all_found(&[
         "the admin password will be Zq8vR2mx9FAKE",
         "password changed from oldpass1 to Zq8vR2mx9FAKE",
         "the root pw is Zq8vR2mx9FAKE",
         "The password for the staging DB is Zq8vR2mx9FAKE",
         "Password for staging: Zq8vR2mx9FAKE",
         "user=admin pass=Zq8vR2mx9FAKE",
-    ] {
-        assert!(!scan_text(line).is_empty(), "not found: {line}");
-    }
-    for line in [
+    ]);
+    assert_none_found(&[
         "The password for the database is stored in Vault under secret/db.",
         "The password for staging is in 1Password.",
         "The password for the admin account is the same as in prod.",
@@ -794,9 +808,7 @@ fn passwords_in_sentences() {
         "the password will be hashed before storage",
         "un, pw = self.passwords[netloc]",
         "Enter passphrase for key '/Users/<user>/.ssh/id_rsa':\ndist@direct.example.org's password:",
-    ] {
-        assert!(scan_text(line).is_empty(), "found: {line}");
-    }
+    ]);
 }
 
 /// A secret in a container's environment: the variable's name on one line, its value on the
@@ -845,7 +857,7 @@ fn namespaced_keys_after_any_text() {
 /// SQL; and what is no secret there (fingerprints, namespaced keys, references in code).
 #[test]
 fn forms_of_notes_from_an_outside_corpus() {
-    for text in [
+    assert_all_found(&[
         "Changed the Jenkins admin password from admin to J3nk1ns!FAKE.",
         "Log in to the Grafana UI as admin with password `s3cr3t-FAKE5`.",
         "SFTP user deploy, password 'Xk9#mL2qFAKE', host sftp.example.com.",
@@ -864,10 +876,8 @@ fn forms_of_notes_from_an_outside_corpus() {
         "net user svc_backup Bkp!2024x /add",
         "--auth-token 2dpwsnbb5pip0c5zm8zq9zb44vgx4p26w0uj9dul",
         "The VPN pre-shared key is 9hT$eW2q!xZ4mNp8.",
-    ] {
-        assert!(!scan_text(text).is_empty(), "not found: {text}");
-    }
-    for text in [
+    ]);
+    assert_none_found(&[
         "SSH host key fingerprint: SHA256:qqlAJmTxpB9A67xSyZk+tmrrNmYClY/fqig7ceZNsSM",
         "Redis key session:3f2a9c71e8b04d6a holds the session JSON, TTL 1800.",
         "credential id in Jenkins: ae2b7668-e0ef-4e2d-9606-71cfefb2ef13",
@@ -879,13 +889,7 @@ fn forms_of_notes_from_an_outside_corpus() {
         "tokens.extend(quote!(::core::fmt::#ident));",
         "class _Ed25519PrivateKey(Ed25519PrivateKey):",
         "use password authentication for the bastion, not keys",
-    ] {
-        assert!(
-            scan_text(text).is_empty(),
-            "found: {text}: {:?}",
-            scan_text(text)
-        );
-    }
+    ]);
 }
 
 /// Forms a second, independent corpus of notes found missing (other languages, a secret's name
@@ -893,7 +897,7 @@ fn forms_of_notes_from_an_outside_corpus() {
 /// (an empty value in a configuration file, which is no password of the next line).
 #[test]
 fn forms_of_notes_from_a_second_outside_corpus() {
-    for text in [
+    assert_all_found(&[
         "Das Passwort für die Staging-Datenbank ist k+M!MIYgoT4u.",
         "Das neue Kennwort lautet Herbst2024!",
         "Le mot de passe de l'admin est Q2F1D7P7qPs9",
@@ -906,21 +910,13 @@ fn forms_of_notes_from_a_second_outside_corpus() {
         "pass: Summer2024!",
         "FYI the wifi password in the office is now Kaffeebohne77",
         "docker login registry.example.com -u ci -p OC5op2NEESpWD97L",
-    ] {
-        assert!(!scan_text(text).is_empty(), "not found: {text}");
-    }
-    for text in [
+    ]);
+    assert_none_found(&[
         "DB_PASSWORD=\nDB_USER=app",
         "services:\n  db:\n    environment:\n      POSTGRES_PASSWORD:\n      POSTGRES_USER: app",
         "# .env template\nSMTP_PASSWORD=\nSMTP_HOST=smtp.example.com\nSMTP_PORT=587",
         "database:\n  password:\nusername: app",
         "private_key_path = \"~/.ssh/id_ed25519\"",
         "tests pass: all 412 green",
-    ] {
-        assert!(
-            scan_text(text).is_empty(),
-            "found: {text}: {:?}",
-            scan_text(text)
-        );
-    }
+    ]);
 }
