@@ -312,10 +312,7 @@ pub fn verify_log(path: &Path) -> Result<Report> {
                         problems.push(Finding {
                             line: s.number,
                             offset: s.offset,
-                            problem: format!(
-                                "parent {} belongs to entry {}, not {}",
-                                parent.id, parent.entry, s.entry
-                            ),
+                            problem: parent_elsewhere(&parent.id, &parent.entry, &s.entry),
                         });
                     }
                 }
@@ -482,12 +479,14 @@ pub fn secrets_in(event: &Event) -> Vec<crate::policy::stored::StoredSecret> {
 /// Rule 9.2 of docs/EVENT_FORMAT.md for `parent`, one of `event`'s parents: it must project
 /// onto the event's entry. What is wrong when it does not.
 pub fn parent_problem(event: &Event, parent: &Event) -> Option<String> {
-    (!parent.projects_onto(&event.entry)).then(|| {
-        format!(
-            "parent {} belongs to entry {}, not {}",
-            parent.id, parent.entry, event.entry
-        )
-    })
+    (!parent.projects_onto(&event.entry))
+        .then(|| parent_elsewhere(&parent.id, &parent.entry, &event.entry))
+}
+
+/// What [`parent_problem`] says of parent `id`, an event of entry `its`, named by an event of
+/// `entry`.
+fn parent_elsewhere(id: &str, its: &str, entry: &str) -> String {
+    format!("parent {id} belongs to entry {its}, not {entry}")
 }
 
 fn has_cycle(events: &[&Event]) -> bool {
