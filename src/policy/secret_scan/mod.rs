@@ -115,6 +115,8 @@ enum Gate {
     DigitRun,
     /// The shape of a social security number.
     SsnShape,
+    /// Four colons (a `.pgpass` line).
+    FourColons,
     /// Nothing: always tried.
     Always,
 }
@@ -136,6 +138,7 @@ impl Rule {
             Gate::KeysAndAt => keys() && lower.contains('@'),
             Gate::DigitRun => has_digit_run(lower, 13),
             Gate::SsnShape => has_ssn_shape(lower),
+            Gate::FourColons => lower.bytes().filter(|&b| b == b':').nth(3).is_some(),
             Gate::Always => true,
         }
     }
@@ -287,7 +290,30 @@ fn keywords(id: &str) -> Option<&'static [&'static str]> {
             "chpasswd",
             "net user",
             "docker",
+            "secret set",
+            " -a",
+            "--auth",
+            "smbclient",
+            "ssh-keygen",
+            "snmp-server",
+            "rabbitmqctl",
         ],
+        "xml-password" => &["password>", "passwd>", "pwd>", "value"],
+        "wifi-psk" => &["psk", "wpa_passphrase"],
+        "netrc-password" => &["machine", "default"],
+        "env-key-assignment" => &["environ", "env[", "env.", "setenv", "putenv"],
+        "azure-devops-pat" => &["pat", "azure_devops", "ado_token", "accesstoken"],
+        "login-password-pair" => &[
+            "login",
+            "log in",
+            "credential",
+            "creds",
+            "user",
+            "account",
+            "identifiants",
+            "zugangsdaten",
+        ],
+        "laravel-app-key" => &["app_key"],
         "token-option" => &["--"],
         "kubernetes-env-secret" => &["value:"],
         "sql-password" => &["password", "identified"],
@@ -597,8 +623,10 @@ const TEXT_RULES: &[(&str, &str, &str, Check)] = &[
         "password-option",
         "password on a command line",
         // Tools that take a password as an option or argument: sshpass, redis-cli, keytool,
-        // openssl, ldap tools, sqlcmd, az login, htpasswd, rabbitmqctl, curl's user.
-        r#"\bsshpass\s+-p\s*["']?([^\s"']+)|\bredis-cli\b[^\n]*?\s-a\s+["']?([^\s"']+)|\s-(?:src|dest)?(?:store|key)pass\s+["']?([^\s"']+)|\s-pass(?:in|out)\s+pass:([^\s"']+)|\bldap\w+\b[^\n]*?\s-w\s+["']?([^\s"']+)|\bsqlcmd\b[^\n]*?\s-P\s+["']?([^\s"']+)|\baz\s+login\b[^\n]*?\s(?:-p|--password)\s+["']?([^\s"']+)|\bhtpasswd\s+(?:-\w+\s+)*-\w*b\w*\s+(?:-\w+\s+)*[^\s-][^\s]*\s+[^\s]+\s+["']?([^\s"']+)|\bnmcli\b[^\n]*?\spassword\s+["']?([^\s"']+)|\bmysqladmin\b[^\n]*?\spassword\s+["']?([^\s"']+)|\becho\s+["']?[^\s:"']+:([^\s"']+?)["']?\s*\|\s*(?:sudo\s+)?chpasswd|\bnet\s+user\s+[^\s/]+\s+["']?([^\s"'/*][^\s"']*)|\bchange_password\s+[^\s]+\s+["']?([^\s"']+)|\bcurl\b[^\n]*?\s(?:-u|--user)\s+["']?[^\s:"']+:([^\s"']+)|\bdocker\s+login\b[^\n]*?\s(?:-p|--password)\s+["']?([^\s"']+)"#,
+        // openssl, ldap tools, sqlcmd, az login, htpasswd, rabbitmqctl, curl's user, `gh secret
+        // set --body`, httpie's `-a user:pass`, smbclient's `-U user%pass`, ssh-keygen's `-P`/`-N`,
+        // an SNMP community, rabbitmqctl's `add_user NAME PASS`.
+        r#"\bsshpass\s+-p\s*["']?([^\s"']+)|\bredis-cli\b[^\n]*?\s-a\s+["']?([^\s"']+)|\s-(?:src|dest)?(?:store|key)pass\s+["']?([^\s"']+)|\s-pass(?:in|out)\s+pass:([^\s"']+)|\bldap\w+\b[^\n]*?\s-w\s+["']?([^\s"']+)|\bsqlcmd\b[^\n]*?\s-P\s+["']?([^\s"']+)|\baz\s+login\b[^\n]*?\s(?:-p|--password)\s+["']?([^\s"']+)|\bhtpasswd\s+(?:-\w+\s+)*-\w*b\w*\s+(?:-\w+\s+)*[^\s-][^\s]*\s+[^\s]+\s+["']?([^\s"']+)|\bnmcli\b[^\n]*?\spassword\s+["']?([^\s"']+)|\bmysqladmin\b[^\n]*?\spassword\s+["']?([^\s"']+)|\becho\s+["']?[^\s:"']+:([^\s"']+?)["']?\s*\|\s*(?:sudo\s+)?chpasswd|\bnet\s+user\s+[^\s/]+\s+["']?([^\s"'/*][^\s"']*)|\bchange_password\s+[^\s]+\s+["']?([^\s"']+)|\bcurl\b[^\n]*?\s(?:-u|--user)\s+["']?[^\s:"']+:([^\s"']+)|\bdocker\s+login\b[^\n]*?\s(?:-p|--password)\s+["']?([^\s"']+)|\bgh\s+secret\s+set\b[^\n]*?\s(?:--body|-b)[ =]["']?([^\s"']+)|\bhttps?\s+(?:-{1,2}[\w-]+\s+)*(?:-a|--auth)[ =]["']?[^\s:"']+:([^\s"']+)|\bsmbclient\b[^\n]*?\s-U\s+["']?[^\s%"']+%([^\s"']+)|\bssh-keygen\b[^\n]*?\s-[PN]\s+["']?([^\s"']+)|\bsnmp-server\s+community\s+["']?([^\s"']+)|\brabbitmqctl\s+(?:add_user|change_password)\s+[^\s]+\s+["']?([^\s"']+)"#,
         Check::Password,
     ),
     (
@@ -650,6 +678,64 @@ const TEXT_RULES: &[(&str, &str, &str, Check)] = &[
         "django-secret-key",
         "Django secret key",
         r#"\bdjango-insecure-[^\s\x22'`]{20,}"#,
+        Check::None,
+    ),
+    (
+        "xml-password",
+        "password in XML",
+        // `<password>…</password>`, and .NET's `<add key="AdminPassword" value="…" />`.
+        r#"(?i)<(?:[\w-]+:)?[\w.-]*(?:password|passwd|pwd)>[ \t]*([^<\s]+)[ \t]*</|\bkey[ \t]*=[ \t]*["'][^"'\n]*(?:password|passwd|pwd|secret|token|api_?key|apikey)[^"'\n]*["'][ \t]+value[ \t]*=[ \t]*["']([^"'\n]+)["']"#,
+        Check::Password,
+    ),
+    (
+        "pgpass-line",
+        "password in a .pgpass line",
+        // `host:port:database:user:password`, a line of its own.
+        r"(?m)^[ \t]*(?:\*|[A-Za-z0-9.-]*[A-Za-z][A-Za-z0-9.-]*):(?:\d{1,5}|\*):[^\s:]+:[^\s:]+:([^\s:]+)[ \t]*\r?$",
+        Check::Password,
+    ),
+    (
+        "wifi-psk",
+        "Wi-Fi pre-shared key",
+        // wpa_supplicant's `psk="…"` (a quoted passphrase; 64 hex digits are the derived key)
+        // and `wpa_passphrase SSID PASSPHRASE`.
+        r#"(?i)\bpsk[ \t]*=[ \t]*(?:"([^"\n]{8,63})"|([0-9a-f]{64})\b)|\bwpa_passphrase[ \t]+["']?[^\s"']+["']?[ \t]+["']?([^\s"']+)"#,
+        Check::Password,
+    ),
+    (
+        "netrc-password",
+        "password in a .netrc line",
+        r"(?i)\b(?:machine\s+\S+|default)\s+login\s+\S+\s+password\s+(\S+)",
+        Check::NotPlaceholder,
+    ),
+    (
+        "env-key-assignment",
+        "secret set in a process's environment",
+        // `os.environ['OPENAI_KEY'] = '…'`, `process.env.STRIPE_KEY = "…"`, `ENV["X_KEY"] =
+        // '…'`, `os.Setenv("OPENAI_KEY", "…")`: a name ending in `KEY` is enough there.
+        r#"(?:\b(?:os\.)?environ|\bENV|\bprocess\.env)(?:\[[ \t]*["'][A-Za-z0-9_]*KEY[A-Za-z0-9_]*["'][ \t]*\]|\.[A-Za-z0-9_]*KEY[A-Za-z0-9_]*)[ \t]*=[ \t]*["']([^"'\s]{16,})["']|\b(?:[Ss]etenv|putenv)\([ \t]*["'][A-Za-z0-9_]*(?:KEY|TOKEN|SECRET)[A-Za-z0-9_]*["'][ \t]*,[ \t]*["']([^"'\s]{16,})["']"#,
+        Check::Random,
+    ),
+    (
+        "azure-devops-pat",
+        "Azure DevOps personal access token",
+        // 52 characters of base32 in lowercase, or the 84 of the newer format with `AZDO` in
+        // it, given to a name that says so.
+        r#"(?i)\b(?:(?:[a-z0-9_]*_pat|pat|azure_devops_(?:token|pat|ext_pat)|ado_token|system_accesstoken)["']?[ \t]*(?:[:=]|=>)|(?:azure[ \t]+)?devops[ \t]+(?:pat|personal[ \t]+access[ \t]+token)(?:[ \t]+(?:is|was))?:?)[ \t]*["']?([a-z2-7]{52}|[A-Za-z0-9]{76}AZDO[A-Za-z0-9]{4})\b"#,
+        Check::NotPlaceholder,
+    ),
+    (
+        "login-password-pair",
+        "user and password written as a pair",
+        // "the login is admin / X", "credentials: deploy / X": a name, a slash, the password,
+        // which holds a digit or a symbol (`user ops / Ops-team` is words).
+        r#"(?i)\b(?:login|log[ \t]+in|credentials?|creds|user(?:name)?|account|identifiants|zugangsdaten)\b(?:[^\n:/]{0,40}:|[ \t]+(?:is|are|was|were))?[ \t]*(?:as[ \t]+)?["'`]?[A-Za-z0-9_.@-]{2,32}["'`]?[ \t]+/[ \t]+["'`]?([^\s/"'`,;)]*[0-9!@#$%^&*+=?~_.][^\s/"'`,;)]*)"#,
+        Check::PasswordInSentence,
+    ),
+    (
+        "laravel-app-key",
+        "Laravel application key",
+        r#"\bAPP_KEY[ \t]*=[ \t]*["']?base64:([A-Za-z0-9+/]{40,}={0,2})"#,
         Check::None,
     ),
     (
@@ -738,6 +824,7 @@ fn compile(table: &'static [(&str, &str, &str, Check)]) -> Vec<Rule> {
                 (Some(_), _) => Gate::Keys,
                 (None, "credit-card-number") => Gate::DigitRun,
                 (None, "us-ssn") => Gate::SsnShape,
+                (None, "pgpass-line") => Gate::FourColons,
                 (None, _) => Gate::Always,
             };
             Rule {
@@ -906,10 +993,11 @@ fn scan_with(rules: &'static [Rule], text: &str) -> Vec<Raw> {
                 && is_example_value(value.as_str(), format);
             // `xoxp-123…-####`, `sk-abc…`, `<…>`: the value is cut short by a placeholder. Not
             // for a key block, whose value is its header: what follows it (`<br>`, `*`) is no
-            // placeholder of the header.
+            // placeholder of the header. A closing tag (`…</password>`) ends a value whole.
             let rest = text[value.end()..].trim_start_matches(['-', '_']);
             let cut_short = !BLOCK_RULES.contains(&rule.id)
-                && (rest.starts_with(['#', '*', '<', '\u{2026}']) || rest.starts_with(".."));
+                && (rest.starts_with(['#', '*', '<', '\u{2026}']) || rest.starts_with(".."))
+                && !rest.starts_with("</");
             let allowlisted = if rule.provider_allowlists {
                 provider::is_allowlisted(value.as_str(), format)
             } else {
@@ -1418,7 +1506,34 @@ fn is_password(value: &str, text: &str, match_start: usize, sentence: bool) -> b
     if generic_type || ["./", "../", "/", "~/"].iter().any(|p| v.starts_with(p)) {
         return false;
     }
-    true
+    // A file's name (`FAQ.md`) or a version (`v1.2.3`), as a sentence names them.
+    !is_file_name(v) && !is_version(v)
+}
+
+/// Whether `v` is a file's name: a name of letters, digits, `_` and `-` with an extension that
+/// files of notes and code have.
+fn is_file_name(v: &str) -> bool {
+    const EXTENSIONS: &[&str] = &[
+        "md", "txt", "json", "yaml", "yml", "toml", "rs", "py", "js", "ts", "go", "sh", "pdf",
+        "png", "csv", "log", "conf", "cfg", "ini", "xml", "html", "sql", "lock",
+    ];
+    v.rsplit_once('.').is_some_and(|(name, ext)| {
+        EXTENSIONS.contains(&ext)
+            && !name.is_empty()
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    })
+}
+
+/// Whether `v` is a version: `1.2`, `v1.2.3`, up to four numbers.
+fn is_version(v: &str) -> bool {
+    let digits = v.strip_prefix(['v', 'V']).unwrap_or(v);
+    let parts: Vec<&str> = digits.split('.').collect();
+    (2..=4).contains(&parts.len())
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// Whether the word after "the password was changed to" (or "is", "is now", ...) says how

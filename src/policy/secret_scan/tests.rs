@@ -920,3 +920,40 @@ fn forms_of_notes_from_a_second_outside_corpus() {
         "tests pass: all 412 green",
     ]);
 }
+
+/// Credentials in the files and forms that configuration and notes copy whole: XML, `.pgpass`,
+/// wpa_supplicant, `.netrc` (on one line or several), a process's environment set in code, a
+/// user and password written as a pair; and what looks like them but holds none.
+#[test]
+fn credentials_in_configuration_files_and_pairs() {
+    assert_all_found(&[
+        "<password>Tr0ub4dorXq3</password>",
+        "<add key=\"AdminPassword\" value=\"Wq8#rLm2!vPz\" />",
+        "db.internal:5432:orders:app_rw:Vn4kqP9wLz2",
+        "psk=\"c0rrect-h0rse-battery\"",
+        "machine api.heroku.com\n  login ops@acme.io\n  password d8e27c1d-f1ef-423f-9f48-74c1873a293b",
+        "os.environ['OPENAI_KEY'] = 'q8Zr2LmX4vPw7NcT9bKd3HsY6'",
+        "Azure DevOps PAT rkiixkk2slyhbjcurcpx37yw4szmll563p5u2vnbn7llr4kgf7wi (expires in 30 days)",
+        "The login is admin / Wq8rLm2vPz91 on the staging console.",
+        "- creds for the test tenant: alice@acme.io / Tr0ub4dor&3",
+        "Identifiants de prod : admin / x=^SVJ4kAGKJ",
+        "gh secret set DEPLOY_TOKEN --body \"q8Zr2LmX4vPw7NcT9bKd3HsY6\"",
+        "smbclient //fs01/share -U backup%Pw4mZq9!xL",
+    ]);
+    assert_none_found(&[
+        "<password>changeme</password>",
+        "<password>${DB_PASSWORD}</password>",
+        "<add key=\"PasswordPolicy\" value=\"Strict\" />",
+        "the login page / dashboard",
+        "user ops / Ops-team rotation",
+        "see the user guide / FAQ.md",
+        "account: ops / v1.2.3",
+        "login: sso / saml",
+        "username: deploy / password in 1Password",
+        "2024:05:01:12:30",
+        "at 12:30:45 the job ran: step 3: ok",
+        "machine api.example.net login deploy password $NETRC_PASSWORD",
+        "os.environ['OPENAI_KEY'] = os.getenv('KEY')",
+        "psk=\"${WIFI_PSK}\"",
+    ]);
+}
