@@ -220,6 +220,7 @@ impl Project {
     pub fn open(workspace: &Workspace, name: ProjectName) -> Result<Self> {
         let p = Self::new(workspace, name);
         p.refuse_links()?;
+        p.refuse_file_for_directory()?;
         p.refuse_config_directory()?;
         if !p.config_path().is_file() && p.log_path().is_file() {
             return Err(Error::CorruptFile {
@@ -246,6 +247,29 @@ impl Project {
 
     pub fn config_path(&self) -> PathBuf {
         self.dir.join(CONFIG_FILE)
+    }
+
+    /// Refuses a file where the project's directory goes (`ai-memory/demo` a file): `init`
+    /// cannot create the directory, and the project is not merely uninitialized.
+    fn refuse_file_for_directory(&self) -> Result<()> {
+        if !self.dir.exists() || self.dir.is_dir() {
+            return Ok(());
+        }
+        let shown = self
+            .dir
+            .strip_prefix(self.workspace.root())
+            .unwrap_or(&self.dir)
+            .display()
+            .to_string();
+        Err(Error::CorruptFile {
+            problem: format!(
+                "is a file where project `{0}`'s directory goes; move it away or remove it \
+                 (`rm {shown}`), then run `memlog init {0}` (or restore the directory from git: \
+                 `git checkout -- {shown}`)",
+                self.name
+            ),
+            path: self.dir.clone(),
+        })
     }
 
     /// Refuses a `memlog.json` that is a directory: neither missing (`init` would find it
@@ -519,6 +543,7 @@ fn refuse_memory_outside(workspace: &Workspace) -> Result<()> {
 fn init_one(workspace: &Workspace, name: &ProjectName, now: &str) -> Result<bool> {
     let p = Project::new(workspace, name.clone());
     p.refuse_links()?;
+    p.refuse_file_for_directory()?;
     p.refuse_config_directory()?;
     fs_err::create_dir_all(&p.dir)?;
     let config = ProjectConfig {

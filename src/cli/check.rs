@@ -418,23 +418,28 @@ pub fn secrets(_ctx: &Ctx, command: SecretsCommand, out: &mut Out) -> Result<Exi
     let mut hits = Vec::new();
     for input in inputs {
         let (name, bytes) = match &input {
-            None => {
-                let mut buf = Vec::new();
-                std::io::Read::read_to_end(
-                    &mut std::io::Read::take(super::invoke::stdin(), MAX_SCAN_BYTES),
-                    &mut buf,
-                )?;
-                ("-".to_owned(), buf)
-            }
+            // Never a part of an input: what is past the limit could hold a credential, and
+            // a hook must not pass it as clean.
+            None => match super::invoke::read_at_most(super::invoke::stdin(), MAX_SCAN_BYTES)? {
+                Some(buf) => ("-".to_owned(), buf),
+                None => {
+                    return Err(Error::Usage(
+                        "standard input is larger than 64 MiB; scan it in parts".into(),
+                    ));
+                }
+            },
             Some(path) => {
-                let meta = std::fs::metadata(path).map_err(|e| Error::input(path, e))?;
-                if meta.len() > MAX_SCAN_BYTES {
+                // Read up to the limit rather than trusting the size a file states: a device
+                // (`/dev/zero`) states none and never ends.
+                let file = fs_err::File::open(path).map_err(|e| Error::input(path, e))?;
+                let Some(bytes) = super::invoke::read_at_most(file, MAX_SCAN_BYTES)
+                    .map_err(|e| Error::input(path, e))?
+                else {
                     return Err(Error::Usage(format!(
                         "{} is larger than 64 MiB; scan it in parts",
                         path.display()
                     )));
-                }
-                let bytes = std::fs::read(path).map_err(|e| Error::input(path, e))?;
+                };
                 // A file named after a credential: its name is printed redacted, as `apply`
                 // prints it (a hook's output ends up in CI logs).
                 let name = crate::policy::validate::redact_secrets(&path.display().to_string());

@@ -228,7 +228,7 @@ fn beyond_schema(value: &Value, name: &str) -> Vec<Problem> {
             "name",
             format!(
                 "is `{}`, but the project's directory is ai-memory/{name}/: set it to `{name}`",
-                given.escape_debug()
+                crate::safe_text::clip(&given.escape_debug().to_string(), 80)
             ),
         );
     }

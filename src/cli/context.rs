@@ -115,12 +115,32 @@ pub fn run(ctx: &Ctx, args: ContextArgs, out: &mut Out) -> Result<ExitCode> {
     if let Some(problem) = context::type_problem(&task) {
         return Err(Error::Usage(format!("context: the AgentTask's {problem}")));
     }
+    // The task is echoed: a credential in it (a token pasted into its description) is printed
+    // as `[redacted]`, as everything memlog echoes of its input.
+    let given = Value::Object(task);
+    let mut v = given.clone();
+    crate::policy::validate::redact_secrets_in(&mut v);
+    let redacted = v != given;
+    let Value::Object(task) = v else {
+        return Err(Error::Usage(
+            "context: the input must be one AgentTask JSON object".into(),
+        ));
+    };
+    if redacted {
+        super::output::warn(
+            "context: the task holds a credential, printed as [redacted]: remove it from the \
+             task and refer to where it is kept instead",
+        );
+    }
     if !context::enabled(&task) {
         // memory_enabled false or absent: no query. The task as it came, or a prompt with
         // nothing in it: an agent that puts the prompt before its own gets nothing from memory,
         // and `--json` answers in the one shape `--format prompt` always has.
         match args.format {
             Format::Json if out.json => out.json(&task),
+            Format::Json if redacted => {
+                out.line(serde_json::to_string_pretty(&task).unwrap_or_default());
+            }
             Format::Json => out.line(input.trim_end()),
             Format::Prompt => {
                 super::output::warn(

@@ -326,6 +326,8 @@ pub fn export(ctx: &Ctx, args: ExportArgs, out: &mut Out) -> Result<ExitCode> {
         }
     }
     let mut files = 0usize;
+    // Events written redacted (see below), for the warning that the export is not whole.
+    let redacted = std::cell::Cell::new(0usize);
     // What a file (or standard output) of the export holds, written as it is made.
     let body = |w: &mut dyn std::io::Write| -> Result<()> {
         match args.format {
@@ -333,7 +335,11 @@ pub fn export(ctx: &Ctx, args: ExportArgs, out: &mut Out) -> Result<ExitCode> {
                 for (_, l) in &selection.events {
                     // A line holding a secret (it reached the log without memlog's checks) is
                     // written redacted: it no longer verifies, and an import refuses it.
-                    writeln!(w, "{}", crate::policy::validate::redact_secrets(l))?;
+                    let line = crate::policy::validate::redact_secrets(l);
+                    if line != *l {
+                        redacted.set(redacted.get() + 1);
+                    }
+                    writeln!(w, "{line}")?;
                 }
             }
             Format::Jsonl => each(&mut |s| {
@@ -376,7 +382,9 @@ pub fn export(ctx: &Ctx, args: ExportArgs, out: &mut Out) -> Result<ExitCode> {
         })?;
     } else if stdout {
         let mut w = out.raw();
-        return match body(&mut w) {
+        let written = body(&mut w);
+        warn_redacted(redacted.get());
+        return match written {
             // A reader that stopped reading (`| head`) is no failure.
             Err(Error::Io(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(ExitCode::Ok),
             Err(e) => Err(e),
@@ -386,6 +394,7 @@ pub fn export(ctx: &Ctx, args: ExportArgs, out: &mut Out) -> Result<ExitCode> {
         crate::log::durable::write_atomic_with(&target.clone().unwrap_or_default(), body)?;
         files = 1;
     }
+    warn_redacted(redacted.get());
     let target = target.unwrap_or_default();
     let count = if args.format == Format::Events {
         selection.events.len()
@@ -410,15 +419,43 @@ pub fn export(ctx: &Ctx, args: ExportArgs, out: &mut Out) -> Result<ExitCode> {
     Ok(ExitCode::Ok)
 }
 
+/// Largest input `import` reads: it holds its input whole.
+const MAX_IMPORT_BYTES: u64 = 512 * 1024 * 1024;
+
+/// An import's input, whole, unless it is larger than [`MAX_IMPORT_BYTES`] (an endless one,
+/// `/dev/zero`, included).
+fn read_import(reader: impl std::io::Read, what: &str) -> Result<Vec<u8>> {
+    super::invoke::read_at_most(reader, MAX_IMPORT_BYTES)?.ok_or_else(|| {
+        Error::Usage(format!(
+            "{what} is larger than 512 MiB, more than an import reads at once; split it \
+             (JSON Lines can be split at any line) and import the parts"
+        ))
+    })
+}
+
+/// Warns that an events export is not whole when `n` of its events held a credential.
+fn warn_redacted(n: usize) {
+    if n > 0 {
+        super::output::warn(&format!(
+            "{} held a credential and {} written redacted: {} no longer {} and an import \
+             refuses {}; `memlog verify` names the entries, `memlog purge ID --reason \
+             credential` and `memlog gc` remove them from the log before an export",
+            super::plural::count(n, "event", "events"),
+            if n == 1 { "was" } else { "were" },
+            if n == 1 { "it" } else { "they" },
+            if n == 1 { "verifies" } else { "verify" },
+            if n == 1 { "it" } else { "them" },
+        ));
+    }
+}
+
 pub fn import(ctx: &Ctx, args: ImportArgs, out: &mut Out) -> Result<ExitCode> {
     let (project_name, arg_path) =
         project_and_path(&args.args, "the export to read", "standard input")?;
     let project = ctx.project(project_name)?;
     let wctx = ctx.write_context_for(&project, "import")?;
     let stdin = if arg_path.as_os_str() == "-" {
-        let mut buf = Vec::new();
-        std::io::Read::read_to_end(&mut std::io::stdin(), &mut buf)?;
-        Some(buf)
+        Some(read_import(super::invoke::stdin(), "standard input")?)
     } else {
         None
     };
@@ -439,7 +476,16 @@ pub fn import(ctx: &Ctx, args: ImportArgs, out: &mut Out) -> Result<ExitCode> {
     } else {
         arg_path
     };
-    let report = match import::read(&path, stdin, within.as_deref())? {
+    // A file is read here, up to the limit; a directory's files by `import::read`.
+    let bytes = match stdin {
+        Some(b) => Some(b),
+        None if path.is_dir() => None,
+        None => {
+            let file = fs_err::File::open(&path).map_err(|e| Error::input(&path, e))?;
+            Some(read_import(file, &format!("`{}`", path.display()))?)
+        }
+    };
+    let report = match import::read(&path, bytes, within.as_deref())? {
         Input::Records(r) => import::import_records(&project, &wctx, r, args.conflict_strategy)?,
         Input::Events(e) => import::import_events(&project, &wctx, e)?,
     };

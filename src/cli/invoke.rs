@@ -34,6 +34,18 @@ pub(super) fn stdin() -> Box<dyn Read + Send> {
     }
 }
 
+/// Reads `reader` to its end, or answers `None` as soon as it holds more than `limit` bytes:
+/// an endless input (`/dev/zero`, a pipe that never closes) stops there instead of filling
+/// memory.
+///
+/// # Errors
+/// When reading fails.
+pub(crate) fn read_at_most(reader: impl Read, limit: u64) -> std::io::Result<Option<Vec<u8>>> {
+    let mut buf = Vec::new();
+    reader.take(limit + 1).read_to_end(&mut buf)?;
+    Ok((buf.len() as u64 <= limit).then_some(buf))
+}
+
 /// Whether standard input is a terminal (never when the input was given as text).
 pub(super) fn stdin_is_terminal() -> bool {
     INPUT.with_borrow(Option::is_none) && std::io::IsTerminal::is_terminal(&std::io::stdin())

@@ -374,10 +374,22 @@ pub fn error_body(e: &Error) -> (i32, Value) {
     // an input than a reader can use (redacted first, so a cut never splits a credential).
     let message = cut_message(&crate::policy::validate::redact_secrets(&e.to_string()));
     crate::policy::validate::redact_secrets_in(&mut details);
+    cut_strings_in(&mut details);
     (
         code as i32,
         json!({"success": false, "error": {"code": name, "message": message, "details": details}}),
     )
+}
+
+/// Every string of an error's details cut as [`cut_message`] cuts the message: a detail that
+/// quotes a value of five megabytes says so in a line.
+fn cut_strings_in(v: &mut Value) {
+    match v {
+        Value::String(s) => *s = cut_message(s),
+        Value::Array(items) => items.iter_mut().for_each(cut_strings_in),
+        Value::Object(map) => map.values_mut().for_each(cut_strings_in),
+        _ => {}
+    }
 }
 
 /// The longest error message printed, in characters.

@@ -107,7 +107,16 @@ pub fn redact_secrets_in(v: &mut Value) {
     match v {
         Value::String(s) => *s = redact_secrets(s),
         Value::Array(items) => items.iter_mut().for_each(redact_secrets_in),
-        Value::Object(map) => map.values_mut().for_each(redact_secrets_in),
+        Value::Object(map) => {
+            map.values_mut().for_each(redact_secrets_in);
+            // A key can hold one too (`{"ghp_…": "x"}`): the object is made again only then.
+            if map.keys().any(|k| redact_secrets(k) != *k) {
+                *map = std::mem::take(map)
+                    .into_iter()
+                    .map(|(k, v)| (redact_secrets(&k), v))
+                    .collect();
+            }
+        }
         _ => {}
     }
 }

@@ -1277,3 +1277,55 @@ fn dropped_files(state: &Path) -> Vec<PathBuf> {
         })
         .collect()
 }
+
+/// A file where a project's directory goes is named, with the fix, by every command: the
+/// project is not merely uninitialized, and `init` cannot create it.
+#[test]
+fn a_file_where_the_project_directory_goes_is_named() {
+    let env = Env::with_project();
+    let dir = env.root().join("ai-memory/demo");
+    std::fs::remove_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&dir, "x").unwrap_or_else(|e| panic!("{e}"));
+    for args in [
+        &["list", "demo"][..],
+        &["init", "demo"],
+        &["verify", "demo"],
+    ] {
+        let r = env.run(args);
+        assert_eq!(r.code, 6, "{args:?}: {}", r.stderr);
+        assert!(
+            r.stderr.contains(
+                "is a file where project `demo`'s directory goes; move it away or remove it"
+            ),
+            "{args:?}: {}",
+            r.stderr
+        );
+    }
+    assert_eq!(std::fs::read_to_string(&dir).unwrap_or_default(), "x");
+}
+
+/// A value of megabytes in `memlog.json` is quoted in a line, not whole, by every command that
+/// reports the configuration's problems, in text and under `--json`.
+#[test]
+fn a_huge_value_in_the_configuration_is_not_echoed_whole() {
+    let env = Env::with_project();
+    let path = env.root().join("ai-memory/demo/memlog.json");
+    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    let mut config: serde_json::Value =
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}"));
+    config["name"] = "x".repeat(1_000_000).into();
+    config["policies"]["write"]["low_confidence_warning"] = "y".repeat(500_000).into();
+    std::fs::write(&path, config.to_string()).unwrap_or_else(|e| panic!("{e}"));
+    for args in [
+        &["list"][..],
+        &["--json", "list"],
+        &["config", "validate", "demo"],
+        &["--json", "config", "validate", "demo"],
+        &["--json", "health"],
+    ] {
+        let r = env.run(args);
+        assert_ne!(r.code, 0, "{args:?}");
+        let size = r.stdout.len() + r.stderr.len();
+        assert!(size < 20_000, "{args:?}: {size} bytes");
+    }
+}

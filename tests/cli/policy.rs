@@ -360,6 +360,28 @@ fn secrets_scan_works_as_a_pre_commit_hook() {
     assert!(!r.stdout.contains("FAKE1234"));
 }
 
+/// An input larger than `secrets scan` reads is refused, never passed as clean after its first
+/// 64 MiB (a token past them would slip through a hook), and an endless one stops.
+#[test]
+fn secrets_scan_refuses_what_it_cannot_read_whole() {
+    let env = Env::with_project();
+    let mut big = "lorem ipsum dolor sit amet\n".repeat(64 * 1024 * 1024 / 27 + 1);
+    big.push_str(&format!("deploy token {FAKE_TOKEN}\n"));
+    let r = stdin_run(&env, &["secrets", "scan", "-"], big.as_bytes());
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr
+            .contains("standard input is larger than 64 MiB; scan it in parts"),
+        "{}",
+        r.stderr
+    );
+    if std::path::Path::new("/dev/zero").exists() {
+        let r = env.run(&["secrets", "scan", "/dev/zero"]);
+        assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+        assert!(r.stderr.contains("larger than 64 MiB"), "{}", r.stderr);
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
 
@@ -1491,4 +1513,83 @@ fn a_new_entry_that_brings_back_a_replaced_fact_is_warned_about() {
         "{}",
         reverted.stderr
     );
+}
+
+/// What memlog writes passes its own scan: `validate-evidence` records a stale file whose name
+/// is about tokens next to the entry's id, and `secrets scan` over the log finds nothing; an
+/// events export of that log imports whole. An events export that had to redact a line says so.
+#[test]
+fn logs_memlog_writes_pass_its_own_secret_scan() {
+    let env = Env::with_project();
+    let args = crate::common::add_args(
+        ("decisions", "decision"),
+        "auth.token",
+        "Tokens live 15 minutes",
+        "Access tokens expire after 15 minutes.",
+        "0.9",
+        "code:src/auth/token-rotation.rs#L10-L40:where the lifetime is set",
+    );
+    let id = env.run(&args).ok().stdout.trim().to_owned();
+    env.run(&["validate-evidence"]); // exits 1: the file is stale
+    let log = std::fs::read_to_string(env.log()).unwrap_or_default();
+    assert!(log.contains("evidence_checked"), "{log}");
+    let scan = env.run(&["secrets", "scan", "ai-memory/"]);
+    assert_eq!(scan.code, 0, "{}{}", scan.stdout, scan.stderr);
+    let export = env
+        .run(&["--json", "export", "demo", "ev.jsonl", "--format", "events"])
+        .ok();
+    assert!(export.warnings().is_empty(), "{}", export.stdout);
+    env.run(&["init", "copy"]).ok();
+    let import = env.run(&["--json", "import", "copy", "ev.jsonl"]).ok();
+    assert_eq!(
+        import.json()["rejected"],
+        serde_json::json!([]),
+        "{}",
+        import.stdout
+    );
+    // A credential that reached the log: the export redacts its line and warns.
+    env.forge_credential(&id);
+    let export = env
+        .run(&["export", "demo", "ev2.jsonl", "--format", "events"])
+        .ok();
+    assert!(
+        export
+            .stderr
+            .contains("1 event held a credential and was written redacted"),
+        "{}",
+        export.stderr
+    );
+}
+
+/// `context` echoes its task: a credential in the task, in a value or a key, enabled or not,
+/// is printed as `[redacted]` with a warning, never as it was given.
+#[test]
+fn context_never_echoes_a_credential_of_its_task() {
+    let env = Env::with_project();
+    let token = crate::common::PULLED_TOKEN;
+    for enabled in [true, false] {
+        let task = serde_json::json!({
+            "memory_enabled": enabled,
+            "description": format!("deploy with {token}"),
+            "notes": {token: "x"},
+        })
+        .to_string();
+        for args in [
+            &["context", "demo", "-"][..],
+            &["--json", "context", "demo", "-"],
+        ] {
+            let r = stdin_run(&env, args, task.as_bytes()).ok();
+            assert!(!r.stdout.contains(token), "{args:?}: {}", r.stdout);
+            assert!(r.stdout.contains("[redacted]"), "{args:?}: {}", r.stdout);
+            assert!(
+                r.stderr.contains("the task holds a credential") || args[0] == "--json",
+                "{}",
+                r.stderr
+            );
+        }
+    }
+    // A task without one is echoed as it came.
+    let plain = r#"{"memory_enabled":false,"description":"plain"}"#;
+    let r = stdin_run(&env, &["context", "demo", "-"], plain.as_bytes()).ok();
+    assert_eq!(r.stdout.trim(), plain);
 }

@@ -1003,8 +1003,12 @@ fn scan_with(rules: &'static [Rule], text: &str) -> Vec<Raw> {
             } else {
                 provider::is_known_value(value.as_str(), format)
             };
+            // memlog's own entry ids (`"entry":"m-…"` in a log line that names a file about
+            // tokens) are random by construction and never a credential.
+            let entry_id = projections::event::is_entry_id(value.as_str());
             if !example
                 && !cut_short
+                && !entry_id
                 && confirm(rule.check, value.as_str(), text, whole.start())
                 && !allowlisted
             {

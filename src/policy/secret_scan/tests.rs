@@ -957,3 +957,14 @@ fn credentials_in_configuration_files_and_pairs() {
         "psk=\"${WIFI_PSK}\"",
     ]);
 }
+
+/// The lines memlog itself writes are clean: an entry id after a word about tokens (an
+/// `evidence_checked` event naming a stale `token-rotation.md`) is no credential.
+#[test]
+fn memlog_entry_ids_are_not_secrets() {
+    assert_none_found(&[
+        r#"{"data":{"stale":["docs/adr/0007-token-rotation.md"]},"entry":"m-sq5pj61p8xmt76az7e1n9q6y03"}"#,
+        "the token entry is m-sq5pj61p8xmt76az7e1n9q6y03",
+        "secret: m-0w3j6tma8p",
+    ]);
+}
