@@ -265,13 +265,18 @@ pub fn read_project(
             project: project.to_owned(),
         });
     }
-    let (expiring, past_today) = expiry(project, store, range, now)?;
+    // What expires is a warning about now, whenever the entry was made: the expiry figures
+    // count every active entry, not only those created in the range.
+    let (expiring, past_today) = expiry(project, store, now)?;
     let today = day(now);
-    let past_before_today: i64 = counters
-        .valid_to_per_day
-        .range(..today)
-        .map(|(_, n)| *n)
-        .sum();
+    let all_time;
+    let valid_to_per_day = if range.from.is_none() && range.to.is_none() {
+        &counters.valid_to_per_day
+    } else {
+        all_time = store.stats_created_between(None, None)?;
+        &all_time.valid_to_per_day
+    };
+    let past_before_today: i64 = valid_to_per_day.range(..today).map(|(_, n)| *n).sum();
     let queries = query_patterns::read(state_dir, range)?;
     Ok(ProjectPart {
         project: project.to_owned(),
@@ -283,14 +288,9 @@ pub fn read_project(
     })
 }
 
-/// The active entries of the range whose `valid_to` is in `[now, now + 7 days]`, soonest first,
-/// and how many of today's are already past. Reads the `valid_to` index day by day.
-fn expiry(
-    project: &str,
-    store: &Store,
-    range: &DateRange,
-    now: DateTime<Utc>,
-) -> Result<(Vec<ExpiringEntry>, i64)> {
+/// The active entries whose `valid_to` is in `[now, now + 7 days]`, soonest first, and how many
+/// of today's are already past. Reads the `valid_to` index day by day.
+fn expiry(project: &str, store: &Store, now: DateTime<Utc>) -> Result<(Vec<ExpiringEntry>, i64)> {
     let now_ts = crate::clock::format_timestamp(now);
     let end = now
         .checked_add_days(Days::new(EXPIRY_WINDOW_DAYS))
@@ -317,21 +317,14 @@ fn expiry(
             true
         })?;
     }
-    let in_range =
-        |s: &projections::EntryState| range.contains_day(projections::time::day_of(&s.created_at));
     let past = store
         .hot_entries(&today_past.iter().map(String::as_str).collect::<Vec<_>>())?
-        .iter()
-        .filter(|s| in_range(s))
-        .count();
+        .len();
     let mut out = Vec::new();
     for (valid_to, id) in found {
         let Some(s) = store.hot_entries(&[id.as_str()])?.pop() else {
             continue;
         };
-        if !in_range(&s) {
-            continue;
-        }
         let left = crate::clock::parse_time(&valid_to)
             .map(|t| (t - now).num_days())
             .unwrap_or(0);

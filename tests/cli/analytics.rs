@@ -326,6 +326,18 @@ fn entries_approaching_expiry_and_past_valid_to() {
     assert_eq!(expiring[0]["valid_to"], "2026-11-25T12:00:00.000Z");
     assert_eq!(expiring[0]["days_remaining"], 3);
     assert_eq!(s["health"]["expiry"], "warn");
+    // Whatever the date range: an entry made before it expires all the same (the dashboard's
+    // default range is the last 7 days).
+    for range in [&["--from", "2026-11-21"][..], &["--to", "2026-11-10"]] {
+        let r = stats(&env, NOW, range)["statistics"].clone();
+        assert_eq!(
+            r["entries_approaching_expiry"], s["entries_approaching_expiry"],
+            "{range:?}"
+        );
+        assert_eq!(r["health"]["expiry"], "warn", "{range:?}");
+        let later = stats(&env, "2026-11-26T00:00:00Z", range)["statistics"].clone();
+        assert_eq!(later["lifecycle"]["entries_past_valid_to"], 1, "{range:?}");
+    }
     // Once valid_to has passed, it no longer approaches: it is past, and that is an issue.
     let later = stats(&env, "2026-11-26T00:00:00Z", &[])["statistics"].clone();
     assert_eq!(later["entries_approaching_expiry"], serde_json::json!([]));

@@ -286,6 +286,8 @@ fn keys() {
         frame.contains("Help") && frame.contains("next date range"),
         "{frame}"
     );
+    // Every line of the help fits inside its box, at the smallest size the dashboard draws.
+    assert!(frame.contains("nothing is locked meanwhile."), "{frame}");
     app.key(key(KeyCode::Char('h')));
     assert!(!app.help);
     // With several projects `p` cycles through them and back to all.

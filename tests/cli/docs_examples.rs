@@ -157,3 +157,51 @@ fn the_readme_says_how_often_a_bulk_apply_appends() {
     );
     assert!(!readme.contains("one batch with one append"));
 }
+
+/// MCP.md's sessions by hand run as the page says: an answer to every request, the entry
+/// created by the first and found by the second.
+#[test]
+fn the_mcp_sessions_by_hand_answer_every_request() {
+    let text =
+        std::fs::read_to_string(manifest().join("docs/MCP.md")).unwrap_or_else(|e| panic!("{e}"));
+    let block = |file: &str| -> String {
+        let (_, after) = text
+            .split_once(&format!("as `{file}`:\n\n```json\n"))
+            .unwrap_or_else(|| panic!("MCP.md has no {file}"));
+        let (lines, _) = after
+            .split_once("```")
+            .unwrap_or_else(|| panic!("unclosed block"));
+        lines.to_owned()
+    };
+    let env = Env::new();
+    env.run(&["init", "auth-service"]).ok();
+    // The answers of a session, by id (they may come in another order).
+    let session = |file: &str| -> Vec<serde_json::Value> {
+        let r = crate::common::stdin_run(&env, &["mcp"], block(file).as_bytes()).ok();
+        let mut answers: Vec<serde_json::Value> = r
+            .stdout
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+            .collect();
+        answers.sort_by_key(|a| a["id"].as_i64());
+        assert!(
+            answers.iter().all(|a| a.get("error").is_none()),
+            "{}",
+            r.stdout
+        );
+        answers
+    };
+    let first = session("session.jsonl");
+    let ids: Vec<i64> = first.iter().filter_map(|a| a["id"].as_i64()).collect();
+    assert_eq!(ids, [1, 2, 3]);
+    let tools = first[1]["result"]["tools"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(tools.iter().any(|t| t["name"] == "query"));
+    let created = first[2]["result"]["structuredContent"]["results"]["entry"].clone();
+    let second = session("query.jsonl");
+    let found = &second[1]["result"]["structuredContent"]["results"][0];
+    assert_eq!(found["id"], created["id"], "{second:?}");
+    assert_eq!(found["summary"], "Use short-lived JWTs");
+}

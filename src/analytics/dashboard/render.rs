@@ -763,7 +763,7 @@ fn draw_queries(frame: &mut Frame<'_>, area: Rect, s: &Screen<'_>, st: &MemorySt
 }
 
 fn draw_help(frame: &mut Frame<'_>, area: Rect, s: &Screen<'_>) {
-    let popup = area.centered(Constraint::Length(62), Constraint::Length(16));
+    let popup = area.centered(Constraint::Length(62), Constraint::Length(17));
     let g = |h: Health| s.health(h);
     let lines = vec![
         Line::raw("q        quit (also Esc, Ctrl-C)"),
@@ -774,9 +774,9 @@ fn draw_help(frame: &mut Frame<'_>, area: Rect, s: &Screen<'_>) {
         } else {
             "p        switch project (start with --all for that)"
         }),
-        Line::raw("←/→      choose the table the arrows scroll"),
+        Line::raw("←/→, Tab choose the table the arrows scroll"),
         Line::raw("↑/↓      scroll it (PgUp/PgDn: a page, Home: the top)"),
-        Line::raw("h        show or hide this help"),
+        Line::raw("h, ?     show or hide this help"),
         Line::raw(""),
         Line::from(vec![
             Span::styled("ok", g(Health::Ok)),
@@ -791,10 +791,8 @@ fn draw_help(frame: &mut Frame<'_>, area: Rect, s: &Screen<'_>) {
             Span::raw("  avg < 0.5, more than 5 stale, or past valid_to"),
         ]),
         Line::raw(""),
-        Line::raw(format!(
-            "Statistics are re-read every {}s; nothing is locked meanwhile.",
-            s.refresh_secs
-        )),
+        Line::raw(format!("Statistics are re-read every {}s;", s.refresh_secs)),
+        Line::raw("nothing is locked meanwhile."),
     ];
     frame.render_widget(Clear, popup);
     frame.render_widget(
