@@ -223,6 +223,16 @@ thread_local! {
     static WARNINGS_IN_JSON: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
+/// A confidence in a table's four columns: two decimals, or, for a value outside 0 to 1 that a
+/// merged log can bring (memlog writes none), in scientific notation rather than 300 digits.
+pub fn confidence_cell(confidence: f64) -> String {
+    if (0.0..=1.0).contains(&confidence) {
+        format!("{confidence:.2}")
+    } else {
+        format!("{confidence:.0e}")
+    }
+}
+
 /// Prints a warning line on standard error (not under `--json`) and keeps it for the JSON
 /// result.
 pub fn warn(text: &str) {
@@ -571,6 +581,22 @@ mod contract_laws {
             for g in &given {
                 prop_assert!(messages.contains(&&json!(g)));
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod cells {
+    use super::confidence_cell;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// A confidence cell is at most seven characters whatever the number (a forged event's
+        /// 1e308 included), and two decimals for every confidence memlog writes.
+        #[test]
+        fn a_confidence_cell_stays_narrow(c in any::<f64>(), valid in 0.0_f64..=1.0) {
+            prop_assert!(confidence_cell(c).chars().count() <= 7, "{}", confidence_cell(c));
+            prop_assert_eq!(confidence_cell(valid), format!("{valid:.2}"));
         }
     }
 }

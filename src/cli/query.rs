@@ -644,14 +644,14 @@ pub fn print_hits(out: &mut Out, hits: &[Hit], summary_only: bool, explain: bool
             format!("  [{}]", notes.join(", "))
         };
         out.line(format!(
-            "{:<12}  {:>6.3}  {:<12}  {:<12}  {:<24}  {:<20}  {:>4.2}  {}{notes}",
+            "{:<12}  {:>6.3}  {:<12}  {:<12}  {:<24}  {:<20}  {:>4}  {}{notes}",
             e.id.get(..12).unwrap_or(&e.id),
             h.components.score,
             e.fields.section.as_str(),
             e.fields.kind.as_str(),
             clip(&e.fields.subject, 24),
             clip(&e.fields.scope, 20),
-            e.fields.confidence,
+            super::output::confidence_cell(e.fields.confidence),
             clip(&e.fields.summary, 80),
         ));
         if explain {

@@ -276,7 +276,7 @@ pub fn list(ctx: &Ctx, args: ListArgs, out: &mut Out) -> Result<ExitCode> {
     for (s, id) in entries.iter().zip(&ids) {
         let low = if s.fields.confidence < 0.5 { "!" } else { " " };
         out.line(format!(
-            "{:<w$}  {:<24}  {:<12}  {:<12}  {:<11}  {:<24}  {:<20}  {:>4.2}{low} {}",
+            "{:<w$}  {:<24}  {:<12}  {:<12}  {:<11}  {:<24}  {:<20}  {:>4}{low} {}",
             id,
             s.updated_at,
             s.fields.section.as_str(),
@@ -284,7 +284,7 @@ pub fn list(ctx: &Ctx, args: ListArgs, out: &mut Out) -> Result<ExitCode> {
             s.status.as_str(),
             clip(&s.fields.subject, 24),
             clip(&s.fields.scope, 20),
-            s.fields.confidence,
+            super::output::confidence_cell(s.fields.confidence),
             clip(&s.fields.summary, 80)
         ));
     }
