@@ -260,7 +260,17 @@ fn keywords(id: &str) -> Option<&'static [&'static str]> {
         "authorization-header" => &["authorization"],
         "bearer-token" => &["bearer"],
         "oauth-client-secret" => &["client"],
-        "password-assignment" => &["passw", "pwd", "passphrase", "pw", "pass"],
+        "password-assignment" => &[
+            "passw",
+            "pwd",
+            "passphrase",
+            "pw",
+            "pass",
+            "masterauth",
+            "パスワード",
+            "密码",
+            "비밀번호",
+        ],
         "password-in-prose" => &[
             "passw",
             "pwd",
@@ -297,7 +307,45 @@ fn keywords(id: &str) -> Option<&'static [&'static str]> {
             "ssh-keygen",
             "snmp-server",
             "rabbitmqctl",
+            "sqlplus",
+            "rman",
+            "expdp",
+            "impdp",
+            "sqlldr",
+            "jdbc:oracle",
+            "cqlsh",
+            " -password",
+            "sudo",
+            "zip",
+            "7z",
         ],
+        "session-cookie" => &["cookie", "sid=", "session", "jsessionid"],
+        "service-token" => &[
+            "ntn_",
+            "figd_",
+            "flyv1",
+            "fm2_",
+            "bkua_",
+            "hcaik_",
+            "hcxik_",
+            "glc_",
+            "hvs.",
+            "hvb.",
+            "sl.",
+            "eaa",
+            "rnd_",
+            "pk_",
+            "asana",
+            "iqojb3jpz2lux2vj",
+            "fwogzxivyxdze",
+            "pypi-age",
+            "aaaaaaaaaaaaaaaaaaaaa",
+            "dg9roj",
+            "cmvmdgtuojaxoj",
+            "akcp",
+            "hooks.zapier.com",
+        ],
+        "wallet-private-key" => &["private"],
         "xml-password" => &["password>", "passwd>", "pwd>", "value"],
         "wifi-psk" => &["psk", "wpa_passphrase"],
         "netrc-password" => &["machine", "default"],
@@ -597,7 +645,7 @@ const TEXT_RULES: &[(&str, &str, &str, Check)] = &[
         "password assigned in text or configuration",
         // The value is on the line of its name: `DB_PASSWORD=` with nothing after it is an
         // empty value, not the next line's.
-        r#"(?i)(?:password|passwd|passwort|pwd|passphrase|[a-z0-9]_pass\b)s?["']?[ \t]*(?:[:=]|=>|[ \t]+(?:(?:(?:is|was|were|are|has[ \t]+been|have[ \t]+been|got)[ \t]+)?(?:set|changed|reset|updated|rotated)[ \t]+(?:from[ \t]+[^\s]+[ \t]+)?to|(?:is|are)[ \t]+now|will[ \t]+be|is|was|were|are)[ \t]+)[ \t]*["'`]?([^\s"',;`)]+)|--password[= ]["']?([^\s"']+)|\bpass[ \t]*=[ \t]*["']?([^\s"',;`)]+)|\bpw(?:[ \t]+(?:is|was)[ \t]+|:[ \t]+)["'`]?([^\s"',;`)]+)"#,
+        r#"(?i)(?:password|passwd|passwort|pwd|passphrase|[a-z0-9]_pass\b|requirepass|masterauth|mot_de_passe|パスワード|密码|비밀번호)s?["']?[ \t]*(?:[:=]|=>|[ \t]+(?:(?:(?:is|was|were|are|has[ \t]+been|have[ \t]+been|got)[ \t]+)?(?:set|changed|reset|updated|rotated)[ \t]+(?:from[ \t]+[^\s]+[ \t]+)?to|(?:is|are)[ \t]+now|will[ \t]+be|is|was|were|are)[ \t]+)[ \t]*["'`]?([^\s"',;`)]+)|--password[= ]["']?([^\s"']+)|\bpass[ \t]*=[ \t]*["']?([^\s"',;`)]+)|\bpw(?:[ \t]+(?:is|was)[ \t]+|:[ \t]+)["'`]?([^\s"',;`)]+)"#,
         Check::Password,
     ),
     (
@@ -625,8 +673,9 @@ const TEXT_RULES: &[(&str, &str, &str, Check)] = &[
         // Tools that take a password as an option or argument: sshpass, redis-cli, keytool,
         // openssl, ldap tools, sqlcmd, az login, htpasswd, rabbitmqctl, curl's user, `gh secret
         // set --body`, httpie's `-a user:pass`, smbclient's `-U user%pass`, ssh-keygen's `-P`/`-N`,
-        // an SNMP community, rabbitmqctl's `add_user NAME PASS`.
-        r#"\bsshpass\s+-p\s*["']?([^\s"']+)|\bredis-cli\b[^\n]*?\s-a\s+["']?([^\s"']+)|\s-(?:src|dest)?(?:store|key)pass\s+["']?([^\s"']+)|\s-pass(?:in|out)\s+pass:([^\s"']+)|\bldap\w+\b[^\n]*?\s-w\s+["']?([^\s"']+)|\bsqlcmd\b[^\n]*?\s-P\s+["']?([^\s"']+)|\baz\s+login\b[^\n]*?\s(?:-p|--password)\s+["']?([^\s"']+)|\bhtpasswd\s+(?:-\w+\s+)*-\w*b\w*\s+(?:-\w+\s+)*[^\s-][^\s]*\s+[^\s]+\s+["']?([^\s"']+)|\bnmcli\b[^\n]*?\spassword\s+["']?([^\s"']+)|\bmysqladmin\b[^\n]*?\spassword\s+["']?([^\s"']+)|\becho\s+["']?[^\s:"']+:([^\s"']+?)["']?\s*\|\s*(?:sudo\s+)?chpasswd|\bnet\s+user\s+[^\s/]+\s+["']?([^\s"'/*][^\s"']*)|\bchange_password\s+[^\s]+\s+["']?([^\s"']+)|\bcurl\b[^\n]*?\s(?:-u|--user)\s+["']?[^\s:"']+:([^\s"']+)|\bdocker\s+login\b[^\n]*?\s(?:-p|--password)\s+["']?([^\s"']+)|\bgh\s+secret\s+set\b[^\n]*?\s(?:--body|-b)[ =]["']?([^\s"']+)|\bhttps?\s+(?:-{1,2}[\w-]+\s+)*(?:-a|--auth)[ =]["']?[^\s:"']+:([^\s"']+)|\bsmbclient\b[^\n]*?\s-U\s+["']?[^\s%"']+%([^\s"']+)|\bssh-keygen\b[^\n]*?\s-[PN]\s+["']?([^\s"']+)|\bsnmp-server\s+community\s+["']?([^\s"']+)|\brabbitmqctl\s+(?:add_user|change_password)\s+[^\s]+\s+["']?([^\s"']+)"#,
+        // an SNMP community, rabbitmqctl's `add_user NAME PASS`, Oracle's `user/pass@db`, cqlsh's
+        // `-p`, a `-password` option (influx, nuget), `echo PASS | sudo -S`, `zip -P`, `7z -p`.
+        r#"\bsshpass\s+-p\s*["']?([^\s"']+)|\bredis-cli\b[^\n]*?\s-a\s+["']?([^\s"']+)|\s-(?:src|dest)?(?:store|key)pass\s+["']?([^\s"']+)|\s-pass(?:in|out)\s+pass:([^\s"']+)|\bldap\w+\b[^\n]*?\s-w\s+["']?([^\s"']+)|\bsqlcmd\b[^\n]*?\s-P\s+["']?([^\s"']+)|\baz\s+login\b[^\n]*?\s(?:-p|--password)\s+["']?([^\s"']+)|\bhtpasswd\s+(?:-\w+\s+)*-\w*b\w*\s+(?:-\w+\s+)*[^\s-][^\s]*\s+[^\s]+\s+["']?([^\s"']+)|\bnmcli\b[^\n]*?\spassword\s+["']?([^\s"']+)|\bmysqladmin\b[^\n]*?\spassword\s+["']?([^\s"']+)|\becho\s+["']?[^\s:"']+:([^\s"']+?)["']?\s*\|\s*(?:sudo\s+)?chpasswd|\bnet\s+user\s+[^\s/]+\s+["']?([^\s"'/*][^\s"']*)|\bchange_password\s+[^\s]+\s+["']?([^\s"']+)|\bcurl\b[^\n]*?\s(?:-u|--user)\s+["']?[^\s:"'<]+:([^\s"']+)|\bdocker\s+login\b[^\n]*?\s(?:-p|--password)\s+["']?([^\s"']+)|\bgh\s+secret\s+set\b[^\n]*?\s(?:--body|-b)[ =]["']?([^\s"']+)|\bhttps?\s+(?:-{1,2}[\w-]+\s+)*(?:-a|--auth)[ =]["']?[^\s:"']+:([^\s"']+)|\bsmbclient\b[^\n]*?\s-U\s+["']?[^\s%"']+%([^\s"']+)|\bssh-keygen\b[^\n]*?\s-[PN]\s+["']?([^\s"']+)|\bsnmp-server\s+community\s+["']?([^\s"']+)|\brabbitmqctl\s+(?:add_user|change_password)\s+[^\s]+\s+["']?([^\s"']+)|\b(?:sqlplus|rman|expdp|impdp|sqlldr)\s+(?:-\w+\s+)*[A-Za-z0-9_$#]+/([^\s@/"']+)@|\bjdbc:oracle:thin:[A-Za-z0-9_$#]+/([^\s@/"']+)@|\bcqlsh\b[^\n]*?\s-p\s+["']?([^\s"']+)|\s-password\s+["']?([^\s"']+)|\becho\s+["']?([^\s"'|]+)["']?\s*\|\s*sudo\s+(?:-\w+\s+)*-S\b|\bzip\b[^\n]*?\s-P\s+["']?([^\s"']+)|\b7za?\s+[a-z]\b[^\n]*?\s-p([^\s"']{4,})"#,
         Check::Password,
     ),
     (
@@ -645,7 +694,7 @@ const TEXT_RULES: &[(&str, &str, &str, Check)] = &[
     (
         "sql-password",
         "password in an SQL statement",
-        r#"(?i)\b(?:with\s+(?:encrypted\s+)?password|identified\s+by)\s+['"]([^'"\s]+)['"]"#,
+        r#"(?i)\b(?:with\s+(?:[a-z]+\s+){0,3}?password|encrypted\s+password|identified\s+by)\s+['"]([^'"\s]+)['"]"#,
         Check::Password,
     ),
     (
@@ -671,7 +720,7 @@ const TEXT_RULES: &[(&str, &str, &str, Check)] = &[
         "password on a MySQL command line",
         // `mysql -u root -pSecret123`: the password glued to `-p` (a space after `-p` makes the
         // next word the database, and the password is asked for).
-        r"\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n]*?\s-p([^\s\x22'`-][^\s\x22'`]{3,})",
+        r"\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n]*?\s-p(?:'([^'\s]{4,})'|\x22([^\x22\s]{4,})\x22|([^\s\x22'`-][^\s\x22'`]{3,}))",
         Check::Password,
     ),
     (
@@ -691,15 +740,15 @@ const TEXT_RULES: &[(&str, &str, &str, Check)] = &[
         "pgpass-line",
         "password in a .pgpass line",
         // `host:port:database:user:password`, a line of its own.
-        r"(?m)^[ \t]*(?:\*|[A-Za-z0-9.-]*[A-Za-z][A-Za-z0-9.-]*):(?:\d{1,5}|\*):[^\s:]+:[^\s:]+:([^\s:]+)[ \t]*\r?$",
+        r"(?m)^[ \t]*(?:\*|[A-Za-z0-9.-]*[A-Za-z][A-Za-z0-9.-]*):(?:\d{1,5}|\*):[^\s:]+:[^\s:]+:([^\s:]+)[ \t]*(?:#[^\n]*)?\r?$",
         Check::Password,
     ),
     (
         "wifi-psk",
         "Wi-Fi pre-shared key",
-        // wpa_supplicant's `psk="…"` (a quoted passphrase; 64 hex digits are the derived key)
-        // and `wpa_passphrase SSID PASSPHRASE`.
-        r#"(?i)\bpsk[ \t]*=[ \t]*(?:"([^"\n]{8,63})"|([0-9a-f]{64})\b)|\bwpa_passphrase[ \t]+["']?[^\s"']+["']?[ \t]+["']?([^\s"']+)"#,
+        // wpa_supplicant's `psk="…"` (a quoted passphrase; 64 hex digits are the derived key),
+        // `psk: …` in YAML, and `wpa_passphrase SSID PASSPHRASE`.
+        r#"(?i)\bpsk[ \t]*[:=][ \t]*(?:"([^"\n]{8,63})"|'([^'\n]{8,63})'|([0-9a-f]{64})\b|([^\s"']{8,63}))|\bwpa_passphrase[ \t]+["']?[^\s"']+["']?[ \t]+["']?([^\s"']+)"#,
         Check::Password,
     ),
     (
@@ -721,7 +770,7 @@ const TEXT_RULES: &[(&str, &str, &str, Check)] = &[
         "Azure DevOps personal access token",
         // 52 characters of base32 in lowercase, or the 84 of the newer format with `AZDO` in
         // it, given to a name that says so.
-        r#"(?i)\b(?:(?:[a-z0-9_]*_pat|pat|azure_devops_(?:token|pat|ext_pat)|ado_token|system_accesstoken)["']?[ \t]*(?:[:=]|=>)|(?:azure[ \t]+)?devops[ \t]+(?:pat|personal[ \t]+access[ \t]+token)(?:[ \t]+(?:is|was))?:?)[ \t]*["']?([a-z2-7]{52}|[A-Za-z0-9]{76}AZDO[A-Za-z0-9]{4})\b"#,
+        r#"(?i)\b(?:(?:[a-z0-9_]*_pat|pat|azure_devops_(?:token|pat|ext_pat)|ado_token|system_accesstoken)["']?[ \t]*(?:[:=]|=>)|(?:azure[ \t]+)?devops[ \t]+(?:pat|personal[ \t]+access[ \t]+token)[^\n:]{0,40}?:?)[ \t]*["']?([a-z2-7]{52}|[A-Za-z0-9]{76}AZDO[A-Za-z0-9]{4})\b"#,
         Check::NotPlaceholder,
     ),
     (
@@ -731,6 +780,30 @@ const TEXT_RULES: &[(&str, &str, &str, Check)] = &[
         // which holds a digit or a symbol (`user ops / Ops-team` is words).
         r#"(?i)\b(?:login|log[ \t]+in|credentials?|creds|user(?:name)?|account|identifiants|zugangsdaten)\b(?:[^\n:/]{0,40}:|[ \t]+(?:is|are|was|were))?[ \t]*(?:as[ \t]+)?["'`]?[A-Za-z0-9_.@-]{2,32}["'`]?[ \t]+/[ \t]+["'`]?([^\s/"'`,;)]*[0-9!@#$%^&*+=?~_.][^\s/"'`,;)]*)"#,
         Check::PasswordInSentence,
+    ),
+    (
+        "session-cookie",
+        "session cookie",
+        // `Cookie: session=…`, `Set-Cookie: JSESSIONID=…`, and a session cookie named alone
+        // (`connect.sid=…`, `laravel_session=…`, `_shop_session=…`).
+        r#"(?i)\b(?:set-)?cookie:[ \t]*[^\n]*?\b[A-Za-z0-9_.-]*(?:sess|sid|token|auth|jwt)[A-Za-z0-9_.-]*=([^;\s'"]{16,})|\b(?:connect\.sid|laravel_session|jsessionid|phpsessid|asp\.net_sessionid|sessionid|session_id|_[a-z0-9]+_session)=([^;\s'"&]{16,})"#,
+        Check::LongValue,
+    ),
+    (
+        "service-token",
+        "access token of a service",
+        // Notion `ntn_`, Figma `figd_`, Fly.io `FlyV1 fm2_`, Buildkite `bkua_`, Honeycomb
+        // `hcaik_`, Grafana Cloud `glc_`, Vault `hvs.`/`hvb.`, Dropbox `sl.`, Facebook `EAA…`,
+        // Render `rnd_`, ClickUp `pk_…_…`, Asana `1/…/…:…`, AWS session tokens, TestPyPI, Twitter
+        // bearer tokens, Intercom, JFrog, Zapier's catch hooks.
+        r"(\bntn_(?:[0-9]*[A-Za-z]){4}[A-Za-z0-9]{30,}|\bfigd_[A-Za-z0-9_-]{36,}|\bFlyV1[ \t]+fm[12]_[A-Za-z0-9+/=_,-]{20,}|\bbkua_[a-f0-9]{40}\b|\bhc[ax]ik_[A-Za-z0-9]{20,}|\bglc_[A-Za-z0-9+/=_-]{32,}|\bhv[sb]\.[A-Za-z0-9_-]{24,}|\bsl\.[A-Za-z0-9_-]{60,}|\bEAA[A-Z][A-Za-z0-9]{40,}|\brnd_[A-Za-z0-9]{32}\b|\bpk_\d{6,}_[A-Z0-9]{32}\b|\b[12]/\d{13,16}/\d{13,16}:[0-9a-f]{32}\b|\b(?:IQoJb3JpZ2luX2Vj|FwoGZXIvYXdzE)[A-Za-z0-9/+=]{100,}|\bpypi-AgE[A-Za-z0-9_-]{50,}|\bA{21}[A-Za-z0-9%]{30,}|\bdG9rOj[A-Za-z0-9+/=]{30,}|\bcmVmdGtuOjAxOj[A-Za-z0-9+/=]{40,}|\bAKCp[A-Za-z0-9]{69}\b|https://hooks\.zapier\.com/hooks/catch/\d+/[A-Za-z0-9]+)",
+        Check::NotPlaceholder,
+    ),
+    (
+        "wallet-private-key",
+        "cryptocurrency wallet private key",
+        r"(?i)\bprivate[ _-]?key\b[^\n]{0,30}?\b(0x[0-9a-f]{64})\b",
+        Check::NotPlaceholder,
     ),
     (
         "laravel-app-key",
@@ -749,7 +822,7 @@ const TEXT_RULES: &[(&str, &str, &str, Check)] = &[
     (
         "secret-in-prose",
         "credential written in a sentence",
-        r#"(?i)\b(?:tokens?|secrets?|api[ _-]?keys?|keys?|passwords?|passphrase|credentials?|pat)\b[^\n]{0,30}?(?:\bis\b|\bwas\b|:|=)\s*[\x22'\x60(]?([A-Za-z0-9+/=_.~:%-]{16,})|\b(?:keys?|secrets?|tokens?|passphrase)\s+(?:is|was)\s+[\x22'\x60]?([A-Za-z0-9+/=_.~%!#$*^-]{15,}[A-Za-z0-9])"#,
+        r#"(?i)\b(?:tokens?|secrets?|api[ _-]?keys?|keys?|passwords?|passphrase|credentials?|pat)\b[^\n]{0,30}?(?:\bis\b|\bwas\b|\bes\b|\best\b|\bist\b|:|=)\s*[\x22'\x60(]?([A-Za-z0-9+/=_.~:%-]{16,})|\b(?:api[ _-]?key|access[ _-]?key|token|secret)[ \t]+[\x22'\x60]?([A-Za-z0-9+/=_~.-]{24,})|\b(?:keys?|secrets?|tokens?|passphrase)\s+(?:is|was)\s+[\x22'\x60]?([A-Za-z0-9+/=_.~%!#$*^-]{15,}[A-Za-z0-9])"#,
         Check::Prose,
     ),
     (
@@ -959,6 +1032,9 @@ fn text_findings(text: &str) -> Vec<Raw> {
     let mut offset = 0;
     for line in text.split_inclusive('\n') {
         for (i, id, description, start, end) in provider::scan(line) {
+            if line.get(start..end).is_some_and(|v| is_sealed(v, text)) {
+                continue;
+            }
             let rank = if id == "generic-api-key" {
                 GENERIC_RANK
             } else {
@@ -1140,6 +1216,8 @@ fn confirm(check: Check, value: &str, text: &str, match_start: usize) -> bool {
             !qualified
                 && !fingerprint
                 && !namespaced
+                && !is_code_name(value)
+                && !is_sealed(value, text)
                 && !looks_like_path(value)
                 && !is_placeholder(value)
                 && looks_random(value)
@@ -1472,6 +1550,21 @@ fn is_password(value: &str, text: &str, match_start: usize, sentence: bool) -> b
     if plain_word && (prose || v.len() < 6 || COMMON_WORDS.contains(&v)) {
         return false;
     }
+    // A service's default, named by the variable it is given to (`POSTGRES_PASSWORD=postgres`,
+    // `MYSQL_ROOT_PASSWORD=mysql` in a compose file for tests).
+    // The name is what the match starts with, and the letters of the name before it.
+    let prefix = text[..match_start]
+        .rsplit(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .next()
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    let name = format!("{prefix}{before_value}");
+    if plain_word && name.contains(&v.to_ascii_lowercase()) {
+        return false;
+    }
+    if is_sealed(v, text) {
+        return false;
+    }
     // Letters with capitals are words or the name of a type (`Kubernetes`, `SecretString`,
     // "the password is BCrypt hashed") unless they cannot be said: five consonants in a row
     // within a word are letters typed at random (`BiJmpflvJfup`).
@@ -1488,7 +1581,13 @@ fn is_password(value: &str, text: &str, match_start: usize, sentence: bool) -> b
     let snake_case = v.contains('_')
         && v.split('_')
             .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_lowercase()));
-    let tag = v.len() > 1 && v.starts_with('!') && v[1..].bytes().all(|b| b.is_ascii_alphabetic());
+    let tag_name = v.trim_start_matches('!');
+    let tag = v.starts_with('!')
+        && v.len() - tag_name.len() <= 2
+        && !tag_name.is_empty()
+        && tag_name
+            .bytes()
+            .all(|b| b.is_ascii_alphabetic() || b == b'_');
     let hex_literal = v.len() > 2
         && (v.starts_with("0x") || v.starts_with("0X"))
         && v[2..].bytes().all(|b| b.is_ascii_hexdigit());
@@ -1700,6 +1799,27 @@ fn has_random_case(v: &str) -> bool {
         .count();
     let capitals = bytes.iter().filter(|b| b.is_ascii_uppercase()).count();
     rises >= 3 && bytes.len() < 3 * (capitals + 1)
+}
+
+/// Whether `v` is ciphertext that is safe to commit: a Bitnami SealedSecret's `encryptedData`.
+fn is_sealed(v: &str, text: &str) -> bool {
+    text.contains("encryptedData") && v.starts_with("Ag") && v.len() >= 100
+}
+
+/// Whether `v` is a name in code written in camel case (`automountServiceAccountToken`,
+/// `AccessTokenProvider`): letters alone, several words each starting with a capital, none
+/// with letters typed at random.
+fn is_code_name(v: &str) -> bool {
+    let v = v.trim_end_matches([':', '.', ',', ';']);
+    let words = v
+        .as_bytes()
+        .windows(2)
+        .filter(|w| w[0].is_ascii_lowercase() && w[1].is_ascii_uppercase())
+        .count();
+    v.bytes().all(|b| b.is_ascii_alphabetic())
+        && words >= 2
+        && !has_random_case(v)
+        && !has_consonant_run(v, 5)
 }
 
 fn has_consonant_run(name: &str, n: usize) -> bool {

@@ -133,14 +133,20 @@ impl Run {
     /// The run after the break is read up to its end, which is at the latest the next line
     /// break: every byte is read twice at most, however many lines the text has.
     ///
-    /// A line that ends in `=` or whose next line is an assignment (`DB_USER=app`) is a line of
-    /// a configuration file, not half a token.
+    /// A line that ends in `=` or whose next line is an assignment (`DB_USER=app`,
+    /// `server.ssl.key-alias=api`) is a line of a configuration file, not half a token.
     fn joins(&self, after: &str) -> bool {
         let next: Vec<char> = after.chars().take_while(|&c| is_token_char(c)).collect();
-        let assignment = next
-            .iter()
-            .position(|c| *c == '=')
-            .is_some_and(|i| next[i..].iter().any(|c| *c != '='));
+        // `DB_USER=app`, and a dotted name (`server.ssl.key-alias=api`, `spring.datasource:`).
+        let dotted_name = after
+            .trim_start_matches(|c: char| (is_token_char(c) && c != '=') || c == '.')
+            .starts_with([':', '='])
+            && after.starts_with(|c: char| c.is_ascii_alphabetic());
+        let assignment = dotted_name
+            || next
+                .iter()
+                .position(|c| *c == '=')
+                .is_some_and(|i| next[i..].iter().any(|c| *c != '='));
         self.len >= 8
             && !self.ends_with_equals
             && !assignment

@@ -968,3 +968,28 @@ fn memlog_entry_ids_are_not_secrets() {
         "secret: m-0w3j6tma8p",
     ]);
 }
+
+/// What a third outside corpus wrongly flagged, and forms it found missed.
+#[test]
+fn forms_of_notes_from_a_third_outside_corpus() {
+    assert_all_found(&[
+        "Set-Cookie: JSESSIONID=1783286312B5DD8E85788C67658E3ED9; Path=/; HttpOnly",
+        "spaces of the S3 mirror: sl.u8Zr2LmX4vPw7NcT9bKd3HsY6q8Zr2LmX4vPw7NcT9bKd3HsY6q8Zr2LmX4vPw7NcT9bK",
+        "mysql -h 10.0.4.7 -u root -p'Granite.Juniper9768' -e 'SHOW PROCESSLIST'",
+        "CREATE USER replicator WITH REPLICATION ENCRYPTED PASSWORD 'Ember_Granite7620';",
+        "redis:\n  requirepass: \"Raven5997#\"",
+        "wifi:\n  ssid: ACME-Office\n  psk: raven9304LAVANDE",
+        "パスワード: Pinguin_Sonne8207 (本番DBのadminユーザー)",
+        "bugsnag api key 15934de8c77deb9027915463117edbff (server notifier)",
+        "El token de acceso de la API es RbC3dtqof5Xj0VwasAC7ek4LaK9e1wvrD5o5dXFQ",
+        "db.internal:5432:app:app:Pg9Pass!x  # ~/.pgpass",
+    ]);
+    assert_none_found(&[
+        "ServiceAccount token automount disabled: automountServiceAccountToken: false on all workloads.",
+        "server.port=8443\nserver.ssl.key-store=classpath:keystore.p12\nserver.ssl.key-store-type=PKCS12\nserver.ssl.key-alias=api",
+        "password: !env_var DB_PASSWORD",
+        "passwd: !!binary |\n  (stored in sops)",
+        "-e POSTGRES_PASSWORD=postgres   # local docker-compose for tests only",
+        "kind: SealedSecret\nspec:\n  encryptedData:\n    password: AgBdKC83M3MJ6K4UIhlar7AxV1OQqx0HzhxaRGpnMsfP2VR5VgVqY44US0PVRqX3rXiBVy/0CNdUAv+jfZ9qrRnkI9UIOJWAkECwg6bXzOzITreOO6R99dxJmSs8qXUw8d1XTmmo4uAKL5B1",
+    ]);
+}
