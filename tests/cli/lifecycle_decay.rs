@@ -53,8 +53,8 @@ fn an_old_entry_ranks_below_an_equally_relevant_fresh_one_because_of_decay() {
     // its relevance is its BM25F weighted by its decay, over the best such product (the fresh
     // one's).
     assert_eq!(o["bm25"], f["bm25"], "{hits:?}");
-    // Decay takes at most half of it: 0.5 + 0.5 x 0.25.
-    assert_eq!(o["relevance"], 0.625, "{o}");
+    // Decay takes at most a fifth of it: 0.8 + 0.2 x 0.25.
+    assert_eq!(o["relevance"], 0.85, "{o}");
     assert_eq!(f["relevance"], 1.0, "{f}");
     assert!(
         o["composite"].as_f64() > f["composite"].as_f64(),
@@ -63,7 +63,7 @@ fn an_old_entry_ranks_below_an_equally_relevant_fresh_one_because_of_decay() {
     // 60 days at the default 30-day half-life: a quarter.
     assert_eq!(o["decay"], 0.25, "{o}");
     assert_eq!(f["decay"], 1.0, "{f}");
-    let expect = 0.7 * 0.625 + 0.3 * o["composite"].as_f64().unwrap_or_default();
+    let expect = 0.7 * 0.85 + 0.3 * o["composite"].as_f64().unwrap_or_default();
     assert!(
         (o["score"].as_f64().unwrap_or_default() - expect).abs() < 1e-3,
         "{o}"
@@ -103,7 +103,7 @@ fn explain_shows_the_decay_of_each_result() {
         "{text}"
     );
     assert!(
-        text.contains("x (0.5 + 0.5 x decay 0.5000) / best of the same among matches"),
+        text.contains("x (0.8 + 0.2 x decay 0.5000) / best of the same among matches"),
         "{text}"
     );
     assert!(

@@ -618,16 +618,16 @@ proptest! {
             if word.is_none() {
                 prop_assert!((h.components.score - want).abs() < 1e-9);
             } else {
-                // With text: 0.7 x relevance + 0.3 x composite, relevance = bm25 x (0.5 + 0.5 x
+                // With text: 0.7 x relevance + 0.3 x composite, relevance = bm25 x (0.8 + 0.2 x
                 // decay) over the best such product among the matches, decay halving every 30
                 // days since the later of created_at and updated_at (1 when pinned).
                 let decay = documented_decay(&h.entry);
                 let bm25 = h.components.bm25.unwrap_or(-1.0);
                 let best = hits
                     .iter()
-                    .map(|h| h.components.bm25.unwrap_or(0.0) * (0.5 + 0.5 * documented_decay(&h.entry)))
+                    .map(|h| h.components.bm25.unwrap_or(0.0) * (0.8 + 0.2 * documented_decay(&h.entry)))
                     .fold(0.0, f64::max);
-                let relevance = bm25 * (0.5 + 0.5 * decay) / best;
+                let relevance = bm25 * (0.8 + 0.2 * decay) / best;
                 prop_assert!((h.components.decay - decay).abs() < 1e-9, "decay {} != {}", h.components.decay, decay);
                 prop_assert!((h.components.relevance.unwrap_or(-1.0) - relevance).abs() < 1e-9);
                 let documented = 0.7 * relevance + 0.3 * want;
