@@ -339,13 +339,18 @@ impl Sources {
 
     /// When the query began, for its execution time and the slow-query warning: `started`,
     /// unless opening a store had to catch up with the log first (after a pull, a first use,
-    /// a rebuild), which is no part of the query and can take seconds: then now.
+    /// a rebuild), which is no part of the query and can take seconds: then now. Time spent
+    /// waiting for another process to release a store lock is no part of it either.
     pub fn query_started(&self, started: Instant) -> Instant {
         let caught_up = self
             .sessions
             .iter()
             .any(|(s, _)| s.report.applied > 0 || s.report.mode == "rebuild");
-        if caught_up { Instant::now() } else { started }
+        if caught_up {
+            return Instant::now();
+        }
+        let waited: std::time::Duration = self.sessions.iter().map(|(s, _)| s.lock_waited()).sum();
+        (started + waited).min(Instant::now())
     }
 
     /// Ends the sessions, releasing the store locks (what follows a search, printing and the

@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 pub struct FileLock {
     _file: fs_err::File,
     path: PathBuf,
+    /// How long [`FileLock::acquire`] waited for it.
+    waited: Duration,
 }
 
 /// True when `path` still names the open `file`.
@@ -81,8 +83,9 @@ impl FileLock {
         loop {
             let ahead = ticket.as_ref().map_or(0, Ticket::ahead);
             if ahead == 0
-                && let Some(lock) = Self::try_acquire(path)?
+                && let Some(mut lock) = Self::try_acquire(path)?
             {
+                lock.waited = started.elapsed();
                 return Ok(lock);
             }
             let waited = started.elapsed();
@@ -128,6 +131,7 @@ impl FileLock {
             Ok(()) => Ok(Some(Self {
                 _file: file,
                 path: path.to_path_buf(),
+                waited: Duration::ZERO,
             })),
             Err(TryLockError::WouldBlock) => Ok(None),
             Err(TryLockError::Error(e)) => Err(Error::Io(std::io::Error::new(
@@ -140,6 +144,11 @@ impl FileLock {
     /// The lock file.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// How long taking the lock waited for other processes to release it.
+    pub fn waited(&self) -> Duration {
+        self.waited
     }
 
     /// True when another process is waiting for this lock (or when that cannot be told): the

@@ -442,6 +442,11 @@ fn remove_leftovers(project: &Project) {
 }
 
 impl Session {
+    /// How long opening the session waited for another process to release the store lock.
+    pub fn lock_waited(&self) -> Duration {
+        self.lock.waited()
+    }
+
     /// Takes the store lock (waiting at most `timeout`), opens the store and catches it up.
     /// A store that cannot be opened or read is rebuilt from the log.
     ///

@@ -1027,12 +1027,7 @@ fn words_no_entry_holds_are_named() {
 fn a_catch_up_before_a_query_is_not_counted_as_the_query() {
     let env = Env::with_project();
     env.add("kept.subject", "kept decision");
-    let config = env.root().join("ai-memory/demo/memlog.json");
-    let mut c: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&config).unwrap_or_default())
-            .unwrap_or_default();
-    c["policies"]["retrieval"]["slow_query_ms"] = serde_json::json!(1000);
-    std::fs::write(&config, c.to_string()).unwrap_or_else(|e| panic!("{e}"));
+    set_slow_query_ms(&env, 1000);
     // Another clone's line, as a pull brings it.
     let other = Env::with_project();
     other.add("pulled.subject", "pulled decision");
@@ -1046,14 +1041,58 @@ fn a_catch_up_before_a_query_is_not_counted_as_the_query() {
     .ok();
     assert!(r.stdout.contains("pulled decision"), "{}", r.stdout);
     assert!(!r.stderr.contains("slow query"), "{}", r.stderr);
+    assert_last_query_took_under(&env, 1000.0);
+}
+
+/// A query that waits for another process to release the store lock times the query alone:
+/// the wait is neither in its execution time nor behind a slow-query warning.
+#[test]
+fn waiting_for_a_store_lock_is_not_counted_as_the_query() {
+    let env = Env::with_project();
+    env.add("kept.subject", "kept decision");
+    env.run(&["query", "kept decision"]).ok();
+    set_slow_query_ms(&env, 1000);
+    env.run(&["list"]).ok();
+    let lock = memlog::log::lock::FileLock::acquire(
+        &env.root().join("ai-memory/demo/.memlog/store.lock"),
+        "store",
+        std::time::Duration::from_secs(1),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let release = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        drop(lock);
+    });
+    let started = std::time::Instant::now();
+    let r = env.run(&["query", "kept decision", "--json"]).ok();
+    let _ = release.join();
+    assert!(
+        started.elapsed().as_millis() >= 1400,
+        "the query did not wait"
+    );
+    assert!(r.stdout.contains("kept decision"), "{}", r.stdout);
+    assert!(!r.stderr.contains("slow query"), "{}", r.stderr);
+    assert_last_query_took_under(&env, 1000.0);
+}
+
+/// Sets project `demo`'s `slow_query_ms`.
+fn set_slow_query_ms(env: &Env, ms: u64) {
+    let config = env.root().join("ai-memory/demo/memlog.json");
+    let mut c: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&config).unwrap_or_default())
+            .unwrap_or_default();
+    c["policies"]["retrieval"]["slow_query_ms"] = serde_json::json!(ms);
+    std::fs::write(&config, c.to_string()).unwrap_or_else(|e| panic!("{e}"));
+}
+
+/// Asserts that the last line of project `demo`'s query log took under `ms`.
+fn assert_last_query_took_under(env: &Env, ms: f64) {
     let log = std::fs::read_to_string(env.root().join("ai-memory/demo/.memlog/queries.jsonl"))
         .unwrap_or_default();
     let last: serde_json::Value =
         serde_json::from_str(log.lines().last().unwrap_or_default()).unwrap_or_default();
     assert!(
-        last["execution_time_ms"]
-            .as_f64()
-            .is_some_and(|ms| ms < 1000.0),
+        last["execution_time_ms"].as_f64().is_some_and(|t| t < ms),
         "{last}"
     );
 }
