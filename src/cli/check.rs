@@ -372,9 +372,6 @@ fn files_under(dir: &std::path::Path, out: &mut Vec<Option<PathBuf>>) -> Result<
     Ok(())
 }
 
-/// Largest file scanned; larger ones are reported, not read.
-const MAX_SCAN_BYTES: u64 = 64 * 1024 * 1024;
-
 pub fn secrets(_ctx: &Ctx, command: SecretsCommand, out: &mut Out) -> Result<ExitCode> {
     let args = match command {
         SecretsCommand::Rules => {
@@ -417,44 +414,48 @@ pub fn secrets(_ctx: &Ctx, command: SecretsCommand, out: &mut Out) -> Result<Exi
     };
     let mut hits = Vec::new();
     for input in inputs {
-        let (name, bytes) = match &input {
-            // Never a part of an input: what is past the limit could hold a credential, and
-            // a hook must not pass it as clean.
-            None => match super::invoke::read_at_most(super::invoke::stdin(), MAX_SCAN_BYTES)? {
-                Some(buf) => ("-".to_owned(), buf),
-                None => {
-                    return Err(Error::Usage(
-                        "standard input is larger than 64 MiB; scan it in parts".into(),
-                    ));
-                }
-            },
+        // An input of any size is scanned in parts (see `secret_scan::stream`), never only its
+        // start: what a limit left out could hold a credential, and a hook must not pass it.
+        let (name, reader): (String, Box<dyn std::io::Read>) = match &input {
+            None => ("-".to_owned(), super::invoke::stdin()),
             Some(path) => {
-                // Read up to the limit rather than trusting the size a file states: a device
-                // (`/dev/zero`) states none and never ends.
                 let file = fs_err::File::open(path).map_err(|e| Error::input(path, e))?;
-                let Some(bytes) = super::invoke::read_at_most(file, MAX_SCAN_BYTES)
-                    .map_err(|e| Error::input(path, e))?
-                else {
-                    return Err(Error::Usage(format!(
-                        "{} is larger than 64 MiB; scan it in parts",
-                        path.display()
-                    )));
-                };
                 // A file named after a credential: its name is printed redacted, as `apply`
                 // prints it (a hook's output ends up in CI logs).
                 let name = crate::policy::validate::redact_secrets(&path.display().to_string());
-                (name, bytes)
+                (name, Box::new(file))
             }
         };
-        let text = String::from_utf8_lossy(&bytes);
-        for f in crate::policy::secret_scan::scan_document(&text) {
-            hits.push(Hit {
-                path: name.clone(),
-                line: f.line,
-                column: f.column,
-                rule: f.rule,
-                description: f.description,
-            });
+        let limits = crate::policy::secret_scan::stream::Limits::default();
+        let scanned = crate::policy::secret_scan::stream::scan_reader(
+            std::io::BufReader::new(reader),
+            limits,
+            |f| {
+                hits.push(Hit {
+                    path: name.clone(),
+                    line: f.line,
+                    column: f.column,
+                    rule: f.rule,
+                    description: f.description,
+                });
+            },
+        );
+        match scanned {
+            Ok(()) => {}
+            Err(crate::policy::secret_scan::stream::StreamError::Io(e)) => {
+                return Err(match &input {
+                    Some(path) => Error::input(path, e),
+                    None => Error::Io(e),
+                });
+            }
+            Err(crate::policy::secret_scan::stream::StreamError::LineTooLong(line)) => {
+                return Err(Error::Usage(format!(
+                    "{}: line {line} is longer than {} MiB, more than a line of text; it is \
+                     not text memlog can scan (an endless input such as /dev/zero?)",
+                    safe(&name),
+                    limits.line_bytes / (1024 * 1024)
+                )));
+            }
         }
     }
     if out.json {

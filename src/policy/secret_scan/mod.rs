@@ -19,6 +19,7 @@ use std::sync::LazyLock;
 mod keywords;
 mod normalize;
 mod provider;
+pub mod stream;
 #[rustfmt::skip]
 mod provider_rules;
 #[cfg(test)]
@@ -1032,7 +1033,9 @@ fn text_findings(text: &str) -> Vec<Raw> {
     let mut offset = 0;
     for line in text.split_inclusive('\n') {
         for (i, id, description, start, end) in provider::scan(line) {
-            if line.get(start..end).is_some_and(|v| is_sealed(v, text)) {
+            if line.get(start..end).is_some_and(|v| is_sealed(v, text))
+                || is_logged_event_id(text, offset + start, offset + end)
+            {
                 continue;
             }
             let rank = if id == "generic-api-key" {
@@ -1081,7 +1084,8 @@ fn scan_with(rules: &'static [Rule], text: &str) -> Vec<Raw> {
             };
             // memlog's own entry ids (`"entry":"m-…"` in a log line that names a file about
             // tokens) are random by construction and never a credential.
-            let entry_id = projections::event::is_entry_id(value.as_str());
+            let entry_id = projections::event::is_entry_id(value.as_str())
+                || is_logged_event_id(text, value.start(), value.end());
             if !example
                 && !cut_short
                 && !entry_id
@@ -1799,6 +1803,24 @@ fn has_random_case(v: &str) -> bool {
         .count();
     let capitals = bytes.iter().filter(|b| b.is_ascii_uppercase()).count();
     rises >= 3 && bytes.len() < 3 * (capitals + 1)
+}
+
+/// Whether `text[start..end]` is an event id where memlog's log lines hold one: the value of
+/// `"id"`, or an item of `"parents"`. An entry id is random, and a provider's keyword can be
+/// in it (`m-…4xrayf…`, JFrog's `xray`): the event id after it is no JFrog token.
+fn is_logged_event_id(text: &str, start: usize, end: usize) -> bool {
+    let (Some(v), Some(before)) = (text.get(start..end), text.get(..start)) else {
+        return false;
+    };
+    if !projections::event::is_event_id(v) {
+        return false;
+    }
+    if before.ends_with("\"id\":\"") {
+        return true;
+    }
+    let line = &before[before.rfind('\n').map_or(0, |i| i + 1)..];
+    line.rfind("\"parents\":[")
+        .is_some_and(|p| !line[p..].contains(']'))
 }
 
 /// Whether `v` is ciphertext that is safe to commit: a Bitnami SealedSecret's `encryptedData`.

@@ -966,6 +966,12 @@ fn memlog_entry_ids_are_not_secrets() {
         r#"{"data":{"stale":["docs/adr/0007-token-rotation.md"]},"entry":"m-sq5pj61p8xmt76az7e1n9q6y03"}"#,
         "the token entry is m-sq5pj61p8xmt76az7e1n9q6y03",
         "secret: m-0w3j6tma8p",
+        // An entry id holding JFrog's keyword (`xray`), then the event's id and parents.
+        r#"{"entry":"m-eeanstk6ry0kj4xrayfxgjm7wc","id":"75cee688a96dc55b88b0ea2a740cb1bc7b8faf83838efd9a6884967a3d4a0bfc","parents":["75cee688a96dc55b88b0ea2a740cb1bc7b8faf83838efd9a6884967a3d4a0bfc"]}"#,
+    ]);
+    // The same 64 hex digits elsewhere after JFrog's keyword are still a token.
+    assert_all_found(&[
+        "xray token 75cee688a96dc55b88b0ea2a740cb1bc7b8faf83838efd9a6884967a3d4a0bfc",
     ]);
 }
 
