@@ -68,6 +68,10 @@ enum Check {
     /// As `Password`, for a value named in a sentence without a verb before it ("with
     /// password X"): a plain word there is prose ("with password authentication").
     PasswordInSentence,
+    /// As `Password`, for a value given to a name that goes on after the word password
+    /// (`DB_PASSWORD_PROD`): the rest of the name must not say that the value is about a
+    /// password rather than one (`PASSWORD_FILE`, `PASSWORD_MIN_LENGTH`, `password_reset_url`).
+    PasswordNamed,
     /// The digits pass the Luhn check and start like a card number.
     Card,
     /// A valid US social security number (area, group and serial ranges).
@@ -284,6 +288,7 @@ fn keywords(id: &str) -> Option<&'static [&'static str]> {
         ],
         "mysql-password-option" => &["mysql", "mariadb"],
         "password-in-sentence" => &["password", "pass:"],
+        "password-named" => &["password_", "passwd_", "pwd_", "mot_de_passe_"],
         "password-option" => &[
             "sshpass",
             "redis-cli",
@@ -650,6 +655,13 @@ const TEXT_RULES: &[(&str, &str, &str, Check)] = &[
         Check::Password,
     ),
     (
+        "password-named",
+        "password assigned to a name that goes on after the word",
+        // `DB_PASSWORD_PROD=…`, `password_staging: "…"`, `mot_de_passe_bdd = "…"`.
+        r#"(?i)\b[a-z0-9_]*(?:password|passwd|pwd|mot_de_passe)_[a-z0-9_]*[a-z0-9]["']?[ \t]*(?:[:=]|=>)[ \t]*["'`]?([^\s"',;`)]+)"#,
+        Check::PasswordNamed,
+    ),
+    (
         "password-in-prose",
         "password given in a sentence",
         // "The password for the staging DB is X", "Password for staging: X": what the password
@@ -914,8 +926,10 @@ fn compile(table: &'static [(&str, &str, &str, Check)]) -> Vec<Rule> {
                 } else {
                     index
                 },
-                provider_allowlists: !matches!(check, Check::Password | Check::PasswordInSentence)
-                    && *id != "credentials-in-url",
+                provider_allowlists: !matches!(
+                    check,
+                    Check::Password | Check::PasswordInSentence | Check::PasswordNamed
+                ) && *id != "credentials-in-url",
             }
         })
         .collect()
@@ -1228,6 +1242,21 @@ fn confirm(check: Check, value: &str, text: &str, match_start: usize) -> bool {
         }
         Check::Password => is_password(value, text, match_start, false),
         Check::PasswordInSentence => is_password(value, text, match_start, true),
+        Check::PasswordNamed => {
+            let name: String = text[match_start..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect::<String>()
+                .to_ascii_lowercase();
+            // The words after the word password (`prod` in `db_password_prod`).
+            let after = ["password", "passwd", "pwd", "mot_de_passe"]
+                .iter()
+                .filter_map(|w| name.rfind(w).map(|i| &name[i + w.len()..]))
+                .min_by_key(|rest| rest.len())
+                .unwrap_or_default();
+            let about = after.split('_').any(|w| PASSWORD_METADATA.contains(&w));
+            !about && is_password(value, text, match_start, false)
+        }
         Check::Card => {
             is_card_number(value) && !in_decimal(text, match_start, match_start + value.len())
         }
@@ -1861,6 +1890,88 @@ fn has_consonant_run(name: &str, n: usize) -> bool {
 }
 
 /// Ordinary words that follow "password:" in prose and documentation.
+/// Words in a name after "password" that make it a name of something about a password, not of
+/// one (see [`Check::PasswordNamed`]).
+const PASSWORD_METADATA: &[&str] = &[
+    "file",
+    "path",
+    "url",
+    "uri",
+    "length",
+    "len",
+    "min",
+    "max",
+    "hash",
+    "hashed",
+    "policy",
+    "reset",
+    "expiry",
+    "expires",
+    "expiration",
+    "id",
+    "name",
+    "env",
+    "var",
+    "field",
+    "column",
+    "prompt",
+    "hint",
+    "required",
+    "regex",
+    "pattern",
+    "rules",
+    "rotation",
+    "age",
+    "ttl",
+    "changed",
+    "updated",
+    "at",
+    "enabled",
+    "mode",
+    "type",
+    "format",
+    "strength",
+    "store",
+    "manager",
+    "command",
+    "cmd",
+    "source",
+    "ref",
+    "label",
+    "input",
+    "confirm",
+    "confirmation",
+    "history",
+    "attempts",
+    "retries",
+    "salt",
+    "algorithm",
+    "scheme",
+    "encoder",
+    "validator",
+    "encryption",
+    "encrypted",
+    "method",
+    "auth",
+    "authentication",
+    "digest",
+    "check",
+    "complexity",
+    "lifetime",
+    "interval",
+    "days",
+    "count",
+    "limit",
+    "timeout",
+    "lockout",
+    "chars",
+    "characters",
+    "special",
+    "digits",
+    "uppercase",
+    "lowercase",
+];
+
 const COMMON_WORDS: &[&str] = &[
     "policy",
     "rotation",

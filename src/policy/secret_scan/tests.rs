@@ -989,6 +989,8 @@ fn forms_of_notes_from_a_third_outside_corpus() {
         "bugsnag api key 15934de8c77deb9027915463117edbff (server notifier)",
         "El token de acceso de la API es RbC3dtqof5Xj0VwasAC7ek4LaK9e1wvrD5o5dXFQ",
         "db.internal:5432:app:app:Pg9Pass!x  # ~/.pgpass",
+        "DB_PASSWORD_PROD=Xk9mQ2vLp7",
+        "RESET_PASSWORD_STAGING=Xk9mQ2vLp7",
     ]);
     assert_none_found(&[
         "ServiceAccount token automount disabled: automountServiceAccountToken: false on all workloads.",
@@ -996,6 +998,13 @@ fn forms_of_notes_from_a_third_outside_corpus() {
         "password: !env_var DB_PASSWORD",
         "passwd: !!binary |\n  (stored in sops)",
         "-e POSTGRES_PASSWORD=postgres   # local docker-compose for tests only",
+        "POSTGRES_PASSWORD_FILE=/run/secrets/db",
+        "PASSWORD_MIN_LENGTH=12",
+        "password_reset_url: https://x.example.com/reset",
+        "PASSWORD_HASH_ALGORITHM=argon2id",
+        "ADMIN_PASSWORD_ENV=ADMIN_PASSWORD",
+        "password_policy_strict = true",
+        "postgresql.conf: shared_buffers = 4GB, password_encryption = scram-sha-256",
         "kind: SealedSecret\nspec:\n  encryptedData:\n    password: AgBdKC83M3MJ6K4UIhlar7AxV1OQqx0HzhxaRGpnMsfP2VR5VgVqY44US0PVRqX3rXiBVy/0CNdUAv+jfZ9qrRnkI9UIOJWAkECwg6bXzOzITreOO6R99dxJmSs8qXUw8d1XTmmo4uAKL5B1",
     ]);
 }
