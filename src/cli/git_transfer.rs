@@ -419,20 +419,6 @@ pub fn export(ctx: &Ctx, args: ExportArgs, out: &mut Out) -> Result<ExitCode> {
     Ok(ExitCode::Ok)
 }
 
-/// Largest input `import` reads: it holds its input whole.
-const MAX_IMPORT_BYTES: u64 = 512 * 1024 * 1024;
-
-/// An import's input, whole, unless it is larger than [`MAX_IMPORT_BYTES`] (an endless one,
-/// `/dev/zero`, included).
-fn read_import(reader: impl std::io::Read, what: &str) -> Result<Vec<u8>> {
-    super::invoke::read_at_most(reader, MAX_IMPORT_BYTES)?.ok_or_else(|| {
-        Error::Usage(format!(
-            "{what} is larger than 512 MiB, more than an import reads at once; split it \
-             (JSON Lines can be split at any line) and import the parts"
-        ))
-    })
-}
-
 /// Warns that an events export is not whole when `n` of its events held a credential.
 fn warn_redacted(n: usize) {
     if n > 0 {
@@ -455,7 +441,10 @@ pub fn import(ctx: &Ctx, args: ImportArgs, out: &mut Out) -> Result<ExitCode> {
     let project = ctx.project(project_name)?;
     let wctx = ctx.write_context_for(&project, "import")?;
     let stdin = if arg_path.as_os_str() == "-" {
-        Some(read_import(super::invoke::stdin(), "standard input")?)
+        Some(import::read_bounded(
+            super::invoke::stdin(),
+            "standard input",
+        )?)
     } else {
         None
     };
@@ -476,16 +465,7 @@ pub fn import(ctx: &Ctx, args: ImportArgs, out: &mut Out) -> Result<ExitCode> {
     } else {
         arg_path
     };
-    // A file is read here, up to the limit; a directory's files by `import::read`.
-    let bytes = match stdin {
-        Some(b) => Some(b),
-        None if path.is_dir() => None,
-        None => {
-            let file = fs_err::File::open(&path).map_err(|e| Error::input(&path, e))?;
-            Some(read_import(file, &format!("`{}`", path.display()))?)
-        }
-    };
-    let report = match import::read(&path, bytes, within.as_deref())? {
+    let report = match import::read(&path, stdin, within.as_deref())? {
         Input::Records(r) => import::import_records(&project, &wctx, r, args.conflict_strategy)?,
         Input::Events(e) => import::import_events(&project, &wctx, e)?,
     };

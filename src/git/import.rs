@@ -41,6 +41,23 @@ fn is_event(v: &Value) -> bool {
     v.get("parents").is_some() && v.get("v").is_some() && v.get("type").is_some()
 }
 
+/// Largest input an import reads: it holds its input whole.
+const MAX_IMPORT_BYTES: u64 = 512 * 1024 * 1024;
+
+/// An import's input (`what` names it), whole, unless it is larger than [`MAX_IMPORT_BYTES`]
+/// (an endless one, `/dev/zero`, included).
+///
+/// # Errors
+/// When reading fails or the input is too large.
+pub fn read_bounded(reader: impl std::io::Read, what: &str) -> Result<Vec<u8>> {
+    crate::cli::invoke::read_at_most(reader, MAX_IMPORT_BYTES)?.ok_or_else(|| {
+        Error::Usage(format!(
+            "{what} is larger than 512 MiB, more than an import reads at once; split it \
+             (JSON Lines can be split at any line) and import the parts"
+        ))
+    })
+}
+
 /// Reads an export: a directory of `*.json` records, a JSON array, one JSON object, or JSON
 /// Lines of records or of events. With `within` (a directory, its links resolved), a file of a
 /// directory that leads outside it through a link is not read: it is a rejected record.
@@ -80,7 +97,10 @@ pub fn read(path: &Path, bytes: Option<Vec<u8>>, within: Option<&Path>) -> Resul
     }
     let bytes = match bytes {
         Some(b) => b,
-        None => std::fs::read(path).map_err(|e| crate::error::Error::input(path, e))?,
+        None => {
+            let file = fs_err::File::open(path).map_err(|e| Error::input(path, e))?;
+            read_bounded(file, &format!("`{}`", path.display()))?
+        }
     };
     let text = String::from_utf8_lossy(&bytes);
     match serde_json::from_str::<Value>(&text) {
