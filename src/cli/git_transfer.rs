@@ -438,8 +438,7 @@ fn warn_redacted(n: usize) {
 pub fn import(ctx: &Ctx, args: ImportArgs, out: &mut Out) -> Result<ExitCode> {
     let (project_name, arg_path) =
         project_and_path(&args.args, "the export to read", "standard input")?;
-    let project = ctx.project(project_name)?;
-    let wctx = ctx.write_context_for(&project, "import")?;
+    let (project, missing) = super::apply::write_target(ctx, project_name)?;
     let stdin = if arg_path.as_os_str() == "-" {
         Some(import::read_bounded(
             super::invoke::stdin(),
@@ -465,7 +464,20 @@ pub fn import(ctx: &Ctx, args: ImportArgs, out: &mut Out) -> Result<ExitCode> {
     } else {
         arg_path
     };
-    let report = match import::read(&path, stdin, within.as_deref())? {
+    let input = import::read(&path, stdin, within.as_deref())?;
+    // Memory that is not initialized is initialized for the import, as for every write, but
+    // only when the input holds something to import: a mistyped project name and an input of
+    // nothing leave no directory behind.
+    let project = if missing && input.has_any() {
+        super::apply::create_for_write(ctx, &project)?
+    } else if missing {
+        // Nothing to import: the error of memory that is not initialized, as before.
+        ctx.project(project_name)?
+    } else {
+        project
+    };
+    let wctx = ctx.write_context_for(&project, "import")?;
+    let report = match input {
         Input::Records(r) => import::import_records(&project, &wctx, r, args.conflict_strategy)?,
         Input::Events(e) => import::import_events(&project, &wctx, e)?,
     };

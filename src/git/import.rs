@@ -37,6 +37,16 @@ pub enum Input {
     Events(Vec<(String, InputEvent)>),
 }
 
+impl Input {
+    /// Whether some record or event of the input could be read (it may still be refused).
+    pub fn has_any(&self) -> bool {
+        match self {
+            Self::Records(r) => r.iter().any(|(_, v)| v.is_ok()),
+            Self::Events(e) => e.iter().any(|(_, v)| v.is_ok()),
+        }
+    }
+}
+
 fn is_event(v: &Value) -> bool {
     v.get("parents").is_some() && v.get("v").is_some() && v.get("type").is_some()
 }

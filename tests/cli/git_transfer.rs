@@ -230,6 +230,40 @@ fn events_round_trip_is_lossless() {
 }
 
 #[test]
+fn an_import_initializes_memory_that_is_not_initialized_only_when_it_has_something() {
+    let env = two_projects();
+    add(
+        &env,
+        "demo",
+        "2026-11-20T10:00:00Z",
+        "decisions",
+        "db",
+        "0.9",
+        "x",
+    );
+    env.run(&["export", "demo", "ev.jsonl", "--format", "events"])
+        .ok();
+    std::fs::write(env.root().join("junk.jsonl"), "{\"not\": \n").unwrap_or_default();
+    // Nothing in the input can be read: nothing is created, as before.
+    let refused = env.run(&["import", "fresh", "junk.jsonl"]);
+    assert_eq!(refused.code, 4, "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("memlog init fresh"),
+        "{}",
+        refused.stderr
+    );
+    assert!(!env.root().join("ai-memory/fresh").exists());
+    // An import is a write: the project is initialized for it, and says so.
+    let run = env.run(&["import", "fresh", "ev.jsonl", "--json"]).ok();
+    assert!(run.stderr.contains("was not initialized"), "{}", run.stderr);
+    assert_eq!(run.json()["imported"].as_array().map(Vec::len), Some(1));
+    assert_eq!(
+        env.run(&["-p", "fresh", "dump"]).ok().stdout,
+        env.run(&["-p", "demo", "dump"]).ok().stdout
+    );
+}
+
+#[test]
 fn strategies_settle_id_conflicts() {
     let env = two_projects();
     let id = add(

@@ -94,6 +94,8 @@ enum Phase {
     Rebuild,
     /// `verify` of each applied workspace
     Verify,
+    /// `import` of each applied workspace's events export into a new project
+    Import,
     /// Catch-up after a pull and after a rewritten log, on the largest applied workspace
     CatchUp,
     /// The concurrent processes, on the largest applied workspace
@@ -407,6 +409,9 @@ impl Bench<'_> {
             }
             if !self.skips(Phase::Verify) {
                 self.slow(&built, "verify", &["verify"])?;
+            }
+            if !self.skips(Phase::Import) {
+                self.import(&built)?;
             }
             if n == largest {
                 last = Some(built);
@@ -832,6 +837,46 @@ impl Bench<'_> {
         let events = built.events()?;
         let row = self
             .row(operation, "applied", built.entries, events, &outcomes)?
+            .rate(events);
+        self.push(row);
+        Ok(())
+    }
+
+    /// `import` of the workspace's events (its lossless export, as a team moving its memory
+    /// to another repository makes it) into a new project of the same workspace, each run its
+    /// own; the new projects are removed after.
+    fn import(&mut self, built: &Built) -> Result<()> {
+        progress(&format!("import of {} entries' events", built.entries));
+        let path = built.root.join("bench-export.jsonl");
+        let file = path.display().to_string();
+        let name = built.project.name.to_string();
+        let args = ["export", &name, &file, "--format", "events"].map(str::to_owned);
+        let o = self.memlog.run(&built.root, &args, "export")?;
+        if o.error.is_some() {
+            return Err(Error::Usage(format!(
+                "bench: `memlog export` failed: {}",
+                o.failure()
+            )));
+        }
+        let events = log_lines(&path)?;
+        let outcomes = self.repeat(&built.root, self.args.slow_runs, "import", |run| {
+            ["import", &format!("imported-{run}"), &file]
+                .map(str::to_owned)
+                .to_vec()
+        })?;
+        for run in 0..self.args.slow_runs {
+            let dir = built
+                .project
+                .workspace
+                .memory_dir()
+                .join(format!("imported-{run}"));
+            if dir.exists() {
+                fs_err::remove_dir_all(dir)?;
+            }
+        }
+        fs_err::remove_file(path)?;
+        let row = self
+            .row("import", "applied", built.entries, events, &outcomes)?
             .rate(events);
         self.push(row);
         Ok(())

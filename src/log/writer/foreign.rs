@@ -33,11 +33,10 @@ impl Batch<'_> {
         line: Option<String>,
         allow_duplicates: bool,
     ) -> Result<Option<Written>> {
-        let staged_already = self
-            .staged
-            .iter()
-            .any(|s| s.events.iter().any(|(e, _)| e.id == event.id));
-        if staged_already || self.session.store().has_event(&event.id)? {
+        // Accepted before by this batch (staged, or appended already): one lookup, where a
+        // scan of what is staged made an import of 100,000 events quadratic (127 s).
+        let accepted_already = self.foreign_events.contains_key(&event.id);
+        if accepted_already || self.session.store().has_event(&event.id)? {
             return Ok(None);
         }
         self.check_foreign_links(&event)?;
