@@ -68,6 +68,11 @@ pub fn run(ctx: &Ctx, args: ConflictsArgs, out: &mut Out) -> Result<ExitCode> {
         Ok(crate::git::conflicts::in_conflict(&events))
     })?;
     let duplicates = warn_duplicates(session.store())?;
+    super::query::warn_without_outcome(&[crate::retrieval::search::Source {
+        store: session.store(),
+        project: project.name.to_string(),
+        global: false,
+    }])?;
     let code = if args.check && (!conflicts.is_empty() || duplicates > 0) {
         ExitCode::Problems
     } else {

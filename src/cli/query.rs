@@ -602,6 +602,21 @@ fn warn_unheld_words(answer: &Answer, text: &str) {
     ));
 }
 
+/// Warns of each entry superseded concurrently whose replacements each gave way to another,
+/// so that none is active and no query finds any of them.
+pub fn warn_without_outcome(sources: &[Source<'_>]) -> Result<()> {
+    for (project, entry, competing) in crate::retrieval::search::without_outcome(sources)? {
+        warn(&format!(
+            "{entry} (project {project}) was superseded concurrently by {}, and each of those \
+             was then superseded by another (resolves that chose different winners, merged): \
+             none of them is active, so no query finds them; keep one with `memlog resolve \
+             {entry} --winner ID`",
+            competing.join(", ")
+        ));
+    }
+    Ok(())
+}
+
 /// Warns, once per entry in conflict, that results replaced it and that the replacements are
 /// competing outcomes until it is resolved.
 pub fn warn_disputed(hits: &[Hit]) {
@@ -740,6 +755,7 @@ pub fn run(ctx: &Ctx, args: QueryArgs, out: &mut Out) -> Result<ExitCode> {
     }
     warn_unheld_words(&answer, args.text.as_deref().unwrap_or_default());
     let elapsed = started.elapsed();
+    warn_without_outcome(&sources.sources())?;
     let (project, read) = sources.close();
     // Recorded before the answer is printed: a reader that closes the pipe early (`| head`)
     // ends the process at the first line it no longer takes.

@@ -281,18 +281,48 @@ fn winner_change(
         ));
     }
     let winner = session.resolve(winner)?;
-    if !competing.contains(&winner) {
+    // Each side's outcome now: its replacement, or the newer entry its branch superseded that
+    // one by (a side may have gone on after the fork).
+    let mut ends = Vec::new();
+    for c in competing {
+        ends.push(crate::log::writer::line_end(session.store(), c, competing)?);
+    }
+    let line_of_winner = competing
+        .iter()
+        .zip(&ends)
+        .position(|(c, end)| *c == winner || end.as_ref().is_some_and(|e| e.id == winner));
+    let Some(line_of_winner) = line_of_winner else {
+        let later: Vec<&str> = competing
+            .iter()
+            .zip(&ends)
+            .filter_map(|(c, end)| end.as_ref().filter(|e| e.id != *c).map(|e| e.id.as_str()))
+            .collect();
         return Err(crate::Error::Rejected {
             message: format!(
-                "{winner} is not one of the replacements of {} ({list})",
-                old.id
+                "{winner} is not one of the replacements of {} ({list}){}",
+                old.id,
+                if later.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        " nor what a replacement was superseded by since ({})",
+                        later.join(", ")
+                    )
+                }
             ),
         });
-    }
+    };
+    // The other sides' outcomes give way to the winner: the replacement of each, or what its
+    // branch replaced it with since (superseding only the replacement, itself superseded
+    // already, left that newer entry active beside the winner, and no conflict to show it).
     let mut losers = Vec::new();
-    for loser in competing.iter().filter(|c| **c != winner) {
-        if let Some(state) = session.store().entry(loser)?
+    for (i, end) in ends.into_iter().enumerate() {
+        if i == line_of_winner {
+            continue;
+        }
+        if let Some(state) = end
             && state.status == projections::Status::Active
+            && state.id != winner
         {
             losers.push((state.id.clone(), state.heads.clone()));
         }

@@ -316,8 +316,14 @@ pub fn mark_disputed(sources: &[Source<'_>], hits: &mut [Hit]) -> Result<()> {
         let mut replaced: HashMap<String, String> = HashMap::new();
         for id in in_conflict {
             if let Some(state) = s.store.entry(&id)? {
-                for by in crate::log::writer::competing_replacements(s.store, &state)? {
-                    replaced.insert(by, id.clone());
+                let competing = crate::log::writer::competing_replacements(s.store, &state)?;
+                for by in &competing {
+                    // What a side's branch replaced its replacement with since is that side's
+                    // outcome, as disputed as the replacement was.
+                    if let Some(end) = crate::log::writer::line_end(s.store, by, &competing)? {
+                        replaced.insert(end.id, id.clone());
+                    }
+                    replaced.insert(by.clone(), id.clone());
                 }
             }
         }
@@ -328,6 +334,36 @@ pub fn mark_disputed(sources: &[Source<'_>], hits: &mut [Hit]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The entries of `sources` superseded concurrently whose replacements all gave way to one
+/// another, so that none of them is active (two resolves that chose different winners, merged
+/// from two branches): each with its project and the replacements. A query finds none of those
+/// entries, so it says why.
+///
+/// # Errors
+/// When a store cannot be read.
+pub fn without_outcome(sources: &[Source<'_>]) -> Result<Vec<(String, String, Vec<String>)>> {
+    let mut out = Vec::new();
+    for s in sources {
+        for id in s.store.ids_with("conflict", "true")? {
+            let Some(state) = s.store.entry(&id)? else {
+                continue;
+            };
+            let competing = crate::log::writer::competing_replacements(s.store, &state)?;
+            if competing.len() < 2 {
+                continue;
+            }
+            let mut any = false;
+            for by in &competing {
+                any |= crate::log::writer::line_end(s.store, by, &competing)?.is_some();
+            }
+            if !any {
+                out.push((s.project.clone(), id, competing));
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// True when `text` is not blank but holds no word that is searched (only stop words,

@@ -308,8 +308,28 @@ fn resolves_that_chose_different_winners_are_settled_by_another() {
     );
     let c = env.run(&["conflicts", "--json"]).ok().json();
     assert_eq!(c[0]["entry"], id.as_str(), "{c}");
+    // No query finds either replacement now: every query says why, and `conflicts` too.
+    let query = env.run(&["query", "queues"]).ok();
+    let conflicts = env.run(&["conflicts"]).ok();
+    for run in [&query, &conflicts] {
+        assert!(
+            run.stderr.contains("none of them is active")
+                && run
+                    .stderr
+                    .contains(&format!("memlog resolve {id} --winner ID")),
+            "{}",
+            run.stderr
+        );
+    }
     env.run_at("2026-11-25T00:00:00Z", &["resolve", &id, "--winner", &ra])
         .ok();
+    assert!(
+        !env.run(&["query", "queues"])
+            .ok()
+            .stderr
+            .contains("none of them"),
+        "settled, nothing is said"
+    );
     assert_eq!(
         (status(&ra), status(&rb)),
         (json!("active"), json!("superseded"))
@@ -319,6 +339,73 @@ fn resolves_that_chose_different_winners_are_settled_by_another() {
     assert_eq!(env.run(&["conflicts", "--json"]).ok().json(), json!([]));
     let found = env.run(&["--json", "query", "queues"]).ok().json();
     assert_eq!(found[0]["id"], ra.as_str(), "{found}");
+    assert_eq!(env.run(&["verify"]).code, 0);
+}
+
+/// A side that went on after the fork (its replacement superseded again on its branch) is
+/// disputed by its newest entry, which `resolve --winner` may keep, or supersede when the other
+/// side wins: no entry of the losing side stays active beside the winner.
+#[test]
+fn a_side_that_went_on_after_the_fork_is_disputed_and_settled_by_its_newest_entry() {
+    let env = Env::new();
+    let id = crate::common::committed_entry(&env, ".", "queue", "Use one queue");
+    let supersede = |now: &str, of: &str, summary: &str| {
+        env.run_at(now, &["supersede", of, "--summary", summary, "--json"])
+            .ok()
+            .json()["id"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    git(&env, &["checkout", "-qb", "a"]);
+    let ra = supersede("2026-11-23T00:00:00Z", &id, "Use two queues");
+    let newer = supersede("2026-11-23T00:01:00Z", &ra, "Use three queues");
+    git(&env, &["commit", "-qam", "a"]);
+    git(&env, &["checkout", "-q", "main"]);
+    let rb = supersede("2026-11-23T00:00:30Z", &id, "Use a stream");
+    git(&env, &["commit", "-qam", "b"]);
+    git(&env, &["merge", "-q", "--no-edit", "a"]);
+    git(&env, &["branch", "-q", "before"]);
+
+    let found = env.run(&["--json", "query", "queues stream"]).ok().json();
+    let mut disputed: Vec<&str> = found
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|h| h["annotations"] == json!(["disputed"]))
+        .filter_map(|h| h["id"].as_str())
+        .collect();
+    disputed.sort_unstable();
+    let mut want = vec![newer.as_str(), rb.as_str()];
+    want.sort_unstable();
+    assert_eq!(disputed, want, "{found}");
+
+    let active = |env: &Env| -> Vec<String> {
+        let listed = env
+            .run(&["--json", "list", "--status", "active"])
+            .ok()
+            .json();
+        let mut ids: Vec<String> = listed
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e["id"].as_str().map(str::to_owned))
+            .collect();
+        ids.sort_unstable();
+        ids
+    };
+    // The other side wins: the newest entry of the losing side gives way too.
+    env.run_at(AFTER_THE_BRANCHES, &["resolve", &id, "--winner", &rb])
+        .ok();
+    assert_eq!(active(&env), vec![rb.clone()]);
+    assert_eq!(env.run(&["conflicts", "--json"]).ok().json(), json!([]));
+    // The side that went on wins, by its newest entry.
+    git(&env, &["reset", "-q", "--hard", "before"]);
+    env.run_at(AFTER_THE_BRANCHES, &["resolve", &id, "--winner", &newer])
+        .ok();
+    assert_eq!(active(&env), vec![newer.clone()]);
+    let shown = env.run(&["show", &rb, "--json"]).ok().json();
+    assert_eq!(shown["superseded_by"], newer.as_str(), "{shown}");
     assert_eq!(env.run(&["verify"]).code, 0);
 }
 

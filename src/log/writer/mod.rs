@@ -1022,6 +1022,39 @@ pub fn competing_replacements(store: &Store, state: &EntryState) -> Result<Vec<S
     Ok(by)
 }
 
+/// The entry that stands for the line of `replacement` (one of `competing`, the replacements
+/// of an entry superseded concurrently) now: `replacement` itself while it is not superseded,
+/// else the entry its supersedes lead to (a replacement that its own branch superseded again
+/// by a newer one). `None` when the line gives way to another of `competing` or circles back
+/// (two resolves that chose different winners, merged, leave each replacement superseded by
+/// the other), or leads to an entry the store lacks.
+///
+/// # Errors
+/// When the store cannot be read.
+pub fn line_end(
+    store: &Store,
+    replacement: &str,
+    competing: &[String],
+) -> Result<Option<EntryState>> {
+    let mut seen = std::collections::HashSet::new();
+    let mut at = replacement.to_owned();
+    loop {
+        if !seen.insert(at.clone()) {
+            return Ok(None);
+        }
+        let Some(state) = store.entry(&at)? else {
+            return Ok(None);
+        };
+        if state.status != Status::Superseded {
+            return Ok(Some(state));
+        }
+        match state.superseded_by {
+            Some(by) if !(competing.contains(&by) && by != replacement) => at = by,
+            _ => return Ok(None),
+        }
+    }
+}
+
 impl Drop for Batch<'_> {
     fn drop(&mut self) {
         // A batch given up on an error: what reached the log is still forced to disk.
