@@ -11,13 +11,15 @@ use std::path::PathBuf;
 
 #[derive(Debug, clap::Args)]
 pub struct MergeDriverArgs {
-    /// The common ancestor's version (git's %O; not needed: the log only grows)
+    /// The common ancestor's version (git's %O): a line it holds that one side no longer holds
+    /// (rewritten by `gc`) is not taken back from the other side; a file that does not exist
+    /// (or /dev/null) merges without it
     pub ancestor: PathBuf,
     /// Our version (git's %A): the merged log is written here
     pub ours: PathBuf,
-    /// Their version (git's %B)
+    /// Their version (git's %B); `-` reads it from standard input
     pub theirs: PathBuf,
-    /// The path in the repository (git's %P), for messages
+    /// The path in the repository (git's %P), for messages; its working copy is merged in too
     pub path: Option<String>,
 }
 
@@ -29,8 +31,9 @@ pub enum GitCommand {
     Install,
     /// Undo `memlog git install` (an earlier hook of yours gets its place back)
     Uninstall,
-    /// What the hook runs: staged lines under ai-memory/ scanned for credentials, and every
-    /// ai-context/<project>.md checked against memory
+    /// What the hook runs: staged lines under ai-memory/ checked (intact events, no
+    /// credentials), every ai-context/<project>.md checked against memory, and for a merge,
+    /// every event of the merged commits' logs kept
     PreCommit,
 }
 
@@ -53,14 +56,26 @@ pub fn merge_driver(ctx: &Ctx, args: MergeDriverArgs, out: &mut Out) -> Result<E
     // after git read it: what is there is merged in too, under the project's write lock so
     // that no write lands between the read and the result. (One landing after the driver
     // exits and before git writes the result is still lost; that window is git's.)
-    let working =
-        args.path.as_deref().map(std::path::Path::new).filter(|p| {
-            p.file_name().is_some_and(|n| n == crate::project::LOG_FILE) && p.is_file()
-        });
+    // Run by hand on a project's log (`memlog merge-driver /dev/null <log> -`), ours is the
+    // working copy: the same lock keeps writes out while it is rewritten.
+    let working = args
+        .path
+        .as_deref()
+        .map_or(args.ours.as_path(), std::path::Path::new);
+    let working = Some(working)
+        .filter(|p| p.file_name().is_some_and(|n| n == crate::project::LOG_FILE) && p.is_file());
     let name = args
         .path
         .clone()
         .unwrap_or_else(|| args.ours.display().to_string());
+    let ancestor = crate::git::merge_driver::read_ancestor(&args.ancestor)?;
+    let theirs = if args.theirs.as_os_str() == "-" {
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut bytes)?;
+        bytes
+    } else {
+        fs_err::read(&args.theirs)?
+    };
     let merged = match working {
         Some(log) => {
             let state = log
@@ -86,21 +101,35 @@ pub fn merge_driver(ctx: &Ctx, args: MergeDriverArgs, out: &mut Out) -> Result<E
                 crate::store::session::without_secrets,
             )?;
             let written = fs_err::read(log)?;
-            crate::git::merge_driver::run_with(&args.ours, &args.theirs, &written, &name)?
+            crate::git::merge_driver::run(&args.ours, &ancestor, &theirs, &written, &name)?
         }
-        None => crate::git::merge_driver::run(&args.ours, &args.theirs, &name)?,
+        None => crate::git::merge_driver::run(&args.ours, &ancestor, &theirs, b"", &name)?,
     };
     if out.json {
-        out.json(&json!({"success": true, "path": name, "ours": merged.ours, "added": merged.added, "duplicates": merged.duplicates}));
+        out.json(&json!({"success": true, "path": name, "ours": merged.ours, "added": merged.added, "duplicates": merged.duplicates, "removed": merged.removed, "replaced": merged.replaced}));
     } else {
         // git shows the driver's output during the merge: keep it to one line on stderr.
-        super::output::note(&format!(
+        let mut note = format!(
             "memlog merged {}: {} kept, {} added from the other side, {} dropped",
             name,
             count(merged.ours, "line", "lines"),
             merged.added,
             count(merged.duplicates, "duplicate", "duplicates")
-        ));
+        );
+        if merged.removed > 0 {
+            note.push_str(&format!(
+                ", {} that one side rewrote or removed since the common ancestor left out",
+                count(merged.removed, "line", "lines")
+            ));
+        }
+        if merged.replaced > 0 {
+            note.push_str(&format!(
+                ", {} left out for {} tombstone",
+                count(merged.replaced, "purged line", "purged lines"),
+                if merged.replaced == 1 { "its" } else { "their" }
+            ));
+        }
+        super::output::note(&note);
     }
     Ok(ExitCode::Ok)
 }
@@ -329,10 +358,62 @@ pub fn sync_context(ctx: &Ctx, args: SyncContextArgs, out: &mut Out) -> Result<E
     Ok(ExitCode::Ok)
 }
 
+/// The commits `git merge` names to its `pre-merge-commit` hook, before it writes
+/// `MERGE_HEAD`: one `GITHEAD_<commit>=<name>` variable each.
+fn announced_merge_heads() -> Vec<(String, String)> {
+    std::env::vars_os()
+        .filter_map(|(key, value)| {
+            let commit = key.to_str()?.strip_prefix("GITHEAD_")?;
+            let hex =
+                matches!(commit.len(), 40 | 64) && commit.bytes().all(|b| b.is_ascii_hexdigit());
+            hex.then(|| (commit.to_owned(), value.to_string_lossy().into_owned()))
+        })
+        .collect()
+}
+
+/// How many event ids a message names before it counts the rest.
+const LOST_SHOWN: usize = 5;
+
+/// The hook's message for events a merge commit would drop: which, from where, and the fix.
+fn describe_loss(loss: &crate::git::staged::MergeLoss) -> String {
+    let n = loss.missing.len();
+    let ids: Vec<&str> = loss
+        .missing
+        .iter()
+        .take(LOST_SHOWN)
+        .map(|id| id.get(..12).unwrap_or(id))
+        .collect();
+    let more = n.saturating_sub(LOST_SHOWN);
+    let more = if more > 0 {
+        format!(" and {more} more")
+    } else {
+        String::new()
+    };
+    let from = match &loss.branch {
+        Some(b) => format!(
+            "`{}` (commit {})",
+            safe(b),
+            &loss.commit[..loss.commit.len().min(12)]
+        ),
+        None => format!("commit {}", &loss.commit[..loss.commit.len().min(12)]),
+    };
+    let path = safe(&loss.path);
+    format!(
+        "{path}: the merge drops {} that {from} holds ({}{more}): a merge keeps the memory of \
+         both sides. Put them back with `git show {}:./{path} | memlog merge-driver /dev/null \
+         {path} -` (the union of both logs), then `git add {path}` and `git commit`",
+        count(n, "event", "events"),
+        ids.join(", "),
+        loss.commit,
+    )
+}
+
 fn pre_commit(ctx: &Ctx, out: &mut Out) -> Result<ExitCode> {
     let ws = ctx.workspace()?;
     let repo = crate::git::repo::Repo::at(ws.root())?;
     let staged = crate::git::staged::scan(&repo)?;
+    let heads = crate::git::staged::merge_heads(&repo, &announced_merge_heads())?;
+    let losses = crate::git::staged::merge_losses(&repo, &heads)?;
     let findings = &staged.secrets;
     let mut stale = Vec::new();
     // Whether ai-context/ is in sync is a question for a log that reads: a damaged one is the
@@ -371,13 +452,14 @@ fn pre_commit(ctx: &Ctx, out: &mut Out) -> Result<ExitCode> {
             stale.push((project.name.to_string(), s));
         }
     }
-    let ok = findings.is_empty() && stale.is_empty() && staged.damaged.is_empty();
+    let ok =
+        findings.is_empty() && stale.is_empty() && staged.damaged.is_empty() && losses.is_empty();
     if out.json {
         let stale: Vec<_> = stale
             .iter()
             .map(|(p, s)| json!({"project": p, "stale": s}))
             .collect();
-        out.json(&json!({"ok": ok, "secrets": findings, "damaged_log_lines": staged.damaged, "stale_context": stale}));
+        out.json(&json!({"ok": ok, "secrets": findings, "damaged_log_lines": staged.damaged, "dropped_by_merge": losses, "stale_context": stale}));
     } else {
         for d in &staged.damaged {
             out.line(format!(
@@ -386,6 +468,9 @@ fn pre_commit(ctx: &Ctx, out: &mut Out) -> Result<ExitCode> {
                 d.line,
                 safe(&d.problem)
             ));
+        }
+        for loss in &losses {
+            out.line(describe_loss(loss));
         }
         for f in findings {
             out.line(format!(

@@ -68,7 +68,7 @@ impl Invocation {
     /// shared by every worktree of the repository, and each must check its own index.
     fn hook(&self, name: &str, prefix: &str) -> String {
         format!(
-            "#!/bin/sh\n{MARK}\n# Checks staged memory: every added log line is an intact event, no credentials, and ai-context/ in sync with memory.\n\
+            "#!/bin/sh\n{MARK}\n# Checks staged memory: every added log line is an intact event, no credentials, ai-context/ in sync with memory, and a merge keeps the merged branches' events.\n\
              top=\"$(git rev-parse --show-toplevel)\" || exit 1\n\
              {} --workspace \"$top\"/{} git pre-commit || exit 1\n\
              user_hook=\"$(dirname \"$0\")/{}\"\n\

@@ -3,12 +3,20 @@
 //! only what is new), then their new lines ordered by time and event id (the same whatever
 //! order their branch wrote them in).
 //!
+//! A log only grows, with one exception: `gc` rewrites the lines of a purged entry as their
+//! tombstones (the content removed, the ids kept). So the union leaves out what one side
+//! rewrote: a line of the common ancestor that one side no longer holds is not taken back from
+//! the other (git's own `merge=union` does the same for such a line), and a whole line whose
+//! event a tombstone of the merged log stands for is left out, ancestor or not: purged content
+//! never comes back with a merge, a rebase or a cherry-pick.
+//!
 //! Projections depend on the set of events only, so this driver and git's built-in
-//! `merge=union` always give byte-identical projections; the driver also drops duplicated
-//! lines and never mixes two lines into one.
+//! `merge=union` give byte-identical projections; the driver also drops duplicated lines and
+//! never mixes two lines into one.
 
 use crate::error::{Error, Result};
-use std::collections::HashSet;
+use rustc_hash::FxHashSet;
+use std::collections::HashMap;
 use std::path::Path;
 
 /// What a merge produced.
@@ -22,6 +30,11 @@ pub struct Merged {
     pub added: usize,
     /// Lines that one side held twice, kept once.
     pub duplicates: usize,
+    /// Lines of the common ancestor that one side no longer holds (rewritten by `gc`, or
+    /// removed), left out although the other side still holds them.
+    pub removed: usize,
+    /// Whole lines left out because a tombstone of the merged log stands for their event.
+    pub replaced: usize,
 }
 
 /// The lines of a log, without `\r\n` endings, blank lines left out. A last line without its
@@ -45,22 +58,72 @@ fn order_key(line: &[u8]) -> (u8, String, String, Vec<u8>) {
     }
 }
 
-/// Merges two logs: `ours` in its order, then the lines of `theirs` that `ours` lacks, by
-/// (time, event id). Every line of both sides is in the result exactly once.
-pub fn merge(ours: &[u8], theirs: &[u8]) -> Merged {
-    let mut seen: HashSet<&[u8]> = HashSet::new();
+/// The tombstones among `lines` that a purge among them vouches for, by the id of the event
+/// each stands for (the first, when two purges left one each). A line that only claims to be a
+/// tombstone replaces nothing: every reader refuses it, and the event's whole line stays.
+fn vouched_tombstones<'a>(lines: &[&'a [u8]]) -> HashMap<String, &'a [u8]> {
+    let text = |l: &&'a [u8]| std::str::from_utf8(l).ok();
+    let marked: Vec<&str> = lines
+        .iter()
+        .filter_map(text)
+        .filter(|l| crate::log::tombstones::marked(l))
+        .collect();
+    let mut out = HashMap::new();
+    if marked.is_empty() {
+        return out;
+    }
+    let purges: HashMap<String, projections::Event> = lines
+        .iter()
+        .filter_map(text)
+        .filter(|l| l.contains("\"type\":\"purge\""))
+        .filter_map(|l| projections::decode_line(l).ok())
+        .filter(|e| matches!(e.data, projections::EventData::Purge { .. }))
+        .map(|e| (e.id.clone(), e))
+        .collect();
+    for line in marked {
+        let Ok(event) = projections::decode_line(line) else {
+            continue;
+        };
+        let purge_of = |p: &str| Ok(purges.get(p).cloned());
+        if matches!(
+            crate::log::tombstones::problem(&event.id, line, purge_of),
+            Ok(None)
+        ) {
+            out.entry(event.id).or_insert(line.as_bytes());
+        }
+    }
+    out
+}
+
+/// The id of the event `line` holds whole (not as a tombstone), when its content hashes to it.
+fn whole_event_id(line: &[u8]) -> Option<&str> {
+    if crate::log::tombstones::marked(std::str::from_utf8(line).ok()?) {
+        return None;
+    }
+    match crate::log::line_id::stated_id(line)? {
+        (id, true) => Some(id),
+        _ => None,
+    }
+}
+
+/// Merges two logs that descend from `ancestor`: `ours` in its order, then the lines of
+/// `theirs` that `ours` lacks, by (time, event id). Every line of both sides is in the result
+/// exactly once, except a line of `ancestor` that one side no longer holds, and a whole event
+/// whose tombstone (vouched for by its purge) the result holds: the tombstone takes the whole
+/// line's place. With an empty ancestor (none is known) only tombstones leave lines out.
+pub fn merge(ancestor: &[u8], ours: &[u8], theirs: &[u8]) -> Merged {
     let mut out = Merged::default();
+    let mut ours_once: Vec<&[u8]> = Vec::new();
+    let mut seen: FxHashSet<&[u8]> = FxHashSet::default();
     for line in lines(ours) {
         if seen.insert(line) {
-            out.bytes.extend_from_slice(line);
-            out.bytes.push(b'\n');
-            out.ours += 1;
+            ours_once.push(line);
         } else {
             out.duplicates += 1;
         }
     }
     let mut new: Vec<&[u8]> = Vec::new();
-    let mut theirs_seen: HashSet<&[u8]> = HashSet::new();
+    let mut theirs_seen: FxHashSet<&[u8]> = FxHashSet::default();
     for line in lines(theirs) {
         if !theirs_seen.insert(line) {
             out.duplicates += 1;
@@ -68,11 +131,73 @@ pub fn merge(ours: &[u8], theirs: &[u8]) -> Merged {
             new.push(line);
         }
     }
-    let mut keyed: Vec<_> = new.into_iter().map(|l| (order_key(l), l)).collect();
+    // Rewritten (by `gc`) or removed on one side since the sides split: the other side's copy
+    // is the old line, which the union must not bring back.
+    let gone: FxHashSet<&[u8]> = lines(ancestor)
+        .filter(|l| !seen.contains(l) || !theirs_seen.contains(l))
+        .collect();
+    out.removed = ours_once
+        .iter()
+        .chain(&new)
+        .filter(|l| gone.contains(*l))
+        .count();
+    new.retain(|l| !gone.contains(l));
+    let candidates: Vec<&[u8]> = ours_once
+        .iter()
+        .filter(|l| !gone.contains(*l))
+        .chain(&new)
+        .copied()
+        .collect();
+    let tombstones = vouched_tombstones(&candidates);
+    // Only the lines that state a tombstone's id are hashed (most logs hold a tombstone).
+    let tombstone_of = |line: &[u8]| {
+        if tombstones.is_empty() {
+            return None;
+        }
+        let stated = crate::log::line_id::stated_id_unchecked(line)?;
+        let tombstone = tombstones.get(stated)?;
+        (whole_event_id(line) == Some(stated)).then_some(*tombstone)
+    };
+    let push = |bytes: &mut Vec<u8>, line: &[u8]| {
+        bytes.extend_from_slice(line);
+        bytes.push(b'\n');
+    };
+    let mut placed: FxHashSet<&[u8]> = FxHashSet::default();
+    for line in ours_once {
+        let tombstone = tombstone_of(line);
+        let is_gone = gone.contains(line);
+        if !is_gone && tombstone.is_none() {
+            push(&mut out.bytes, line);
+            out.ours += 1;
+            continue;
+        }
+        if !is_gone {
+            out.replaced += 1;
+        }
+        // Their tombstone of the event takes the line's place, as `gc` rewrites a line in
+        // place: the merge commit's diff against our side shows that rewrite.
+        if let Some(t) = tombstone
+            && !seen.contains(t)
+            && placed.insert(t)
+        {
+            push(&mut out.bytes, t);
+            out.added += 1;
+        }
+    }
+    let mut keyed = Vec::new();
+    for line in new {
+        if placed.contains(line) {
+            continue;
+        }
+        if tombstone_of(line).is_some() {
+            out.replaced += 1;
+            continue;
+        }
+        keyed.push((order_key(line), line));
+    }
     keyed.sort();
     for (_, line) in keyed {
-        out.bytes.extend_from_slice(line);
-        out.bytes.push(b'\n');
+        push(&mut out.bytes, line);
         out.added += 1;
     }
     out
@@ -116,45 +241,56 @@ fn first_damaged(bytes: &[u8], only: impl Fn(&[u8]) -> bool) -> Option<(usize, S
     None
 }
 
-/// Runs the driver as git calls it (`%O %A %B`): merges `ours` (`%A`) with `theirs` (`%B`) and
-/// writes the result over `ours`. The ancestor (`%O`) is not needed: the log only grows, so the
-/// union of both sides holds everything the ancestor held that either side kept. `name` is the
-/// log's path in the repository (`%P`), for messages.
+/// The ancestor's version (`%O`), empty when the file does not exist: without it the merge
+/// is the union of both sides, in which only tombstones leave lines out. (git hands an empty
+/// file when the sides share no version of the log.)
 ///
 /// # Errors
-/// When a file cannot be read or written (the error names it), or a line the merge would bring
-/// in is not an intact event ([`run_with`]).
-pub fn run(ours: &Path, theirs: &Path, name: &str) -> Result<Merged> {
-    run_with(ours, theirs, b"", name)
+/// When the file exists and cannot be read (the error names it).
+pub fn read_ancestor(path: &Path) -> Result<Vec<u8>> {
+    match fs_err::read(path) {
+        Ok(bytes) => Ok(bytes),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(e.into()),
+    }
 }
 
-/// [`run`], with the lines of `written` too: what memlog appended to the working copy of the
-/// log after git read it (a write acknowledged while the merge runs). git replaces the working
-/// copy with the driver's result, so a line only there would otherwise be lost. The caller
-/// has moved a torn last line of the working copy to the quarantine.
+/// Runs the driver as git calls it (`%O %A %B %P`): merges `ours` (the file `%A`) with
+/// `theirs` (`%B`'s bytes), knowing `ancestor` (`%O`'s bytes, see [`merge`]), and writes the
+/// result over `ours`. `written` holds the lines of the working copy of the log (`%P`), which
+/// memlog may have appended to after git read it (a write acknowledged while the merge runs):
+/// git replaces the working copy with the driver's result, so a line only there would
+/// otherwise be lost. The caller has moved a torn last line of the working copy to the
+/// quarantine. `name` is the log's path in the repository, for messages.
 ///
 /// # Errors
-/// As [`run`]; [`Error::Rejected`] when their side adds a line that is not an intact event, or
-/// either side ends in a torn line: merged in, it would sit in mid-log, where every memlog
-/// command refuses it, instead of at the end, where the next command sets it aside. `ours` then
-/// holds our lines and the working copy's, which git leaves in the working tree, and git
-/// reports the log as conflicted.
-pub fn run_with(ours: &Path, theirs: &Path, written: &[u8], name: &str) -> Result<Merged> {
+/// When `ours` cannot be read or written (the error names it); [`Error::Rejected`] when their
+/// side adds a line that is not an intact event, or either side ends in a torn line: merged
+/// in, it would sit in mid-log, where every memlog command refuses it, instead of at the end,
+/// where the next command sets it aside. `ours` then holds our lines and the working copy's,
+/// which git leaves in the working tree, and git reports the log as conflicted.
+pub fn run(
+    ours: &Path,
+    ancestor: &[u8],
+    theirs: &[u8],
+    written: &[u8],
+    name: &str,
+) -> Result<Merged> {
     let a = fs_err::read(ours)?;
-    let b = fs_err::read(theirs)?;
+    let b = theirs;
     // The lines only the working copy holds join theirs, so that they are ordered together by
     // event time. (Lines it shares with either side are not added twice, nor counted as
     // duplicates.)
-    let known: HashSet<&[u8]> = lines(&a).chain(lines(&b)).collect();
+    let known: FxHashSet<&[u8]> = lines(&a).chain(lines(b)).collect();
     let only_written: Vec<&[u8]> = lines(written).filter(|l| !known.contains(l)).collect();
-    let ours_set: HashSet<&[u8]> = lines(&a).collect();
+    let ours_set: FxHashSet<&[u8]> = lines(&a).collect();
     // Our lines are in our branch already: only a torn tail of ours is new harm.
     let a_tail = a.rsplit(|b| *b == b'\n').next().unwrap_or_default();
     let a_tail = a_tail.strip_suffix(b"\r").unwrap_or(a_tail);
     let found = first_damaged(&a, |l| l == a_tail)
         .map(|(n, why)| ("our version", n, why))
         .or_else(|| {
-            first_damaged(&b, |l| !ours_set.contains(l)).map(|(n, why)| ("their version", n, why))
+            first_damaged(b, |l| !ours_set.contains(l)).map(|(n, why)| ("their version", n, why))
         })
         .or_else(|| {
             first_damaged(written, |l| only_written.contains(&l))
@@ -174,7 +310,7 @@ pub fn run_with(ours: &Path, theirs: &Path, written: &[u8], name: &str) -> Resul
             ),
         });
     }
-    let mut b = b;
+    let mut b = b.to_vec();
     if !only_written.is_empty() && !b.is_empty() && !b.ends_with(b"\n") {
         b.push(b'\n');
     }
@@ -182,7 +318,7 @@ pub fn run_with(ours: &Path, theirs: &Path, written: &[u8], name: &str) -> Resul
         b.extend_from_slice(line);
         b.push(b'\n');
     }
-    let merged = merge(&a, &b);
+    let merged = merge(ancestor, &a, &b);
     crate::log::durable::write_atomic(ours, &merged.bytes)?;
     Ok(merged)
 }
@@ -227,24 +363,65 @@ mod tests {
             c in prop::collection::vec("[abc]{1,2}", 0..12),
         ) {
             let (a, b, c) = (log(&a), log(&b), log(&c));
-            let ab = merge(&a, &b).bytes;
+            let ab = merge(b"", &a, &b).bytes;
             let union: BTreeSet<Vec<u8>> = set(&a).union(&set(&b)).cloned().collect();
             prop_assert_eq!(set(&ab), union);
             prop_assert_eq!(super::lines(&ab).count(), set(&ab).len());
-            let ours_once = merge(&a, b"").bytes;
+            let ours_once = merge(b"", &a, b"").bytes;
             prop_assert!(ab.starts_with(&ours_once));
-            prop_assert_eq!(set(&merge(&b, &a).bytes), set(&ab));
+            prop_assert_eq!(set(&merge(b"", &b, &a).bytes), set(&ab));
             prop_assert_eq!(
-                set(&merge(&ab, &c).bytes),
-                set(&merge(&a, &merge(&b, &c).bytes).bytes)
+                set(&merge(b"", &ab, &c).bytes),
+                set(&merge(b"", &a, &merge(b"", &b, &c).bytes).bytes)
             );
-            prop_assert_eq!(merge(&ab, &ab).bytes, ab.clone());
+            prop_assert_eq!(merge(b"", &ab, &ab).bytes, ab.clone());
+        }
+
+        /// With the ancestor: a line of it that one side no longer holds is left out, whatever
+        /// the other side holds; every other line of either side is kept, once; logs that only
+        /// grew from the ancestor merge exactly as without it; sides swapped, the same set.
+        #[test]
+        fn a_line_one_side_removed_since_the_ancestor_stays_out(
+            o in prop::collection::vec("[abcd]{1,2}", 0..12),
+            keep_a in prop::collection::vec(any::<bool>(), 12),
+            keep_b in prop::collection::vec(any::<bool>(), 12),
+            extra_a in prop::collection::vec("[cde]{1,2}", 0..6),
+            extra_b in prop::collection::vec("[cde]{1,2}", 0..6),
+        ) {
+            let side = |keep: &[bool], extra: &[String]| {
+                let mut lines: Vec<String> = o
+                    .iter()
+                    .zip(keep)
+                    .filter(|(_, k)| **k)
+                    .map(|(l, _)| l.clone())
+                    .collect();
+                lines.extend(extra.iter().cloned());
+                log(&lines)
+            };
+            let (base, a, b) = (log(&o), side(&keep_a, &extra_a), side(&keep_b, &extra_b));
+            let merged = merge(&base, &a, &b);
+            let (sa, sb, so) = (set(&a), set(&b), set(&base));
+            let expected: BTreeSet<Vec<u8>> = sa
+                .union(&sb)
+                .filter(|l| !so.contains(*l) || (sa.contains(*l) && sb.contains(*l)))
+                .cloned()
+                .collect();
+            prop_assert_eq!(set(&merged.bytes), expected);
+            prop_assert_eq!(super::lines(&merged.bytes).count(), set(&merged.bytes).len());
+            prop_assert_eq!(set(&merge(&base, &b, &a).bytes), set(&merged.bytes));
+            let grown = |s: &[u8]| {
+                let mut v = base.clone();
+                v.extend_from_slice(s);
+                v
+            };
+            let (ga, gb) = (grown(&log(&extra_a)), grown(&log(&extra_b)));
+            prop_assert_eq!(merge(&base, &ga, &gb), merge(b"", &ga, &gb));
         }
     }
 
     #[test]
     fn their_new_lines_follow_in_time_then_id_order_and_a_torn_line_is_kept() {
-        let merged = merge(b"x\n", b"z\ny\nx\npartial");
+        let merged = merge(b"", b"x\n", b"z\ny\nx\npartial");
         // Lines that are not events sort by their bytes, after every event.
         assert_eq!(merged.bytes, b"x\npartial\ny\nz\n");
         assert_eq!((merged.ours, merged.added, merged.duplicates), (1, 3, 0));
@@ -280,13 +457,13 @@ mod tests {
             event("2026-01-02T00:00:00.000Z"),
         );
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        let a = dir.path().join("a");
         std::fs::write(&a, format!("{ours}\n")).unwrap_or_else(|e| panic!("{e}"));
-        std::fs::write(&b, &theirs).unwrap_or_else(|e| panic!("{e}"));
         // The working copy holds our line too (and theirs, had git written it already).
-        let report = super::run_with(
+        let report = super::run(
             &a,
-            &b,
+            b"",
+            theirs.as_bytes(),
             format!("{ours}\n{theirs}\n{written}\n").as_bytes(),
             "log",
         )
@@ -308,7 +485,7 @@ mod tests {
         );
         let torn = &two[..two.len() / 2];
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        let a = dir.path().join("a");
         for (ours, theirs, written, said) in [
             (
                 format!("{one}\n"),
@@ -330,10 +507,15 @@ mod tests {
             ),
         ] {
             std::fs::write(&a, &ours).unwrap_or_else(|e| panic!("{e}"));
-            std::fs::write(&b, &theirs).unwrap_or_else(|e| panic!("{e}"));
-            let e = super::run_with(&a, &b, written.as_bytes(), "ai-memory/p/events.jsonl")
-                .err()
-                .unwrap_or_else(|| panic!("{theirs:?} was merged"));
+            let e = super::run(
+                &a,
+                b"",
+                theirs.as_bytes(),
+                written.as_bytes(),
+                "ai-memory/p/events.jsonl",
+            )
+            .err()
+            .unwrap_or_else(|| panic!("{theirs:?} was merged"));
             assert!(matches!(e, crate::Error::Rejected { .. }), "{e}");
             let e = e.to_string();
             assert!(e.starts_with("ai-memory/p/events.jsonl: "), "{e}");
@@ -347,5 +529,106 @@ mod tests {
             };
             assert_eq!(std::fs::read_to_string(&a).unwrap_or_default(), expected);
         }
+    }
+
+    /// An entry's create, its purge, the tombstone `gc` writes for the create, and another
+    /// entry's create.
+    fn purged() -> (String, String, String, String) {
+        let create = event("2026-01-01T00:00:00.000Z");
+        let other = event("2026-01-01T00:00:01.000Z");
+        let e = projections::decode_line(&create).unwrap_or_else(|e| panic!("{e}"));
+        let redacted =
+            projections::tombstone::redact(&e, &e.entry).unwrap_or_else(|| panic!("no content"));
+        let digest = projections::tombstone::digest(&redacted).unwrap_or_else(|e| panic!("{e}"));
+        let purge = projections::Event::build(
+            &e.entry,
+            "sec",
+            "2026-01-02T00:00:00.000Z",
+            vec![e.id.clone()],
+            projections::EventData::Purge {
+                reason: "credential".into(),
+                redacted: [(e.id.clone(), digest)].into_iter().collect(),
+            },
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let tombstone =
+            projections::tombstone::line(&redacted, &purge.id).unwrap_or_else(|e| panic!("{e}"));
+        let purge = purge.to_line().unwrap_or_else(|e| panic!("{e}"));
+        (create, purge, tombstone, other)
+    }
+
+    fn text(lines: &[&str]) -> Vec<u8> {
+        lines
+            .iter()
+            .flat_map(|l| format!("{l}\n").into_bytes())
+            .collect()
+    }
+
+    /// A rebase onto a branch that purged an entry and ran `gc`: the replayed side still holds
+    /// the create whole, as the ancestor did; the merge keeps the tombstone only, and so does
+    /// the merge the other way round, where the tombstone takes the whole line's place.
+    #[test]
+    fn a_line_gc_rewrote_on_one_side_does_not_come_back_from_the_other() {
+        let (create, purge, tombstone, other) = purged();
+        let later = event("2026-01-03T00:00:00.000Z");
+        let base = text(&[&create, &other]);
+        let gcd = text(&[&tombstone, &other, &purge]);
+        let feature = text(&[&create, &other, &later]);
+        let merged = merge(&base, &gcd, &feature);
+        assert_eq!(merged.bytes, text(&[&tombstone, &other, &purge, &later]));
+        assert_eq!(
+            (merged.ours, merged.added, merged.removed, merged.replaced),
+            (3, 1, 1, 0)
+        );
+        let merged = merge(&base, &feature, &gcd);
+        assert_eq!(merged.bytes, text(&[&tombstone, &other, &later, &purge]));
+        assert_eq!(
+            (merged.ours, merged.added, merged.removed, merged.replaced),
+            (2, 2, 1, 0)
+        );
+    }
+
+    /// Without an ancestor that holds the whole line (none known, or the line came to both
+    /// sides separately), the tombstone a purge vouches for still wins over it, on either
+    /// side; one that no purge in the merged log vouches for replaces nothing.
+    #[test]
+    fn a_vouched_tombstone_replaces_the_whole_line_without_an_ancestor() {
+        let (create, purge, tombstone, other) = purged();
+        let gcd = text(&[&tombstone, &other, &purge]);
+        let whole = text(&[&create, &other]);
+        let merged = merge(b"", &whole, &gcd);
+        assert_eq!(merged.bytes, text(&[&tombstone, &other, &purge]));
+        assert_eq!((merged.ours, merged.added, merged.replaced), (1, 2, 1));
+        let merged = merge(b"", &gcd, &whole);
+        assert_eq!(merged.bytes, gcd);
+        assert_eq!((merged.ours, merged.added, merged.replaced), (3, 0, 1));
+        // The purge is on neither side: the tombstone is not vouched for, nothing is replaced.
+        let merged = merge(b"", &text(&[&create]), &text(&[&tombstone]));
+        assert_eq!(merged.bytes, text(&[&create, &tombstone]));
+        assert_eq!(merged.replaced, 0);
+    }
+
+    /// Through [`super::run`], as git calls the driver: the ancestor's version is read when
+    /// there is one; none (the file does not exist) merges as the plain union would, and the
+    /// tombstone still wins.
+    #[test]
+    fn the_driver_reads_the_ancestor_and_works_without_one() {
+        let (create, purge, tombstone, other) = purged();
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let (a, o) = (dir.path().join("a"), dir.path().join("o"));
+        std::fs::write(&o, text(&[&create, &other])).unwrap_or_else(|e| panic!("{e}"));
+        let ancestor = super::read_ancestor(&o).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(&a, text(&[&create, &other])).unwrap_or_else(|e| panic!("{e}"));
+        let gcd = text(&[&tombstone, &other, &purge]);
+        let report = super::run(&a, &ancestor, &gcd, b"", "log").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(std::fs::read(&a).unwrap_or_default(), gcd);
+        assert_eq!((report.removed, report.replaced), (1, 0));
+        let none =
+            super::read_ancestor(&dir.path().join("absent")).unwrap_or_else(|e| panic!("{e}"));
+        assert!(none.is_empty());
+        std::fs::write(&a, text(&[&create, &other])).unwrap_or_else(|e| panic!("{e}"));
+        let report = super::run(&a, &none, &gcd, b"", "log").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(std::fs::read(&a).unwrap_or_default(), gcd);
+        assert_eq!((report.removed, report.replaced), (0, 1));
     }
 }

@@ -71,29 +71,55 @@ fn hunk_start(header: &str, side: char) -> usize {
         .unwrap_or(1)
 }
 
-/// The event ids of the lines a diff removes from event logs: (path, old line number, id).
-fn removed_events(diff: &str) -> Vec<(String, usize, String)> {
+/// The event ids of the lines a diff removes from event logs: (path, old line number, id). The
+/// path is the new side's (`+++`), or with `old_side` the old side's (`---`: a log the new
+/// side deletes is read too).
+fn removed_events(diff: &str, old_side: bool) -> Vec<(String, usize, String)> {
     let mut out = Vec::new();
     let mut path: Option<String> = None;
     let mut old_line = 0usize;
+    // Between `diff --git` and the first `@@`: the file's header, where `---` and `+++` name it.
+    let mut in_header = false;
+    let (header, prefix) = if old_side {
+        ("--- ", "a/")
+    } else {
+        ("+++ ", "b/")
+    };
     for line in diff.split('\n') {
-        if let Some(p) = line.strip_prefix("+++ ") {
-            path = diff_path(p)
-                .and_then(|p| p.strip_prefix("b/").map(str::to_owned))
-                .filter(|p| p.ends_with(crate::project::LOG_FILE));
+        if line.starts_with("diff ") {
+            in_header = true;
+            path = None;
         } else if let Some(h) = line.strip_prefix("@@ ") {
+            in_header = false;
             old_line = hunk_start(h, '-');
+        } else if in_header {
+            if let Some(p) = line.strip_prefix(header) {
+                path = diff_path(p)
+                    .and_then(|p| p.strip_prefix(prefix).map(str::to_owned))
+                    .filter(|p| p.ends_with(crate::project::LOG_FILE));
+            }
         } else if let (Some(text), Some(p)) = (line.strip_prefix('-'), &path) {
-            if !line.starts_with("---")
-                && let Ok(Value::Object(m)) = serde_json::from_str::<Value>(text)
-                && let Some(Value::String(id)) = m.get("id")
-            {
-                out.push((p.clone(), old_line, id.clone()));
+            if let Some(id) = line_event_id(text) {
+                out.push((p.clone(), old_line, id));
             }
             old_line += 1;
         }
     }
     out
+}
+
+/// The event id a log line states (a tombstone's too: it keeps its event's id), if it has one.
+fn line_event_id(line: &str) -> Option<String> {
+    if let Some(id) = crate::log::line_id::stated_id_unchecked(line.as_bytes()) {
+        return Some(id.to_owned());
+    }
+    match serde_json::from_str::<Value>(line) {
+        Ok(Value::Object(m)) => match m.get("id") {
+            Some(Value::String(id)) => Some(id.clone()),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 /// The staged text of event logs, each read from git once however many checks need it.
@@ -119,7 +145,7 @@ impl StagedLogs<'_> {
 /// drops events loses them for every clone.
 fn removed_problems(logs: &mut StagedLogs<'_>, diff: &str) -> Vec<DamagedLine> {
     let mut out = Vec::new();
-    for (path, line, id) in removed_events(diff) {
+    for (path, line, id) in removed_events(diff, false) {
         let text = logs.text(&path);
         if !text.contains(&format!("\"id\":\"{id}\"")) {
             out.push(DamagedLine {
@@ -136,6 +162,137 @@ fn removed_problems(logs: &mut StagedLogs<'_>, diff: &str) -> Vec<DamagedLine> {
         }
     }
     out
+}
+
+/// A commit that the merge being committed brings in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MergeHead {
+    /// Its full id.
+    pub commit: String,
+    /// What it was merged as (a branch, a remote-tracking branch), when known.
+    pub name: Option<String>,
+}
+
+/// Events that a commit being merged holds in a log and that the merge commit would drop.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct MergeLoss {
+    /// Path of the log, relative to the workspace root.
+    pub path: String,
+    /// The commit being merged.
+    pub commit: String,
+    /// What it was merged as, when known.
+    pub branch: Option<String>,
+    /// The ids of the events its log holds (whole or as tombstones) and the staged log lacks.
+    pub missing: Vec<String>,
+}
+
+/// The commits the merge being committed brings in: each line of `MERGE_HEAD` (written when a
+/// merge stops for a conflict or `--no-commit`, and read by the `git commit` that ends it), and
+/// `announced`: (commit, name) pairs that `git merge` gives its `pre-merge-commit` hook in its
+/// environment (`GITHEAD_<commit>=<name>`), before it writes `MERGE_HEAD`. Only names of
+/// existing commits are kept.
+///
+/// # Errors
+/// When git cannot run, or `MERGE_HEAD` exists and cannot be read.
+pub fn merge_heads(repo: &Repo, announced: &[(String, String)]) -> Result<Vec<MergeHead>> {
+    let mut heads: Vec<MergeHead> = announced
+        .iter()
+        .map(|(commit, name)| MergeHead {
+            commit: commit.clone(),
+            name: Some(name.clone()),
+        })
+        .collect();
+    let merge_head = repo.git_path("MERGE_HEAD")?;
+    match fs_err::read_to_string(&merge_head) {
+        Ok(text) => heads.extend(text.split_whitespace().map(|c| MergeHead {
+            commit: c.to_owned(),
+            name: None,
+        })),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e.into()),
+    }
+    let mut out: Vec<MergeHead> = Vec::new();
+    for head in heads {
+        let full = repo.output(&[
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            "--end-of-options",
+            &format!("{}^{{commit}}", head.commit),
+        ])?;
+        if !full.status.success() {
+            continue;
+        }
+        let commit = String::from_utf8_lossy(&full.stdout).trim().to_owned();
+        if out.iter().any(|h| h.commit == commit) {
+            continue;
+        }
+        let name = match head.name {
+            Some(name) => Some(name),
+            None => repo
+                .output(&["name-rev", "--name-only", "--no-undefined", &commit])
+                .ok()
+                .filter(|o| o.status.success())
+                .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+                .filter(|n| !n.is_empty()),
+        };
+        out.push(MergeHead { commit, name });
+    }
+    Ok(out)
+}
+
+/// For each of `heads`, the events its logs hold that the staged logs lack: a merge resolved by
+/// keeping our version of a log (`git checkout --ours`, `git merge -s ours` or `-X ours`) drops
+/// the other branch's memory, which no check of what the commit adds would see. An event the
+/// staged log holds as its tombstone is there.
+///
+/// # Errors
+/// When git cannot run or fails.
+pub fn merge_losses(repo: &Repo, heads: &[MergeHead]) -> Result<Vec<MergeLoss>> {
+    let mut out = Vec::new();
+    let mut logs = StagedLogs {
+        repo,
+        texts: std::collections::HashMap::new(),
+    };
+    let mut staged_ids: std::collections::HashMap<String, std::collections::HashSet<String>> =
+        std::collections::HashMap::new();
+    for head in heads {
+        // Lines of the head's logs that the index lacks are the removed lines of this diff.
+        let diff = repo.run(&[
+            "diff",
+            "--cached",
+            "--relative",
+            "-U0",
+            "--no-color",
+            "--no-ext-diff",
+            "--no-renames",
+            "--text",
+            &head.commit,
+            "--",
+            crate::workspace::MEMORY_DIR,
+        ])?;
+        let mut missing: Vec<(String, Vec<String>)> = Vec::new();
+        let mut counted = std::collections::HashSet::new();
+        for (path, _, id) in removed_events(&diff, true) {
+            let ids = staged_ids
+                .entry(path.clone())
+                .or_insert_with(|| logs.text(&path).lines().filter_map(line_event_id).collect());
+            if ids.contains(&id) || !counted.insert((path.clone(), id.clone())) {
+                continue;
+            }
+            match missing.iter_mut().find(|(p, _)| *p == path) {
+                Some((_, list)) => list.push(id),
+                None => missing.push((path, vec![id])),
+            }
+        }
+        out.extend(missing.into_iter().map(|(path, missing)| MergeLoss {
+            path,
+            commit: head.commit.clone(),
+            branch: head.name.clone(),
+            missing,
+        }));
+    }
+    Ok(out)
 }
 
 /// Runs of consecutive added lines: (path, first line number, text).

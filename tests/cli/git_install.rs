@@ -631,3 +631,109 @@ fn a_commit_that_drops_events_is_refused() {
     std::fs::write(env.log(), &log).unwrap_or_else(|e| panic!("{e}"));
     git(&env, &["add", "-A"]);
 }
+
+/// A merge commit that leaves out events the merged branch holds is refused, whichever way
+/// the log lost them: a conflict resolved with our version (`git checkout --ours`), checked by
+/// `pre-commit`, or `git merge -s ours` / `-X ours`, checked by `pre-merge-commit`. The message
+/// names the events, the branch and the fix, which works.
+#[test]
+fn a_merge_that_drops_the_other_sides_events_is_refused() {
+    let env = installed();
+    // Without the union attribute and memlog's driver (a clone that never set them up), git
+    // merges the log line by line and stops at a conflict where both branches appended.
+    std::fs::remove_file(env.root().join("ai-memory/.gitattributes"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(env.root().join(".git/info/attributes"), "").unwrap_or_else(|e| panic!("{e}"));
+    env.add("base", "Base entry");
+    git(&env, &["add", "-A"]);
+    commits(&env, "base");
+    git(&env, &["checkout", "-qb", "a"]);
+    let theirs = env.add("on.a", "Written on a");
+    let theirs_event = std::fs::read_to_string(env.log())
+        .unwrap_or_default()
+        .lines()
+        .last()
+        .and_then(|l| projections::decode_line(l).ok())
+        .map(|e| e.id)
+        .unwrap_or_default();
+    git(&env, &["add", "-A"]);
+    commits(&env, "a");
+    git(&env, &["checkout", "-q", "main"]);
+    env.add("on.main", "Written on main");
+    git(&env, &["add", "-A"]);
+    commits(&env, "main");
+    let head = git(&env, &["rev-parse", "HEAD"]);
+
+    // `-s ours` keeps our tree, `-X ours` our side of the conflicting lines: both make their
+    // commit through `pre-merge-commit`, which refuses it.
+    for how in [["-s", "ours"], ["-X", "ours"]] {
+        let (code, out) = git_try(&env, &["merge", "--no-edit", how[0], how[1], "a"]);
+        assert_ne!(code, 0, "{how:?}: {out}");
+        assert!(
+            out.contains("ai-memory/demo/events.jsonl: the merge drops 1 event that `a`"),
+            "{how:?}: {out}"
+        );
+        assert!(out.contains(&theirs_event[..12]), "{how:?}: {out}");
+        assert_eq!(git(&env, &["rev-parse", "HEAD"]), head, "{how:?}: {out}");
+        git(&env, &["merge", "--abort"]);
+    }
+
+    // A conflict resolved with our version, committed with `git commit`: `pre-commit` refuses.
+    let (code, out) = git_try(&env, &["merge", "--no-edit", "a"]);
+    assert_ne!(code, 0, "{out}");
+    assert!(out.contains("CONFLICT"), "{out}");
+    git(
+        &env,
+        &["checkout", "--ours", "--", "ai-memory/demo/events.jsonl"],
+    );
+    git(&env, &["add", "-A"]);
+    let (code, out) = git_try(&env, &["commit", "--no-edit"]);
+    assert_ne!(code, 0, "{out}");
+    assert!(
+        out.contains("ai-memory/demo/events.jsonl: the merge drops 1 event that `a`"),
+        "{out}"
+    );
+    assert!(out.contains(&theirs_event[..12]), "{out}");
+    assert!(
+        out.contains("memlog merge-driver /dev/null ai-memory/demo/events.jsonl -`"),
+        "{out}"
+    );
+    let v = env.run(&["git", "pre-commit", "--json"]);
+    assert_eq!(v.code, 1, "{}", v.stdout);
+    let v = v.json();
+    assert_eq!(
+        v["dropped_by_merge"][0]["missing"],
+        serde_json::json!([theirs_event]),
+        "{v}"
+    );
+    assert_eq!(v["dropped_by_merge"][0]["branch"], "a", "{v}");
+
+    // The fix the message names: their log merged into ours, staged, committed.
+    let merge_head =
+        std::fs::read_to_string(env.root().join(".git/MERGE_HEAD")).unwrap_or_default();
+    let theirs_log = git(
+        &env,
+        &[
+            "show",
+            &format!("{}:./ai-memory/demo/events.jsonl", merge_head.trim()),
+        ],
+    );
+    crate::common::stdin_run(
+        &env,
+        &[
+            "merge-driver",
+            "/dev/null",
+            "ai-memory/demo/events.jsonl",
+            "-",
+        ],
+        theirs_log.as_bytes(),
+    )
+    .ok();
+    git(&env, &["add", "-A"]);
+    commits(&env, "merge a");
+    assert_eq!(
+        env.run(&["show", &theirs, "--json"]).ok().json()["summary"],
+        "Written on a"
+    );
+    assert_eq!(env.listed(), Some(3));
+}

@@ -410,3 +410,57 @@ fn rebase_and_cherry_pick_keep_every_write() {
     env.run(&["rebuild"]).ok();
     assert_eq!(env.run(&["dump"]).ok().stdout, dump);
 }
+
+/// The branch that purged an entry and ran `gc` rewrote its lines as tombstones; the other
+/// branch still holds them whole, as the common ancestor did. With memlog's driver installed,
+/// neither a rebase onto that branch (which runs no hook) nor a merge of it (whose hook refuses
+/// purged content) brings the purged text back: the ancestor's line that one side rewrote is
+/// not taken from the other, and the tombstone wins over the whole line.
+#[test]
+fn purged_content_stays_out_of_a_rebase_and_a_merge_with_the_driver() {
+    let env = Env::new();
+    git(&env, &["init", "-q", "-b", "main"]);
+    env.run(&["init", "demo"]).ok();
+    env.run(&["git", "install"]).ok();
+    env.add("kept", "Kept entry");
+    let leak = env.add("leak", "Pasted secret sentence");
+    git(&env, &["add", "-A"]);
+    git(&env, &["commit", "-qm", "base"]);
+    git(&env, &["checkout", "-qb", "feature"]);
+    let feature = env.add("feature", "Feature work");
+    git(&env, &["commit", "-qam", "feature"]);
+    git(&env, &["checkout", "-q", "main"]);
+    env.run(&["purge", &leak, "--reason", "credential"]).ok();
+    env.run(&["gc", "demo"]).ok();
+    git(&env, &["commit", "-qam", "purge and gc"]);
+    let committed = |rev: &str| {
+        git(
+            &env,
+            &["show", &format!("{rev}:ai-memory/demo/events.jsonl")],
+        )
+    };
+    assert!(!committed("main").contains("Pasted secret sentence"));
+
+    // A merge of main into a branch of feature: the hook lets it through, nothing comes back.
+    git(&env, &["checkout", "-qb", "merged", "feature"]);
+    git(&env, &["merge", "-q", "--no-edit", "main"]);
+    // A rebase of feature onto main: no hook runs, and nothing comes back either.
+    git(&env, &["checkout", "-q", "feature"]);
+    git(&env, &["rebase", "-q", "main"]);
+    for branch in ["merged", "feature"] {
+        git(&env, &["checkout", "-q", branch]);
+        let log = committed("HEAD");
+        assert!(!log.contains("Pasted secret sentence"), "{branch}: {log}");
+        let verify = env.run(&["verify", "--json"]);
+        assert_eq!(verify.code, 0, "{branch}: {}", verify.stdout);
+        assert_eq!(verify.json()["warnings"], serde_json::json!([]), "{branch}");
+        assert_eq!(
+            env.run(&["show", &feature, "--json"]).ok().json()["summary"],
+            "Feature work"
+        );
+        assert_eq!(
+            env.run(&["show", &leak, "--json"]).ok().json()["summary"],
+            ""
+        );
+    }
+}
