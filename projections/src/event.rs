@@ -1075,6 +1075,12 @@ fn decode(line: &str) -> Result<Event, EventError> {
     // The version decides how to read everything else, so check it first.
     match map.get("v") {
         None => return Err(EventError::MissingKey("v")),
+        // An integer past ±(2^53 - 1) is named as such, as in any other key, not as a
+        // version or a wrong type.
+        Some(v @ Value::Number(_)) if crate::canonical::to_canonical_string(v).is_err() => {
+            return Err(crate::canonical::to_canonical_string(v)
+                .map_or_else(EventError::Canonical, |_| EventError::NotCanonical));
+        }
         Some(v) => match v.as_u64() {
             Some(EVENT_VERSION) => {}
             Some(other) => return Err(EventError::UnsupportedVersion(other)),

@@ -202,20 +202,41 @@ fn fold_core<'e>(
     // The heads are structural: every event of the entry that no other names as a parent,
     // including events that cannot be applied (a second create is a head).
     let mut heads: BTreeSet<&str> = BTreeSet::new();
+    // While there are several heads: whether every event since the fork changed nothing the
+    // entry did not already show (see `EntryState::agreed`).
+    let mut agreed = true;
     for event in ordered {
         // A fork: the event builds on something that is no longer a head, so another writer
         // got there first. (Extending one head of an open conflict is not a new fork.)
         let concurrent = event.parents.iter().any(|p| !heads.contains(p.as_str()));
-        let was_conflict = heads.len() > 1;
+        let was_conflict = heads.len() > 1 && !agreed;
         for p in &event.parents {
             heads.remove(p.as_str());
         }
         heads.insert(event.id.as_str());
+        if heads.len() < 2 {
+            agreed = true;
+        }
         let before = state.as_ref().map(Dimensions::of);
+        // Kept only while forked (rare): every event of a replay would copy its state.
+        let shown_before = if heads.len() > 1 && agreed {
+            state.clone()
+        } else {
+            None
+        };
         match apply(entry, state.take(), event) {
-            Ok(next) => state = Some(next),
+            Ok(next) => {
+                if heads.len() > 1 && agreed {
+                    agreed = shown_before
+                        .as_ref()
+                        .is_some_and(|now| same_outcome(now, &next));
+                }
+                state = Some(next);
+            }
             Err(boxed) => {
                 let (kept, problem) = *boxed;
+                // An event that cannot be applied (a second create) is no agreement.
+                agreed &= heads.len() < 2;
                 state = kept;
                 anomalies.push((event.id.clone(), problem));
                 continue;
@@ -227,8 +248,9 @@ fn fold_core<'e>(
         versions = versions.saturating_add(1);
         current.version = versions;
         current.heads = heads.iter().map(|h| (*h).to_owned()).collect();
+        current.agreed = heads.len() > 1 && agreed;
         let mut audit = transitions(before, current, event);
-        let is_conflict = heads.len() > 1;
+        let is_conflict = heads.len() > 1 && !agreed;
         let creates = event.creation_of(entry).is_some();
         if is_conflict && (!was_conflict || concurrent) && !creates {
             audit.push((Dimension::Conflict, "none".into(), "open".into(), None));
@@ -258,6 +280,7 @@ fn fold_core<'e>(
     if let Some(current) = state.as_mut() {
         // An event that could not be applied made no version but is still a head.
         current.heads = heads.iter().map(|h| (*h).to_owned()).collect();
+        current.agreed = heads.len() > 1 && agreed;
         if current.purged {
             // A purge is final whatever follows it in the order: an update written beside it
             // on another branch, which a merge brought in, does not show its content again.
@@ -265,6 +288,18 @@ fn fold_core<'e>(
         }
     }
     (state, audit_out, anomalies)
+}
+
+/// Whether `next` (the state after an event) shows what `now` shows: the same fields, status,
+/// successor, lifecycle, pin, purge and evidence check, whoever wrote them, when and why.
+fn same_outcome(now: &EntryState, next: &EntryState) -> bool {
+    next.fields == now.fields
+        && next.status == now.status
+        && next.superseded_by == now.superseded_by
+        && next.lifecycle == now.lifecycle
+        && next.pinned == now.pinned
+        && next.purged == now.purged
+        && next.evidence_stale == now.evidence_stale
 }
 
 /// Removes what a purge removes: the summary, the content and the evidence.
@@ -298,6 +333,7 @@ fn apply(entry: &str, state: Option<EntryState>, event: &Event) -> Applied {
                 purged: false,
                 version: 0,
                 heads: Vec::new(),
+                agreed: false,
                 ended_at: None,
             };
             if created.is_ended() {

@@ -174,8 +174,15 @@ pub struct EntryState {
     pub purged: bool,
     /// Number of distinct events folded into this state.
     pub version: u32,
-    /// Head event ids of the entry's event DAG; more than one means an unresolved conflict.
+    /// Head event ids of the entry's event DAG; more than one means an unresolved conflict,
+    /// unless [`EntryState::agreed`].
     pub heads: Vec<String>,
+    /// Set when the entry has several heads whose writers agreed: each event written
+    /// concurrently with another changed nothing the entry did not already show (two branches
+    /// that archived, pinned or deprecated it, or set a field to the same value), and nothing
+    /// was changed on one line alone since. No conflict: the next write joins the heads.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub agreed: bool,
     /// When the entry stopped being live (see [`EntryState::is_ended`]): the time of the event
     /// that ended it, kept while it stays ended (a later archival or purge of a superseded entry
     /// does not move it) and cleared when it becomes live again. Its lifespan is
@@ -185,9 +192,9 @@ pub struct EntryState {
 }
 
 impl EntryState {
-    /// True when concurrent writers left more than one head.
+    /// True when concurrent writers left more than one head and did not agree.
     pub fn in_conflict(&self) -> bool {
-        self.heads.len() > 1
+        self.heads.len() > 1 && !self.agreed
     }
 
     /// True when the entry's life has ended: superseded or deprecated, archived or expired, or

@@ -624,6 +624,14 @@ fn unknown_versions_and_types_are_refused_not_misread() {
         decode_line(&v2),
         Err(EventError::UnsupportedVersion(2))
     ));
+    // A version past ±(2^53 - 1) is named as the integer it is, as in any other key.
+    for big in ["9007199254740992", "100000000000000000000"] {
+        let err = decode_line(&l.replace("\"v\":1", &format!("\"v\":{big}")))
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains(&format!("integer {big} is outside")), "{err}");
+    }
     let odd = l.replace("\"type\":\"create\"", "\"type\":\"teleport\"");
     assert!(matches!(decode_line(&odd), Err(EventError::UnknownType(_))));
     let spaced = l.replacen(',', ", ", 1);

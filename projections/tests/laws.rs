@@ -292,7 +292,9 @@ proptest! {
                 if let Some(s) = &folded.state {
                     prop_assert_eq!(s.version as usize, folded.versions.len());
                     prop_assert_eq!(&s.heads, &heads_of(x), "{}: heads", x);
-                    prop_assert_eq!(s.in_conflict(), s.heads.len() > 1);
+                    // Several heads are a conflict unless the writers agreed.
+                    prop_assert_eq!(s.in_conflict(), s.heads.len() > 1 && !s.agreed);
+                    prop_assert!(!s.agreed || s.heads.len() > 1);
                 }
             }
             let total: i64 = p.stats.entries_by_status.values().sum();

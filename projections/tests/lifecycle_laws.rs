@@ -276,3 +276,99 @@ proptest! {
         prop_assert_eq!(project(&all), project(&mixed));
     }
 }
+
+/// Two branches that made the same change of an entry (both archived it, both pinned it, both
+/// set a field to the same value) agree: several heads, no conflict, in any order of the log,
+/// and the next write, which builds on every head, joins them. A fork that changed something
+/// on one side only, or the same field to different values, stays a conflict.
+#[test]
+fn concurrent_writers_that_agree_leave_no_conflict() {
+    let event = |entry: &str, actor: &str, i: usize, parents: &[&str], data: EventData| {
+        Event::build(
+            entry,
+            actor,
+            &at(i),
+            parents.iter().map(|p| (*p).to_owned()).collect(),
+            data,
+        )
+        .unwrap_or_else(|e| panic!("{e}"))
+    };
+    let create = event(
+        "",
+        "a",
+        0,
+        &[],
+        EventData::Create {
+            fields: fields(1),
+            status: Status::Active,
+        },
+    );
+    let entry = create.entry.clone();
+    let archive = |actor: &str, i: usize| {
+        event(
+            &entry,
+            actor,
+            i,
+            &[&create.id],
+            EventData::Transition {
+                to: Lifecycle::Archived,
+                reason: format!("unused, by {actor}"),
+            },
+        )
+    };
+    let set = |actor: &str, i: usize, confidence: f64| {
+        let mut set = Map::new();
+        set.insert("confidence".into(), Value::from(confidence));
+        event(
+            &entry,
+            actor,
+            i,
+            &[&create.id],
+            EventData::Update { set, reason: None },
+        )
+    };
+    let state = |events: &[&Event]| {
+        let all: Vec<Event> = events.iter().map(|e| (*e).clone()).collect();
+        fold_entry_of(&entry, &all)
+            .state
+            .unwrap_or_else(|| panic!("no state"))
+    };
+
+    let (a, b) = (archive("a", 1), archive("b", 2));
+    for order in [[&create, &a, &b], [&b, &create, &a]] {
+        let s = state(&order);
+        assert_eq!(s.heads.len(), 2);
+        assert!(s.agreed && !s.in_conflict(), "{s:?}");
+        assert_eq!(s.lifecycle, Lifecycle::Archived);
+    }
+    let (same_a, same_b) = (set("a", 1, 0.8), set("b", 2, 0.8));
+    assert!(!state(&[&create, &same_a, &same_b]).in_conflict());
+    // The next write builds on both heads: one head again.
+    let pin = event(
+        &entry,
+        "c",
+        3,
+        &[&a.id, &b.id],
+        EventData::Pin { reason: None },
+    );
+    let s = state(&[&create, &a, &b, &pin]);
+    assert_eq!(
+        (s.heads.len(), s.agreed, s.in_conflict()),
+        (1, false, false)
+    );
+
+    // Disagreement: different values, or a change on one side only.
+    let other = set("b", 2, 0.7);
+    assert!(state(&[&create, &same_a, &other]).in_conflict());
+    assert!(state(&[&create, &a, &other]).in_conflict());
+    // Agreed, then one line goes on alone: a conflict, with its audit record.
+    let more = event(&entry, "b", 4, &[&b.id], EventData::Pin { reason: None });
+    let s = state(&[&create, &a, &b, &more]);
+    assert!(s.in_conflict(), "{s:?}");
+    let audit = projections::fold_entry_of(
+        &entry,
+        &[create.clone(), a.clone(), b.clone(), more.clone()],
+    )
+    .audit;
+    assert!(audit.iter().any(|r| r.to == "open"), "{audit:?}");
+}

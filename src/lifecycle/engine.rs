@@ -268,6 +268,7 @@ mod tests {
             purged: false,
             version: 1,
             heads: vec![],
+            agreed: false,
             ended_at: None,
         }
     }

@@ -409,6 +409,73 @@ fn a_side_that_went_on_after_the_fork_is_disputed_and_settled_by_its_newest_entr
     assert_eq!(env.run(&["verify"]).code, 0);
 }
 
+/// Two branches that made the same change of an entry (both pinned it, both deprecated it)
+/// agree: after the merge the entry has two heads but no conflict, `conflicts --check` passes,
+/// `verify` lists nothing, and the next write joins the heads. A different change on one side
+/// is still a conflict.
+#[test]
+fn branches_that_made_the_same_change_leave_no_conflict() {
+    let env = Env::new();
+    let pinned = crate::common::committed_entry(&env, ".", "queue", "Use one queue");
+    let deprecated = crate::common::committed_entry(&env, ".", "cache", "Cache for an hour");
+    let disputed = crate::common::committed_entry(&env, ".", "retry", "Retry three times");
+    git(&env, &["checkout", "-qb", "a"]);
+    env.run_at("2026-11-23T00:00:00Z", &["pin", &pinned, "--reason", "a"])
+        .ok();
+    env.run_at(
+        "2026-11-23T00:00:00Z",
+        &["deprecate", &deprecated, "--reason", "a"],
+    )
+    .ok();
+    env.run_at(
+        "2026-11-23T00:00:00Z",
+        &["update", &disputed, "--confidence", "0.6"],
+    )
+    .ok();
+    git(&env, &["commit", "-qam", "a"]);
+    git(&env, &["checkout", "-q", "main"]);
+    env.run_at("2026-11-23T00:00:05Z", &["pin", &pinned, "--reason", "b"])
+        .ok();
+    env.run_at(
+        "2026-11-23T00:00:05Z",
+        &["deprecate", &deprecated, "--reason", "b"],
+    )
+    .ok();
+    env.run_at(
+        "2026-11-23T00:00:05Z",
+        &["update", &disputed, "--confidence", "0.7"],
+    )
+    .ok();
+    git(&env, &["commit", "-qam", "b"]);
+    git(&env, &["merge", "-q", "--no-edit", "a"]);
+
+    let c = env.run(&["conflicts", "--json"]).ok().json();
+    let listed: Vec<&str> = c
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c["entry"].as_str())
+        .collect();
+    assert_eq!(listed, vec![disputed.as_str()], "{c}");
+    for agreed in [&pinned, &deprecated] {
+        let shown = env.run(&["show", agreed, "--json"]).ok().json();
+        assert_eq!(shown["heads"].as_array().map(Vec::len), Some(2), "{shown}");
+        assert_eq!(shown["conflict"], false, "{shown}");
+    }
+    let verified = env.run(&["verify"]);
+    assert!(
+        !verified.stdout.contains(&pinned) && verified.stdout.contains(&disputed),
+        "{}",
+        verified.stdout
+    );
+    // The next write names both heads: one head again.
+    env.run_at(AFTER_THE_BRANCHES, &["unpin", &pinned]).ok();
+    let shown = env.run(&["show", &pinned, "--json"]).ok().json();
+    assert_eq!(shown["heads"].as_array().map(Vec::len), Some(1), "{shown}");
+    env.run_at(AFTER_THE_BRANCHES, &["resolve", &disputed]).ok();
+    assert_eq!(env.run(&["conflicts", "--check"]).code, 0);
+}
+
 /// An archived entry (out of the active indexes) in conflict is listed too, now and as of a
 /// past time.
 #[test]

@@ -242,7 +242,8 @@ impl Writers {
                 },
                 reason: "lifecycle".into(),
             },
-            5 if state.in_conflict() => EventData::Resolve {
+            // Joins the heads, whether they disagree (a conflict) or agreed.
+            5 if state.heads.len() > 1 => EventData::Resolve {
                 set: if v.is_multiple_of(2) {
                     Map::new()
                 } else {
@@ -285,8 +286,8 @@ impl Writers {
         }
     }
 
-    /// Two writers extend the same head of one entry (a conflict); the third pulls both and
-    /// resolves it with parents = both heads.
+    /// Two writers extend the same head of one entry with different changes (a conflict); the
+    /// third pulls both and resolves it with parents = both heads.
     fn conflict_and_resolve(&mut self, v: u8) {
         let (r, a, b) = (
             usize::from(v) % 3,
@@ -298,7 +299,11 @@ impl Writers {
         // supersede vs deprecate vs update vs pin, in every pairing.
         let ops = [0u8, 2, 3, 4];
         let first = ops[usize::from(v / 3) % 4];
-        let second = ops[usize::from(v / 12) % 4];
+        let mut second = ops[usize::from(v / 12) % 4];
+        if first == second && matches!(first, 2 | 4) {
+            // Two deprecations, or two pins, agree: no conflict. An update disagrees.
+            second = 3;
+        }
         assert!(self.change(a, first, &entry, v));
         assert!(self.change(b, second, &entry, v.wrapping_add(1)));
         self.pull(r, a);
