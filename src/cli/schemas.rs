@@ -528,6 +528,8 @@ fn results() -> Vec<(&'static str, &'static str, Value)> {
                 ("ours", integer()),
                 ("added", integer()),
                 ("duplicates", integer()),
+                ("removed", integer()),
+                ("replaced", integer()),
             ]),
         ),
         ("git-install", "memlog git install", git_steps()),
@@ -553,6 +555,15 @@ fn results() -> Vec<(&'static str, &'static str, Value)> {
                         ("path", string()),
                         ("line", integer()),
                         ("problem", string()),
+                    ])),
+                ),
+                (
+                    "dropped_by_merge",
+                    array(object(&[
+                        ("path", string()),
+                        ("commit", string()),
+                        ("branch", json!({"type": ["string", "null"]})),
+                        ("missing", array(string())),
                     ])),
                 ),
                 (
