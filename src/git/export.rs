@@ -77,8 +77,11 @@ pub fn record(s: &EntryState) -> Map<String, Value> {
 pub struct Selection {
     /// Entries that pass the filters (purged ones left out: their content is gone), by id.
     pub entries: Vec<EntryState>,
-    /// For `events`: every event of those entries, and of the entries they share an event with
-    /// (the target of a supersede that created one of them), in (time, id) order, with lines.
+    /// For `events`: every event of those entries and of the purged entries that pass the
+    /// filters, and of the entries they share an event with (the target of a supersede that
+    /// created one of them), in (time, id) order, with lines. An event a purge covers is its
+    /// tombstone, as `gc` writes it, whether `gc` has run or not: the purge travels with the
+    /// export, and the purged content never does.
     pub events: Vec<(Event, String)>,
 }
 
@@ -104,7 +107,15 @@ pub fn select(events: Vec<(Event, String)>, filters: &Filters) -> Result<Selecti
             by_entry.entry(entry).or_default().push(i);
         }
     }
+    let purged: Vec<&str> = projection
+        .entries
+        .values()
+        .filter_map(|f| f.state.as_ref())
+        .filter(|s| s.purged && filters.passes(s))
+        .map(|s| s.id.as_str())
+        .collect();
     let mut wanted: BTreeSet<&str> = entries.iter().map(|s| s.id.as_str()).collect();
+    wanted.extend(purged);
     let mut todo: Vec<&str> = wanted.iter().copied().collect();
     let mut picked: BTreeSet<usize> = BTreeSet::new();
     while let Some(entry) = todo.pop() {
@@ -125,10 +136,45 @@ pub fn select(events: Vec<(Event, String)>, filters: &Filters) -> Result<Selecti
         .filter(|(e, _)| seen.insert(e.id.clone()))
         .collect();
     chosen.sort_by(|a, b| (&a.0.at, &a.0.id).cmp(&(&b.0.at, &b.0.id)));
+    tombstone_purged(&mut chosen)?;
     Ok(Selection {
         entries,
         events: chosen,
     })
+}
+
+/// Replaces the line of each event of `events` that a purge among them covers by its
+/// tombstone, as `gc` writes it (a line that is a tombstone already stays; one that does not
+/// match the digest its purge recorded stays too, and `verify` names it).
+///
+/// # Errors
+/// When a tombstone cannot be encoded.
+fn tombstone_purged(events: &mut [(Event, String)]) -> Result<()> {
+    // Event id -> (purge id, entry purged, digest).
+    let mut covered: BTreeMap<String, (String, String, String)> = BTreeMap::new();
+    for (e, _) in events.iter() {
+        if let projections::EventData::Purge { redacted, .. } = &e.data {
+            for (id, digest) in redacted {
+                covered.insert(id.clone(), (e.id.clone(), e.entry.clone(), digest.clone()));
+            }
+        }
+    }
+    if covered.is_empty() {
+        return Ok(());
+    }
+    for (e, line) in events.iter_mut() {
+        let Some((purge, entry, digest)) = covered.get(&e.id) else {
+            continue;
+        };
+        if projections::tombstone::split(line).is_some() {
+            continue;
+        }
+        let redacted = projections::tombstone::redact(e, entry).unwrap_or_else(|| e.clone());
+        if projections::tombstone::digest(&redacted)? == *digest {
+            *line = projections::tombstone::line(&redacted, purge)?;
+        }
+    }
+    Ok(())
 }
 
 /// Canonical JSON of a record (keys sorted), for `jsonl`.

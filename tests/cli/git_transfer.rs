@@ -263,6 +263,83 @@ fn an_import_initializes_memory_that_is_not_initialized_only_when_it_has_somethi
     );
 }
 
+/// A purge travels with an events export, as its tombstones whether `gc` ran or not, and
+/// never the purged content: imported where the entry is still whole, it purges it there.
+#[test]
+fn an_events_export_carries_purges_and_never_the_purged_content() {
+    for gc in [false, true] {
+        let env = two_projects();
+        let keep = add(
+            &env,
+            "demo",
+            "2026-11-20T10:00:00Z",
+            "decisions",
+            "db",
+            "0.9",
+            "x",
+        );
+        let gone = add(
+            &env,
+            "demo",
+            "2026-11-20T10:01:00Z",
+            "decisions",
+            "wiki",
+            "0.9",
+            "x",
+        );
+        env.run(&["-p", "demo", "export", "before.jsonl", "--format", "events"])
+            .ok();
+        let other = Env::new();
+        other.run(&["init", "demo"]).ok();
+        std::fs::copy(
+            env.root().join("before.jsonl"),
+            other.root().join("before.jsonl"),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        other.run(&["import", "demo", "before.jsonl"]).ok();
+
+        env.run_at(
+            "2026-11-21T10:00:00Z",
+            &[
+                "-p",
+                "demo",
+                "purge",
+                &gone,
+                "--reason",
+                "pasted by mistake",
+            ],
+        )
+        .ok();
+        if gc {
+            env.run(&["-p", "demo", "gc"]).ok();
+        }
+        env.run(&["-p", "demo", "export", "after.jsonl", "--format", "events"])
+            .ok();
+        let text = std::fs::read_to_string(env.root().join("after.jsonl")).unwrap_or_default();
+        assert!(text.contains("\"type\":\"purge\""), "gc {gc}: {text}");
+        assert!(
+            !text.contains("\"summary\":\"wiki\""),
+            "gc {gc}: purged content exported: {text}"
+        );
+        assert!(text.contains("\"summary\":\"db\""));
+        assert!(text.contains(&keep));
+
+        std::fs::copy(
+            env.root().join("after.jsonl"),
+            other.root().join("after.jsonl"),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let r = other
+            .run(&["import", "demo", "after.jsonl", "--json"])
+            .ok()
+            .json();
+        assert_eq!(r["rejected"], json!([]), "gc {gc}: {r}");
+        let shown = other.run(&["show", &gone, "--json"]).ok().json();
+        assert_eq!(shown["purged"], true, "gc {gc}: {shown}");
+        assert_eq!(shown["content"], "", "gc {gc}: {shown}");
+    }
+}
+
 #[test]
 fn strategies_settle_id_conflicts() {
     let env = two_projects();
