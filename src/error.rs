@@ -28,7 +28,7 @@ pub enum Error {
 
     #[error(
         "{path}: line {line} (byte offset {offset}): {problem}{}",
-        corrupt_log_fix(path, problem),
+        corrupt_log_fix(path, *line, problem),
         path = path.display()
     )]
     CorruptLog {
@@ -156,9 +156,22 @@ fn store_fix(message: &str) -> &'static str {
 
 /// How to repair a log with a bad line: from git, unless the line is a conflict marker (the
 /// problem then says what to do, and during a merge `git checkout -- <file>` fails).
-fn corrupt_log_fix(path: &std::path::Path, problem: &str) -> String {
+fn corrupt_log_fix(path: &std::path::Path, line: usize, problem: &str) -> String {
     if problem == crate::log::read::CONFLICT_MARKER_HELP {
         return String::new();
+    }
+    // A line that ends inside its JSON is a write cut short. Past the log's end the next
+    // command sets it aside; here a merge (or a hand edit) put lines after it, and git's
+    // version holds it too when it was committed: restoring from git does not help.
+    if problem.contains("EOF while parsing") {
+        return format!(
+            "; the line is cut short (a write that stopped midway, which a merge or a hand edit \
+             then placed before other lines); if `git diff -- {path}` shows no change, the \
+             committed log holds it too and restoring from git will not help: remove line \
+             {line} (keep a copy first; an event that was never whole was never acknowledged, \
+             and no other event names it), then run `memlog verify` and commit",
+            path = path.display()
+        );
     }
     format!(
         "; if the log is committed to git, see what changed with `git diff -- {path}` and restore \
@@ -173,6 +186,27 @@ fn corrupt_log_fix(path: &std::path::Path, problem: &str) -> String {
 mod tests {
     use super::Error;
     use std::time::Duration;
+
+    #[test]
+    fn a_line_cut_short_in_mid_log_is_to_be_removed_not_restored_from_git() {
+        let error = |problem: &str| {
+            Error::CorruptLog {
+                path: "ai-memory/demo/events.jsonl".into(),
+                line: 5,
+                offset: 2097,
+                problem: problem.into(),
+            }
+            .to_string()
+        };
+        let torn = error("not valid JSON: EOF while parsing a string at line 1 column 34");
+        assert!(torn.contains("remove line 5"), "{torn}");
+        assert!(!torn.contains("git checkout"), "{torn}");
+        let edited = error("id mismatch");
+        assert!(
+            edited.contains("git checkout -- ai-memory/demo/events.jsonl"),
+            "{edited}"
+        );
+    }
 
     #[test]
     fn a_lock_timeout_says_whole_milliseconds_or_seconds() {
