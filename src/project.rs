@@ -327,7 +327,10 @@ impl Project {
         let config: ProjectConfig =
             serde_json::from_str(&text).map_err(|e| Error::CorruptFile {
                 path: path.clone(),
-                problem: format!("{e}; fix the JSON or restore it from git"),
+                problem: conflict_markers(&text).map_or_else(
+                    || format!("{e}; fix the JSON or restore it from git"),
+                    str::to_owned,
+                ),
             })?;
         let problems = config.policies.lifecycle.problems();
         if !problems.is_empty() {
@@ -559,4 +562,17 @@ fn init_one(workspace: &Workspace, name: &ProjectName, now: &str) -> Result<bool
     let created = durable::create_if_missing(&p.config_path(), text.as_bytes())?;
     durable::create_if_missing(&p.log_path(), b"")?;
     Ok(created)
+}
+
+/// What to say of a configuration that holds git's conflict markers, when it does.
+pub fn conflict_markers(text: &str) -> Option<&'static str> {
+    text.lines()
+        .any(|l| l.starts_with("<<<<<<<") || l.starts_with(">>>>>>>") || l == "=======")
+        .then_some(
+            "it holds git conflict markers (<<<<<<< ======= >>>>>>>): two branches changed it \
+             (each initialized the project, or edited its policies) and git could not merge \
+             them; keep one side with `git checkout --ours -- <file>` (or `--theirs`), or edit \
+             it to keep what you want of both and delete the marker lines, then check it with \
+             `memlog config validate` and `git add` it",
+        )
 }

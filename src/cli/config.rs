@@ -71,7 +71,8 @@ fn unredacted_problems(text: &str, name: &str) -> Vec<Problem> {
         Err(e) => {
             return vec![Problem {
                 key: String::new(),
-                message: format!("not JSON: {e}"),
+                message: crate::project::conflict_markers(text)
+                    .map_or_else(|| format!("not JSON: {e}"), |m| format!("not JSON: {m}")),
             }];
         }
     };

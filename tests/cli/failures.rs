@@ -1329,3 +1329,26 @@ fn a_huge_value_in_the_configuration_is_not_echoed_whole() {
         assert!(size < 20_000, "{args:?}: {size} bytes");
     }
 }
+
+/// A `memlog.json` that a merge left with git's conflict markers (two branches initialized the
+/// same project) is named as such, with how to keep one side, by every command and by
+/// `config validate`.
+#[test]
+fn conflict_markers_in_the_configuration_are_named() {
+    let env = Env::with_project();
+    let path = env.root().join("ai-memory/demo/memlog.json");
+    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    let marked = format!("<<<<<<< HEAD\n{text}=======\n{text}>>>>>>> a\n");
+    std::fs::write(&path, marked).unwrap_or_else(|e| panic!("{e}"));
+    for args in [&["list"][..], &["config", "validate", "demo"]] {
+        let r = env.run(args);
+        assert_ne!(r.code, 0, "{args:?}");
+        let said = format!("{}{}", r.stdout, r.stderr);
+        assert!(
+            said.contains("git conflict markers") && said.contains("--ours"),
+            "{args:?}: {}{}",
+            r.stdout,
+            r.stderr
+        );
+    }
+}
