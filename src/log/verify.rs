@@ -59,6 +59,9 @@ struct Seen {
     /// The entries whose content the event carries (what a purge of them must cover).
     carries: Vec<String>,
     secrets: Vec<crate::policy::stored::StoredSecret>,
+    /// The event's time, and as Unix milliseconds (0 when it cannot be read).
+    at: String,
+    at_ms: i64,
 }
 
 impl Seen {
@@ -83,6 +86,8 @@ impl Seen {
             parents: event.parents.clone(),
             redacted,
             secrets: secrets_in(event),
+            at_ms: crate::retrieval::features::unix_millis(&event.at).unwrap_or(0),
+            at: event.at.clone(),
         }
     }
 
@@ -110,7 +115,15 @@ impl Seen {
 ///
 /// # Errors
 /// Only when the file cannot be read; everything wrong inside it is in the report.
-pub fn verify_log(path: &Path) -> Result<Report> {
+/// Events dated more than this after the clock are named (a writer's clock was wrong).
+const FUTURE_TOLERANCE_MS: i64 = 86_400_000;
+
+/// Verifies the log at `path`; `now_ms` is the time of the check (Unix milliseconds), to name
+/// events dated after it.
+///
+/// # Errors
+/// When the log cannot be read.
+pub fn verify_log(path: &Path, now_ms: i64) -> Result<Report> {
     let log = LogFile::open(path)?;
     let missing = log.is_missing();
     let mut problems = Vec::new();
@@ -260,6 +273,28 @@ pub fn verify_log(path: &Path) -> Result<Report> {
                 });
             }
         }
+    }
+    // Dated in the future: a writer's clock was wrong (it was warned as it wrote), and a merge
+    // brought the events here, where every later change to their entries must be dated after
+    // them and they count as the newest everywhere.
+    for s in seen
+        .iter()
+        .filter(|s| s.at_ms > now_ms + FUTURE_TOLERANCE_MS)
+    {
+        warnings.push(Finding {
+            line: s.number,
+            offset: s.offset,
+            problem: format!(
+                "event {} of entry {} is dated {}, {} days after this machine's clock: its \
+                 writer's clock was wrong; it counts as the newest change wherever times are \
+                 compared (the merge of a conflict, statistics), and a later change to the \
+                 entry must be dated after it (`--now`), or wait for the clock to pass it",
+                s.id,
+                s.entry,
+                s.at,
+                (s.at_ms - now_ms) / 86_400_000
+            ),
+        });
     }
     // Where each event is: a parent must project onto the entry of the event naming it (a
     // supersede that creates its replacement belongs to both entries).
@@ -560,7 +595,7 @@ mod tests {
             text.push('\n');
         }
         fs_err::write(&path, text).unwrap_or_else(|e| panic!("{e}"));
-        verify_log(&path).unwrap_or_else(|e| panic!("{e}"))
+        verify_log(&path, i64::MAX / 2).unwrap_or_else(|e| panic!("{e}"))
     }
 
     fn update(entry: &str, parent: &str) -> Event {

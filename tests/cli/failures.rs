@@ -1352,3 +1352,26 @@ fn conflict_markers_in_the_configuration_are_named() {
         );
     }
 }
+
+/// An event dated after the machine's clock (a writer's clock was wrong, and a merge brought it
+/// in) is named by `verify` as a warning: the log is still valid.
+#[test]
+fn verify_names_events_dated_after_the_clock() {
+    let env = Env::with_project();
+    let id = env.add("clock", "Written by a wrong clock");
+    env.run(&["--now", "2099-01-01T00:00:00Z", "pin", &id]).ok();
+    let r = env.run(&["verify"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.contains("is dated 2099-01-01T00:00:00.000Z")
+            && r.stdout.contains("writer's clock was wrong"),
+        "{}",
+        r.stdout
+    );
+    assert_eq!(
+        r.stdout.matches("writer's clock").count(),
+        1,
+        "{}",
+        r.stdout
+    );
+}
