@@ -122,8 +122,9 @@ impl SyncReport {
             };
             let kept = match &self.dropped_file {
                 Some(f) => format!(
-                    "; the lines of the {} that nothing in git holds are kept in {}: if they \
-                     should not have gone, put them back with `memlog import {} {}`",
+                    "; the lines of the {} that no branch holds now (a revert or a reset may \
+                     leave them in older commits only) are kept in {}: if they should not have \
+                     gone, put them back with `memlog import {} {}`",
                     self.dropped - self.dropped_held,
                     f.display(),
                     self.dropped_project,

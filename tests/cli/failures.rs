@@ -820,7 +820,7 @@ fn a_checkout_drops_events_quietly_and_a_merge_names_its_duplicates() {
         r.stderr.contains("no longer in the log")
             && r.stderr.contains("git still holds")
             && r.stderr
-                .contains("the lines of the 1 that nothing in git holds"),
+                .contains("the lines of the 1 that no branch holds now"),
         "{}",
         r.stderr
     );
