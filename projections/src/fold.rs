@@ -205,6 +205,12 @@ fn fold_core<'e>(
     // While there are several heads: whether every event since the fork changed nothing the
     // entry did not already show (see `EntryState::agreed`).
     let mut agreed = true;
+    // A purged entry's events may be whole or tombstones (after `gc`), which replay alike but
+    // for the content they carry: comparing outcomes would tell the two apart, so a fork of a
+    // purged entry is never an agreement, whether `gc` ran or not.
+    let purged = ordered
+        .iter()
+        .any(|e| matches!(e.data, EventData::Purge { .. }));
     for event in ordered {
         // A fork: the event builds on something that is no longer a head, so another writer
         // got there first. (Extending one head of an open conflict is not a new fork.)
@@ -227,9 +233,10 @@ fn fold_core<'e>(
         match apply(entry, state.take(), event) {
             Ok(next) => {
                 if heads.len() > 1 && agreed {
-                    agreed = shown_before
-                        .as_ref()
-                        .is_some_and(|now| same_outcome(now, &next));
+                    agreed = !purged
+                        && shown_before
+                            .as_ref()
+                            .is_some_and(|now| same_outcome(now, &next));
                 }
                 state = Some(next);
             }

@@ -11,9 +11,8 @@ use std::path::PathBuf;
 
 #[derive(Debug, clap::Args)]
 pub struct MergeDriverArgs {
-    /// The common ancestor's version (git's %O): a line it holds that one side no longer holds
-    /// (rewritten by `gc`) is not taken back from the other side; a file that does not exist
-    /// (or /dev/null) merges without it
+    /// The common ancestor's version (git's %O): not read (a line one side lacks is no line
+    /// to drop: the merge is the union of both sides, tombstones replacing purged lines)
     pub ancestor: PathBuf,
     /// Our version (git's %A): the merged log is written here
     pub ours: PathBuf,
@@ -68,7 +67,6 @@ pub fn merge_driver(ctx: &Ctx, args: MergeDriverArgs, out: &mut Out) -> Result<E
         .path
         .clone()
         .unwrap_or_else(|| args.ours.display().to_string());
-    let ancestor = crate::git::merge_driver::read_ancestor(&args.ancestor)?;
     let theirs = if args.theirs.as_os_str() == "-" {
         let mut bytes = Vec::new();
         std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut bytes)?;
@@ -101,12 +99,12 @@ pub fn merge_driver(ctx: &Ctx, args: MergeDriverArgs, out: &mut Out) -> Result<E
                 crate::store::session::without_secrets,
             )?;
             let written = fs_err::read(log)?;
-            crate::git::merge_driver::run(&args.ours, &ancestor, &theirs, &written, &name)?
+            crate::git::merge_driver::run(&args.ours, &theirs, &written, &name)?
         }
-        None => crate::git::merge_driver::run(&args.ours, &ancestor, &theirs, b"", &name)?,
+        None => crate::git::merge_driver::run(&args.ours, &theirs, b"", &name)?,
     };
     if out.json {
-        out.json(&json!({"success": true, "path": name, "ours": merged.ours, "added": merged.added, "duplicates": merged.duplicates, "removed": merged.removed, "replaced": merged.replaced}));
+        out.json(&json!({"success": true, "path": name, "ours": merged.ours, "added": merged.added, "duplicates": merged.duplicates, "replaced": merged.replaced}));
     } else {
         // git shows the driver's output during the merge: keep it to one line on stderr.
         let mut note = format!(
@@ -116,12 +114,6 @@ pub fn merge_driver(ctx: &Ctx, args: MergeDriverArgs, out: &mut Out) -> Result<E
             merged.added,
             count(merged.duplicates, "duplicate", "duplicates")
         );
-        if merged.removed > 0 {
-            note.push_str(&format!(
-                ", {} that one side rewrote or removed since the common ancestor left out",
-                count(merged.removed, "line", "lines")
-            ));
-        }
         if merged.replaced > 0 {
             note.push_str(&format!(
                 ", {} left out for {} tombstone",

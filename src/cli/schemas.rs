@@ -528,7 +528,6 @@ fn results() -> Vec<(&'static str, &'static str, Value)> {
                 ("ours", integer()),
                 ("added", integer()),
                 ("duplicates", integer()),
-                ("removed", integer()),
                 ("replaced", integer()),
             ]),
         ),

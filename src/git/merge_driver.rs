@@ -4,15 +4,15 @@
 //! order their branch wrote them in).
 //!
 //! A log only grows, with one exception: `gc` rewrites the lines of a purged entry as their
-//! tombstones (the content removed, the ids kept). So the union leaves out what one side
-//! rewrote: a line of the common ancestor that one side no longer holds is not taken back from
-//! the other (git's own `merge=union` does the same for such a line), and a whole line whose
-//! event a tombstone of the merged log stands for is left out, ancestor or not: purged content
-//! never comes back with a merge, a rebase or a cherry-pick.
+//! tombstones (the content removed, the ids kept). So a whole line whose event a tombstone of
+//! the merged log stands for (vouched for by its purge) is left out: purged content never
+//! comes back with a merge, a rebase or a cherry-pick. No other line is left out: the common
+//! ancestor (`%O`) is not read, since a line one side lacks may be a write that side never saw
+//! (a cherry-picked change without its parents, a revert, the virtual ancestor git makes for a
+//! criss-cross merge), where dropping it would lose an acknowledged write or orphan its
+//! descendants.
 //!
-//! Projections depend on the set of events only, so this driver and git's built-in
-//! `merge=union` give byte-identical projections; the driver also drops duplicated lines and
-//! never mixes two lines into one.
+//! The driver also drops duplicated lines and never mixes two lines into one.
 
 use crate::error::{Error, Result};
 use rustc_hash::FxHashSet;
@@ -30,9 +30,6 @@ pub struct Merged {
     pub added: usize,
     /// Lines that one side held twice, kept once.
     pub duplicates: usize,
-    /// Lines of the common ancestor that one side no longer holds (rewritten by `gc`, or
-    /// removed), left out although the other side still holds them.
-    pub removed: usize,
     /// Whole lines left out because a tombstone of the merged log stands for their event.
     pub replaced: usize,
 }
@@ -106,12 +103,13 @@ fn whole_event_id(line: &[u8]) -> Option<&str> {
     }
 }
 
-/// Merges two logs that descend from `ancestor`: `ours` in its order, then the lines of
-/// `theirs` that `ours` lacks, by (time, event id). Every line of both sides is in the result
-/// exactly once, except a line of `ancestor` that one side no longer holds, and a whole event
-/// whose tombstone (vouched for by its purge) the result holds: the tombstone takes the whole
-/// line's place. With an empty ancestor (none is known) only tombstones leave lines out.
-pub fn merge(ancestor: &[u8], ours: &[u8], theirs: &[u8]) -> Merged {
+/// Merges two logs: `ours` in its order, then the lines of `theirs` that `ours` lacks, by
+/// (time, event id). Every line of both sides is in the result exactly once, except a whole
+/// event whose tombstone (vouched for by its purge) the result holds: the tombstone takes the
+/// whole line's place. No other line is ever left out, whatever either side removed: a line
+/// one side lacks may be a write it never saw (a cherry-pick, a revert, the virtual ancestor
+/// of a criss-cross merge), and the log only grows but for `gc`'s tombstones.
+pub fn merge(ours: &[u8], theirs: &[u8]) -> Merged {
     let mut out = Merged::default();
     let mut ours_once: Vec<&[u8]> = Vec::new();
     let mut seen: FxHashSet<&[u8]> = FxHashSet::default();
@@ -131,23 +129,7 @@ pub fn merge(ancestor: &[u8], ours: &[u8], theirs: &[u8]) -> Merged {
             new.push(line);
         }
     }
-    // Rewritten (by `gc`) or removed on one side since the sides split: the other side's copy
-    // is the old line, which the union must not bring back.
-    let gone: FxHashSet<&[u8]> = lines(ancestor)
-        .filter(|l| !seen.contains(l) || !theirs_seen.contains(l))
-        .collect();
-    out.removed = ours_once
-        .iter()
-        .chain(&new)
-        .filter(|l| gone.contains(*l))
-        .count();
-    new.retain(|l| !gone.contains(l));
-    let candidates: Vec<&[u8]> = ours_once
-        .iter()
-        .filter(|l| !gone.contains(*l))
-        .chain(&new)
-        .copied()
-        .collect();
+    let candidates: Vec<&[u8]> = ours_once.iter().chain(&new).copied().collect();
     let tombstones = vouched_tombstones(&candidates);
     // Only the lines that state a tombstone's id are hashed (most logs hold a tombstone).
     let tombstone_of = |line: &[u8]| {
@@ -164,23 +146,16 @@ pub fn merge(ancestor: &[u8], ours: &[u8], theirs: &[u8]) -> Merged {
     };
     let mut placed: FxHashSet<&[u8]> = FxHashSet::default();
     for line in ours_once {
-        let tombstone = tombstone_of(line);
-        let is_gone = gone.contains(line);
-        if !is_gone && tombstone.is_none() {
+        let Some(tombstone) = tombstone_of(line) else {
             push(&mut out.bytes, line);
             out.ours += 1;
             continue;
-        }
-        if !is_gone {
-            out.replaced += 1;
-        }
+        };
+        out.replaced += 1;
         // Their tombstone of the event takes the line's place, as `gc` rewrites a line in
         // place: the merge commit's diff against our side shows that rewrite.
-        if let Some(t) = tombstone
-            && !seen.contains(t)
-            && placed.insert(t)
-        {
-            push(&mut out.bytes, t);
+        if !seen.contains(tombstone) && placed.insert(tombstone) {
+            push(&mut out.bytes, tombstone);
             out.added += 1;
         }
     }
@@ -241,23 +216,9 @@ fn first_damaged(bytes: &[u8], only: impl Fn(&[u8]) -> bool) -> Option<(usize, S
     None
 }
 
-/// The ancestor's version (`%O`), empty when the file does not exist: without it the merge
-/// is the union of both sides, in which only tombstones leave lines out. (git hands an empty
-/// file when the sides share no version of the log.)
-///
-/// # Errors
-/// When the file exists and cannot be read (the error names it).
-pub fn read_ancestor(path: &Path) -> Result<Vec<u8>> {
-    match fs_err::read(path) {
-        Ok(bytes) => Ok(bytes),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
-        Err(e) => Err(e.into()),
-    }
-}
-
 /// Runs the driver as git calls it (`%O %A %B %P`): merges `ours` (the file `%A`) with
-/// `theirs` (`%B`'s bytes), knowing `ancestor` (`%O`'s bytes, see [`merge`]), and writes the
-/// result over `ours`. `written` holds the lines of the working copy of the log (`%P`), which
+/// `theirs` (`%B`'s bytes) and writes the result over `ours`. The ancestor (`%O`) is not read:
+/// a line one side lacks is no line to drop (see [`merge`]). `written` holds the lines of the working copy of the log (`%P`), which
 /// memlog may have appended to after git read it (a write acknowledged while the merge runs):
 /// git replaces the working copy with the driver's result, so a line only there would
 /// otherwise be lost. The caller has moved a torn last line of the working copy to the
@@ -269,13 +230,7 @@ pub fn read_ancestor(path: &Path) -> Result<Vec<u8>> {
 /// in, it would sit in mid-log, where every memlog command refuses it, instead of at the end,
 /// where the next command sets it aside. `ours` then holds our lines and the working copy's,
 /// which git leaves in the working tree, and git reports the log as conflicted.
-pub fn run(
-    ours: &Path,
-    ancestor: &[u8],
-    theirs: &[u8],
-    written: &[u8],
-    name: &str,
-) -> Result<Merged> {
+pub fn run(ours: &Path, theirs: &[u8], written: &[u8], name: &str) -> Result<Merged> {
     let a = fs_err::read(ours)?;
     let b = theirs;
     // The lines only the working copy holds join theirs, so that they are ordered together by
@@ -318,7 +273,7 @@ pub fn run(
         b.extend_from_slice(line);
         b.push(b'\n');
     }
-    let merged = merge(ancestor, &a, &b);
+    let merged = merge(&a, &b);
     crate::log::durable::write_atomic(ours, &merged.bytes)?;
     Ok(merged)
 }
@@ -363,65 +318,24 @@ mod tests {
             c in prop::collection::vec("[abc]{1,2}", 0..12),
         ) {
             let (a, b, c) = (log(&a), log(&b), log(&c));
-            let ab = merge(b"", &a, &b).bytes;
+            let ab = merge(&a, &b).bytes;
             let union: BTreeSet<Vec<u8>> = set(&a).union(&set(&b)).cloned().collect();
             prop_assert_eq!(set(&ab), union);
             prop_assert_eq!(super::lines(&ab).count(), set(&ab).len());
-            let ours_once = merge(b"", &a, b"").bytes;
+            let ours_once = merge(&a, b"").bytes;
             prop_assert!(ab.starts_with(&ours_once));
-            prop_assert_eq!(set(&merge(b"", &b, &a).bytes), set(&ab));
+            prop_assert_eq!(set(&merge(&b, &a).bytes), set(&ab));
             prop_assert_eq!(
-                set(&merge(b"", &ab, &c).bytes),
-                set(&merge(b"", &a, &merge(b"", &b, &c).bytes).bytes)
+                set(&merge(&ab, &c).bytes),
+                set(&merge(&a, &merge(&b, &c).bytes).bytes)
             );
-            prop_assert_eq!(merge(b"", &ab, &ab).bytes, ab.clone());
-        }
-
-        /// With the ancestor: a line of it that one side no longer holds is left out, whatever
-        /// the other side holds; every other line of either side is kept, once; logs that only
-        /// grew from the ancestor merge exactly as without it; sides swapped, the same set.
-        #[test]
-        fn a_line_one_side_removed_since_the_ancestor_stays_out(
-            o in prop::collection::vec("[abcd]{1,2}", 0..12),
-            keep_a in prop::collection::vec(any::<bool>(), 12),
-            keep_b in prop::collection::vec(any::<bool>(), 12),
-            extra_a in prop::collection::vec("[cde]{1,2}", 0..6),
-            extra_b in prop::collection::vec("[cde]{1,2}", 0..6),
-        ) {
-            let side = |keep: &[bool], extra: &[String]| {
-                let mut lines: Vec<String> = o
-                    .iter()
-                    .zip(keep)
-                    .filter(|(_, k)| **k)
-                    .map(|(l, _)| l.clone())
-                    .collect();
-                lines.extend(extra.iter().cloned());
-                log(&lines)
-            };
-            let (base, a, b) = (log(&o), side(&keep_a, &extra_a), side(&keep_b, &extra_b));
-            let merged = merge(&base, &a, &b);
-            let (sa, sb, so) = (set(&a), set(&b), set(&base));
-            let expected: BTreeSet<Vec<u8>> = sa
-                .union(&sb)
-                .filter(|l| !so.contains(*l) || (sa.contains(*l) && sb.contains(*l)))
-                .cloned()
-                .collect();
-            prop_assert_eq!(set(&merged.bytes), expected);
-            prop_assert_eq!(super::lines(&merged.bytes).count(), set(&merged.bytes).len());
-            prop_assert_eq!(set(&merge(&base, &b, &a).bytes), set(&merged.bytes));
-            let grown = |s: &[u8]| {
-                let mut v = base.clone();
-                v.extend_from_slice(s);
-                v
-            };
-            let (ga, gb) = (grown(&log(&extra_a)), grown(&log(&extra_b)));
-            prop_assert_eq!(merge(&base, &ga, &gb), merge(b"", &ga, &gb));
+            prop_assert_eq!(merge(&ab, &ab).bytes, ab.clone());
         }
     }
 
     #[test]
     fn their_new_lines_follow_in_time_then_id_order_and_a_torn_line_is_kept() {
-        let merged = merge(b"", b"x\n", b"z\ny\nx\npartial");
+        let merged = merge(b"x\n", b"z\ny\nx\npartial");
         // Lines that are not events sort by their bytes, after every event.
         assert_eq!(merged.bytes, b"x\npartial\ny\nz\n");
         assert_eq!((merged.ours, merged.added, merged.duplicates), (1, 3, 0));
@@ -462,7 +376,6 @@ mod tests {
         // The working copy holds our line too (and theirs, had git written it already).
         let report = super::run(
             &a,
-            b"",
             theirs.as_bytes(),
             format!("{ours}\n{theirs}\n{written}\n").as_bytes(),
             "log",
@@ -509,7 +422,6 @@ mod tests {
             std::fs::write(&a, &ours).unwrap_or_else(|e| panic!("{e}"));
             let e = super::run(
                 &a,
-                b"",
                 theirs.as_bytes(),
                 written.as_bytes(),
                 "ai-memory/p/events.jsonl",
@@ -565,70 +477,66 @@ mod tests {
     }
 
     /// A rebase onto a branch that purged an entry and ran `gc`: the replayed side still holds
-    /// the create whole, as the ancestor did; the merge keeps the tombstone only, and so does
-    /// the merge the other way round, where the tombstone takes the whole line's place.
+    /// the create whole; the merge keeps the tombstone only, either way round, the tombstone
+    /// taking the whole line's place.
     #[test]
     fn a_line_gc_rewrote_on_one_side_does_not_come_back_from_the_other() {
         let (create, purge, tombstone, other) = purged();
         let later = event("2026-01-03T00:00:00.000Z");
-        let base = text(&[&create, &other]);
         let gcd = text(&[&tombstone, &other, &purge]);
         let feature = text(&[&create, &other, &later]);
-        let merged = merge(&base, &gcd, &feature);
+        let merged = merge(&gcd, &feature);
         assert_eq!(merged.bytes, text(&[&tombstone, &other, &purge, &later]));
-        assert_eq!(
-            (merged.ours, merged.added, merged.removed, merged.replaced),
-            (3, 1, 1, 0)
-        );
-        let merged = merge(&base, &feature, &gcd);
+        assert_eq!((merged.ours, merged.added, merged.replaced), (3, 1, 1));
+        let merged = merge(&feature, &gcd);
         assert_eq!(merged.bytes, text(&[&tombstone, &other, &later, &purge]));
-        assert_eq!(
-            (merged.ours, merged.added, merged.removed, merged.replaced),
-            (2, 2, 1, 0)
-        );
+        assert_eq!((merged.ours, merged.added, merged.replaced), (2, 2, 1));
     }
 
-    /// Without an ancestor that holds the whole line (none known, or the line came to both
-    /// sides separately), the tombstone a purge vouches for still wins over it, on either
-    /// side; one that no purge in the merged log vouches for replaces nothing.
+    /// A line one side lacks is kept from the other whatever the common ancestor held: a
+    /// cherry-picked update without its entry's create, a reverted write, the virtual ancestor
+    /// of a criss-cross merge. Dropping it would orphan the update or lose the write.
+    #[test]
+    fn a_line_one_side_lacks_is_kept() {
+        let (create, _, _, other) = purged();
+        let update = event("2026-01-03T00:00:00.000Z");
+        let picked = text(&[&other, &create, &update]);
+        let target = text(&[&other]);
+        let merged = merge(&target, &picked);
+        assert_eq!(set(&merged.bytes), set(&picked));
+        let merged = merge(&picked, &target);
+        assert_eq!(set(&merged.bytes), set(&picked));
+    }
+
+    /// The tombstone a purge vouches for wins over the whole line, on either side; one that no
+    /// purge in the merged log vouches for replaces nothing.
     #[test]
     fn a_vouched_tombstone_replaces_the_whole_line_without_an_ancestor() {
         let (create, purge, tombstone, other) = purged();
         let gcd = text(&[&tombstone, &other, &purge]);
         let whole = text(&[&create, &other]);
-        let merged = merge(b"", &whole, &gcd);
+        let merged = merge(&whole, &gcd);
         assert_eq!(merged.bytes, text(&[&tombstone, &other, &purge]));
         assert_eq!((merged.ours, merged.added, merged.replaced), (1, 2, 1));
-        let merged = merge(b"", &gcd, &whole);
+        let merged = merge(&gcd, &whole);
         assert_eq!(merged.bytes, gcd);
         assert_eq!((merged.ours, merged.added, merged.replaced), (3, 0, 1));
         // The purge is on neither side: the tombstone is not vouched for, nothing is replaced.
-        let merged = merge(b"", &text(&[&create]), &text(&[&tombstone]));
+        let merged = merge(&text(&[&create]), &text(&[&tombstone]));
         assert_eq!(merged.bytes, text(&[&create, &tombstone]));
         assert_eq!(merged.replaced, 0);
     }
 
-    /// Through [`super::run`], as git calls the driver: the ancestor's version is read when
-    /// there is one; none (the file does not exist) merges as the plain union would, and the
-    /// tombstone still wins.
+    /// Through [`super::run`], as git calls the driver: the tombstone wins.
     #[test]
-    fn the_driver_reads_the_ancestor_and_works_without_one() {
+    fn the_driver_keeps_the_tombstone() {
         let (create, purge, tombstone, other) = purged();
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let (a, o) = (dir.path().join("a"), dir.path().join("o"));
-        std::fs::write(&o, text(&[&create, &other])).unwrap_or_else(|e| panic!("{e}"));
-        let ancestor = super::read_ancestor(&o).unwrap_or_else(|e| panic!("{e}"));
+        let a = dir.path().join("a");
         std::fs::write(&a, text(&[&create, &other])).unwrap_or_else(|e| panic!("{e}"));
         let gcd = text(&[&tombstone, &other, &purge]);
-        let report = super::run(&a, &ancestor, &gcd, b"", "log").unwrap_or_else(|e| panic!("{e}"));
+        let report = super::run(&a, &gcd, b"", "log").unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(std::fs::read(&a).unwrap_or_default(), gcd);
-        assert_eq!((report.removed, report.replaced), (1, 0));
-        let none =
-            super::read_ancestor(&dir.path().join("absent")).unwrap_or_else(|e| panic!("{e}"));
-        assert!(none.is_empty());
-        std::fs::write(&a, text(&[&create, &other])).unwrap_or_else(|e| panic!("{e}"));
-        let report = super::run(&a, &none, &gcd, b"", "log").unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(std::fs::read(&a).unwrap_or_default(), gcd);
-        assert_eq!((report.removed, report.replaced), (0, 1));
+        assert_eq!(report.replaced, 1);
     }
 }

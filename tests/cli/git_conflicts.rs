@@ -476,6 +476,40 @@ fn branches_that_made_the_same_change_leave_no_conflict() {
     assert_eq!(env.run(&["conflicts", "--check"]).code, 0);
 }
 
+/// A purged entry's fork is never an agreement: a content edit written beside the purge on
+/// another branch stays a conflict after `gc` rewrote it as its tombstone (which replays as the
+/// event it stands for, its content aside).
+#[test]
+fn gc_does_not_turn_a_conflict_of_a_purged_entry_into_an_agreement() {
+    let env = Env::new();
+    let id = crate::common::committed_entry(&env, ".", "wiki", "Wiki password note");
+    git(&env, &["checkout", "-qb", "b"]);
+    env.run_at(
+        "2026-11-23T00:00:20Z",
+        &["update", &id, "--content", "Reworded note", "--reason", "b"],
+    )
+    .ok();
+    git(&env, &["commit", "-qam", "b"]);
+    git(&env, &["checkout", "-q", "main"]);
+    env.run_at(
+        "2026-11-23T00:00:10Z",
+        &["purge", &id, "--reason", "secret"],
+    )
+    .ok();
+    git(&env, &["commit", "-qam", "a"]);
+    git(&env, &["merge", "-q", "--no-edit", "b"]);
+    let conflict = |env: &Env| env.run(&["show", &id, "--json"]).ok().json()["conflict"].clone();
+    assert_eq!(conflict(&env), true);
+    env.run_at(
+        "2026-11-23T00:01:00Z",
+        &["purge", &id, "--reason", "secret again"],
+    )
+    .ok();
+    assert_eq!(conflict(&env), true);
+    env.run_at("2026-11-23T00:01:01Z", &["gc"]).ok();
+    assert_eq!(conflict(&env), true, "gc changed what the events say");
+}
+
 /// An archived entry (out of the active indexes) in conflict is listed too, now and as of a
 /// past time.
 #[test]

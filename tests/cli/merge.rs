@@ -464,3 +464,33 @@ fn purged_content_stays_out_of_a_rebase_and_a_merge_with_the_driver() {
         );
     }
 }
+
+/// With the driver installed, a cherry-pick of an update without the commit that created its
+/// entry keeps the create the picked commit's log holds (the common ancestor of such a pick
+/// holds it too, and the target lacks it: no reason to drop it), and the log verifies.
+#[test]
+fn a_cherry_pick_with_the_driver_keeps_the_lines_the_target_lacks() {
+    let env = Env::new();
+    git(&env, &["init", "-q", "-b", "main"]);
+    env.run(&["init", "demo"]).ok();
+    env.run(&["git", "install"]).ok();
+    env.add("kept", "Kept entry");
+    git(&env, &["add", "-A"]);
+    git(&env, &["commit", "-qm", "base"]);
+    git(&env, &["checkout", "-qb", "feature"]);
+    let x = env.add("feature", "Feature entry");
+    git(&env, &["commit", "-qam", "create"]);
+    env.run(&["update", &x, "--confidence", "0.95", "--reason", "measured"])
+        .ok();
+    git(&env, &["commit", "-qam", "update"]);
+    git(&env, &["checkout", "-q", "main"]);
+    env.add("main", "Main entry");
+    git(&env, &["commit", "-qam", "main work"]);
+    git(&env, &["cherry-pick", "feature"]);
+    let verify = env.run(&["verify"]);
+    assert_eq!(verify.code, 0, "{}", verify.stdout);
+    assert_eq!(
+        env.run(&["show", &x, "--json"]).ok().json()["confidence"],
+        0.95
+    );
+}

@@ -188,9 +188,18 @@ fn precondition(change: &Change, state: &EntryState) -> Result<()> {
                 state.superseded_by.as_deref().unwrap_or("that entry"),
             ))
         }
-        Change::Resolve { .. } | Change::ResolveWinner { .. } if !state.in_conflict() => refuse(
-            format!("{} has no conflict to resolve (one head)", state.id),
-        ),
+        Change::Resolve { .. } | Change::ResolveWinner { .. } if !state.in_conflict() => {
+            refuse(if state.agreed {
+                format!(
+                    "{} has no conflict to resolve: its {} heads agree (the writers made the \
+                     same change); the next change of the entry joins them",
+                    state.id,
+                    state.heads.len()
+                )
+            } else {
+                format!("{} has no conflict to resolve (one head)", state.id)
+            })
+        }
         Change::Purge { redacted, .. } if state.purged && redacted.is_empty() => refuse(format!(
             "{} is already purged, and every event that carried its content is covered",
             state.id
