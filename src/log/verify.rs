@@ -167,7 +167,24 @@ pub fn verify_log(path: &Path, now_ms: i64) -> Result<Report> {
             };
             match result {
                 Ok((s, hash, is_tomb)) => {
-                    if is_tomb || original_of_tombstone.contains(&s.id) {
+                    let both_tombstones = is_tomb && original_of_tombstone.contains(&s.id);
+                    if both_tombstones && by_id.get(&s.id).is_some_and(|(_, known)| *known != hash)
+                    {
+                        // Two tombstones of one event: two branches purged the entry and ran
+                        // `gc`, then merged. No content came back.
+                        warnings.push(Finding {
+                            line: line.number,
+                            offset: line.offset,
+                            problem: format!(
+                                "event {} appears as two tombstones (the entry was purged on two \
+                                 branches, then merged): no content came back; `memlog gc` \
+                                 keeps one",
+                                s.id
+                            ),
+                        });
+                        continue;
+                    }
+                    if !both_tombstones && (is_tomb || original_of_tombstone.contains(&s.id)) {
                         // Both an event and its tombstone: a merge brought back a copy from
                         // before `gc`. Each verifies on its own; `gc` removes the copy.
                         if by_id.contains_key(&s.id) {

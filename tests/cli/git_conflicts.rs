@@ -617,3 +617,29 @@ fn duplicates_from_a_merge_stay_listed_until_settled() {
     assert!(env.run(&["--json", "conflicts"]).ok().warnings().is_empty());
     env.run(&["conflicts", "--check"]).ok();
 }
+
+/// Two branches that purged the same entry and ran `gc` leave two tombstones of its events
+/// once merged: `verify` says so, and not that purged content came back.
+#[test]
+fn two_branches_that_purged_the_same_entry_leave_two_tombstones_not_a_leak() {
+    let env = Env::new();
+    let id = crate::common::committed_entry(&env, ".", "wiki", "Wiki password note");
+    git(&env, &["checkout", "-qb", "a"]);
+    env.run_at("2026-11-23T00:00:10Z", &["purge", &id, "--reason", "a"])
+        .ok();
+    env.run_at("2026-11-23T00:00:11Z", &["gc"]).ok();
+    git(&env, &["commit", "-qam", "a"]);
+    git(&env, &["checkout", "-q", "main"]);
+    env.run_at("2026-11-23T00:00:20Z", &["purge", &id, "--reason", "b"])
+        .ok();
+    env.run_at("2026-11-23T00:00:21Z", &["gc"]).ok();
+    git(&env, &["commit", "-qam", "b"]);
+    git(&env, &["merge", "-q", "--no-edit", "a"]);
+    let verified = env.run(&["verify"]);
+    assert!(
+        verified.stdout.contains("appears as two tombstones")
+            && !verified.stdout.contains("purged content came back"),
+        "{}",
+        verified.stdout
+    );
+}
