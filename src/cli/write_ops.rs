@@ -327,6 +327,30 @@ fn winner_change(
             losers.push((state.id.clone(), state.heads.clone()));
         }
     }
+    // Resolves merged from several branches, each with its own winner, leave the entries of
+    // the sides' lines superseded concurrently by two of them: each in conflict. They give way
+    // to this winner too, with all their heads as parents, which settles them.
+    for c in competing {
+        let mut at = c.clone();
+        let mut seen = std::collections::HashSet::new();
+        while seen.insert(at.clone()) {
+            let Some(state) = session.store().entry(&at)? else {
+                break;
+            };
+            let superseded = state.status == projections::Status::Superseded;
+            if state.id != winner
+                && superseded
+                && state.in_conflict()
+                && !losers.iter().any(|(id, _)| *id == state.id)
+            {
+                losers.push((state.id.clone(), state.heads.clone()));
+            }
+            match state.superseded_by {
+                Some(by) if superseded => at = by,
+                _ => break,
+            }
+        }
+    }
     // Two resolves that chose different winners on two branches leave, once merged, each
     // replacement superseded by another: none active. The winner chosen now is made active
     // again (a replacement superseded by an entry of its own line is left as it is).

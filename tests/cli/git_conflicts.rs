@@ -643,3 +643,64 @@ fn two_branches_that_purged_the_same_entry_leave_two_tombstones_not_a_leak() {
         verified.stdout
     );
 }
+
+/// Three branches supersede one entry, three more resolve it each with its own winner, and all
+/// merge: every replacement is then superseded concurrently by two winners (in conflict
+/// itself). One `resolve --winner` settles it all: the winner active, every other replacement
+/// superseded by it, no conflict left.
+#[test]
+fn one_resolve_settles_the_resolves_of_three_branches() {
+    let env = Env::new();
+    let id = crate::common::committed_entry(&env, ".", "queue", "Use one queue");
+    let mut replacements = Vec::new();
+    for (i, branch) in ["a", "b", "c"].iter().enumerate() {
+        git(&env, &["checkout", "-q", "main"]);
+        git(&env, &["checkout", "-qb", branch]);
+        let now = format!("2026-11-23T00:00:0{i}Z");
+        let summary = format!("Use {branch} queues");
+        let r = env
+            .run_at(&now, &["supersede", &id, "--summary", &summary, "--json"])
+            .ok()
+            .json()["id"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        git(&env, &["commit", "-qam", branch]);
+        replacements.push(r);
+    }
+    git(&env, &["checkout", "-q", "main"]);
+    for branch in ["a", "b", "c"] {
+        git(&env, &["merge", "-q", "--no-edit", branch]);
+    }
+    for (i, winner) in replacements.iter().enumerate() {
+        git(&env, &["checkout", "-q", "main"]);
+        git(&env, &["checkout", "-qb", &format!("r{i}")]);
+        let now = format!("2026-11-24T00:00:0{i}Z");
+        env.run_at(&now, &["resolve", &id, "--winner", winner]).ok();
+        git(&env, &["commit", "-qam", &format!("r{i}")]);
+    }
+    git(&env, &["checkout", "-q", "main"]);
+    for i in 0..3 {
+        git(&env, &["merge", "-q", "--no-edit", &format!("r{i}")]);
+    }
+    assert_ne!(env.run(&["conflicts", "--json"]).ok().json(), json!([]));
+    let winner = &replacements[1];
+    env.run_at(
+        "2026-11-25T00:00:00Z",
+        &["resolve", &id, "--winner", winner],
+    )
+    .ok();
+    assert_eq!(env.run(&["conflicts", "--json"]).ok().json(), json!([]));
+    let listed = env
+        .run(&["--json", "list", "--status", "active"])
+        .ok()
+        .json();
+    let active: Vec<&str> = listed
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e["id"].as_str())
+        .collect();
+    assert_eq!(active, vec![winner.as_str()], "{listed}");
+    assert_eq!(env.run(&["verify"]).code, 0);
+}
