@@ -258,19 +258,12 @@ pub fn merge_losses(repo: &Repo, heads: &[MergeHead]) -> Result<Vec<MergeLoss>> 
         std::collections::HashMap::new();
     for head in heads {
         // Lines of the head's logs that the index lacks are the removed lines of this diff.
-        let diff = repo.run(&[
-            "diff",
-            "--cached",
-            "--relative",
-            "-U0",
-            "--no-color",
-            "--no-ext-diff",
+        let diff = repo.run(&staged_diff(&[
             "--no-renames",
-            "--text",
             &head.commit,
             "--",
             crate::workspace::MEMORY_DIR,
-        ])?;
+        ]))?;
         let mut missing: Vec<(String, Vec<String>)> = Vec::new();
         let mut counted = std::collections::HashSet::new();
         for (path, _, id) in removed_events(&diff, true) {
@@ -345,13 +338,10 @@ pub struct Staged {
     pub damaged: Vec<DamagedLine>,
 }
 
-/// Credentials in the lines staged under the workspace's `ai-memory/` and `ai-context/`, and
-/// added log lines that are not intact events (edited by hand, cut, or not events at all).
-///
-/// # Errors
-/// When git cannot run.
-pub fn scan(repo: &Repo) -> Result<Staged> {
-    let diff = repo.run(&[
+/// `git diff` of the index, as the hooks read it (paths relative to the workspace, no context
+/// lines, no colours or external tools, every file as text), then `more`.
+fn staged_diff<'a>(more: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
         "diff",
         "--cached",
         "--relative",
@@ -359,11 +349,23 @@ pub fn scan(repo: &Repo) -> Result<Staged> {
         "--no-color",
         "--no-ext-diff",
         "--text",
+    ];
+    args.extend_from_slice(more);
+    args
+}
+
+/// Credentials in the lines staged under the workspace's `ai-memory/` and `ai-context/`, and
+/// added log lines that are not intact events (edited by hand, cut, or not events at all).
+///
+/// # Errors
+/// When git cannot run.
+pub fn scan(repo: &Repo) -> Result<Staged> {
+    let diff = repo.run(&staged_diff(&[
         "--diff-filter=ACMR",
         "--",
         crate::workspace::MEMORY_DIR,
         crate::workspace::CONTEXT_DIR,
-    ])?;
+    ]))?;
     let mut staged = Staged::default();
     let out = &mut staged.secrets;
     let mut logs = StagedLogs {

@@ -419,34 +419,19 @@ fn branches_that_made_the_same_change_leave_no_conflict() {
     let pinned = crate::common::committed_entry(&env, ".", "queue", "Use one queue");
     let deprecated = crate::common::committed_entry(&env, ".", "cache", "Cache for an hour");
     let disputed = crate::common::committed_entry(&env, ".", "retry", "Retry three times");
+    // On each branch: the same pin and deprecation, and a different confidence.
+    let changes = |now: &str, reason: &str, confidence: &str| {
+        env.run_at(now, &["pin", &pinned, "--reason", reason]).ok();
+        env.run_at(now, &["deprecate", &deprecated, "--reason", reason])
+            .ok();
+        env.run_at(now, &["update", &disputed, "--confidence", confidence])
+            .ok();
+        git(&env, &["commit", "-qam", reason]);
+    };
     git(&env, &["checkout", "-qb", "a"]);
-    env.run_at("2026-11-23T00:00:00Z", &["pin", &pinned, "--reason", "a"])
-        .ok();
-    env.run_at(
-        "2026-11-23T00:00:00Z",
-        &["deprecate", &deprecated, "--reason", "a"],
-    )
-    .ok();
-    env.run_at(
-        "2026-11-23T00:00:00Z",
-        &["update", &disputed, "--confidence", "0.6"],
-    )
-    .ok();
-    git(&env, &["commit", "-qam", "a"]);
+    changes("2026-11-23T00:00:00Z", "a", "0.6");
     git(&env, &["checkout", "-q", "main"]);
-    env.run_at("2026-11-23T00:00:05Z", &["pin", &pinned, "--reason", "b"])
-        .ok();
-    env.run_at(
-        "2026-11-23T00:00:05Z",
-        &["deprecate", &deprecated, "--reason", "b"],
-    )
-    .ok();
-    env.run_at(
-        "2026-11-23T00:00:05Z",
-        &["update", &disputed, "--confidence", "0.7"],
-    )
-    .ok();
-    git(&env, &["commit", "-qam", "b"]);
+    changes("2026-11-23T00:00:05Z", "b", "0.7");
     git(&env, &["merge", "-q", "--no-edit", "a"]);
 
     let c = env.run(&["conflicts", "--json"]).ok().json();
